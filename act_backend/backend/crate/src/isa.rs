@@ -1,0 +1,342 @@
+//! The ISA table (`act-isa-table/1`): buffers, instructions and their semantics, as written by
+//! the Python generator, plus the integer expressions its shapes and slices are made of.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub const FORMAT: &str = "act-isa-table/1";
+
+/// The table of one accelerator.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Isa {
+    pub format: String,
+    pub name: String,
+    pub buffers: Vec<Buffer>,
+    pub instructions: Vec<Instruction>,
+}
+
+/// A data model: `access_dims` addressable positions, each holding a `dtype[unit_dims]` unit.
+/// `d0` (HBM) is byte addressed and unbounded: `access_dims == [None]`, no unit dims.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Buffer {
+    pub name: String,
+    pub access_dims: Vec<Option<i64>>,
+    pub unit_dims: Vec<i64>,
+    pub dtype: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Instruction {
+    pub name: String,
+    pub comp_attrs: Vec<String>,
+    pub addr_attrs: Vec<String>,
+    pub inputs: Vec<Slice>,
+    pub outputs: Vec<Slice>,
+    pub semantics: Vec<Op>,
+}
+
+/// The part of a buffer an operand occupies: `[start_k, start_k + size_k)` along access dim k.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Slice {
+    pub buffer: String,
+    pub start: Vec<Expr>,
+    pub size: Vec<Expr>,
+}
+
+/// One SSA instruction of a semantics program; the last one is the ROOT.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Op {
+    pub name: String,
+    pub op: String,
+    pub dtype: String,
+    pub shape: Vec<Expr>,
+    pub operands: Vec<String>,
+    #[serde(default)]
+    pub attrs: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub root: bool,
+}
+
+/// An integer expression over attributes (`c.n`, `a.addr_in`); `/` is floor division.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Expr {
+    Int(i64),
+    Attr(String),
+    Add(Box<Expr>, Box<Expr>),
+    Sub(Box<Expr>, Box<Expr>),
+    Mul(Box<Expr>, Box<Expr>),
+    Div(Box<Expr>, Box<Expr>),
+    Rem(Box<Expr>, Box<Expr>),
+    Neg(Box<Expr>),
+}
+
+/// `const + sum(coef * attr)`: an expression once the attributes it is not affine in are known.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Affine {
+    pub constant: i64,
+    pub terms: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExprError {
+    Unbound(String),
+    NotAffine(String),
+    DivisionByZero,
+}
+
+impl fmt::Display for ExprError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExprError::Unbound(a) => write!(f, "attribute @{a} has no value"),
+            ExprError::NotAffine(e) => write!(f, "expression `{e}` is not affine"),
+            ExprError::DivisionByZero => write!(f, "division by zero"),
+        }
+    }
+}
+
+impl Expr {
+    /// Evaluates with every attribute it mentions bound in `env`.
+    pub fn eval(&self, env: &BTreeMap<String, i64>) -> Result<i64, ExprError> {
+        let bin = |a: &Expr, b: &Expr| -> Result<(i64, i64), ExprError> {
+            Ok((a.eval(env)?, b.eval(env)?))
+        };
+        Ok(match self {
+            Expr::Int(v) => *v,
+            Expr::Attr(name) => *env.get(name).ok_or_else(|| ExprError::Unbound(name.clone()))?,
+            Expr::Add(a, b) => bin(a, b).map(|(x, y)| x + y)?,
+            Expr::Sub(a, b) => bin(a, b).map(|(x, y)| x - y)?,
+            Expr::Mul(a, b) => bin(a, b).map(|(x, y)| x * y)?,
+            Expr::Div(a, b) => {
+                let (x, y) = bin(a, b)?;
+                if y == 0 {
+                    return Err(ExprError::DivisionByZero);
+                }
+                x.div_euclid(y)
+            }
+            Expr::Rem(a, b) => {
+                let (x, y) = bin(a, b)?;
+                if y == 0 {
+                    return Err(ExprError::DivisionByZero);
+                }
+                x.rem_euclid(y)
+            }
+            Expr::Neg(a) => -a.eval(env)?,
+        })
+    }
+
+    /// Evaluates with the attributes in `env` known and the others kept symbolic; fails when
+    /// the result is not affine in the unknown attributes.
+    pub fn affine(&self, env: &BTreeMap<String, i64>) -> Result<Affine, ExprError> {
+        Ok(match self {
+            Expr::Int(v) => Affine::constant(*v),
+            Expr::Attr(name) => match env.get(name) {
+                Some(v) => Affine::constant(*v),
+                None => Affine::var(name),
+            },
+            Expr::Add(a, b) => a.affine(env)?.plus(&b.affine(env)?, 1),
+            Expr::Sub(a, b) => a.affine(env)?.plus(&b.affine(env)?, -1),
+            Expr::Neg(a) => Affine::constant(0).plus(&a.affine(env)?, -1),
+            Expr::Mul(a, b) => {
+                let (x, y) = (a.affine(env)?, b.affine(env)?);
+                if let Some(k) = x.as_constant() {
+                    y.scaled(k)
+                } else if let Some(k) = y.as_constant() {
+                    x.scaled(k)
+                } else {
+                    return Err(ExprError::NotAffine(self.to_string()));
+                }
+            }
+            Expr::Div(_, _) | Expr::Rem(_, _) => match self.eval(env) {
+                Ok(v) => Affine::constant(v),
+                Err(ExprError::Unbound(_)) => return Err(ExprError::NotAffine(self.to_string())),
+                Err(e) => return Err(e),
+            },
+        })
+    }
+
+    /// Attribute names the expression mentions, sorted.
+    pub fn attrs(&self) -> Vec<String> {
+        fn walk(e: &Expr, out: &mut Vec<String>) {
+            match e {
+                Expr::Int(_) => {}
+                Expr::Attr(a) => out.push(a.clone()),
+                Expr::Neg(a) => walk(a, out),
+                Expr::Add(a, b)
+                | Expr::Sub(a, b)
+                | Expr::Mul(a, b)
+                | Expr::Div(a, b)
+                | Expr::Rem(a, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Int(v) => write!(f, "{v}"),
+            Expr::Attr(a) => write!(f, "@{a}"),
+            Expr::Add(a, b) => write!(f, "({a} + {b})"),
+            Expr::Sub(a, b) => write!(f, "({a} - {b})"),
+            Expr::Mul(a, b) => write!(f, "({a} * {b})"),
+            Expr::Div(a, b) => write!(f, "({a} / {b})"),
+            Expr::Rem(a, b) => write!(f, "({a} % {b})"),
+            Expr::Neg(a) => write!(f, "-{a}"),
+        }
+    }
+}
+
+impl Affine {
+    pub fn constant(v: i64) -> Affine {
+        Affine { constant: v, terms: BTreeMap::new() }
+    }
+
+    pub fn var(name: &str) -> Affine {
+        Affine { constant: 0, terms: BTreeMap::from([(name.to_string(), 1)]) }
+    }
+
+    pub fn as_constant(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+
+    /// `self + k * other`, dropping zero coefficients.
+    pub fn plus(&self, other: &Affine, k: i64) -> Affine {
+        let mut out = self.clone();
+        out.constant += k * other.constant;
+        for (name, coef) in &other.terms {
+            *out.terms.entry(name.clone()).or_insert(0) += k * coef;
+        }
+        out.terms.retain(|_, c| *c != 0);
+        out
+    }
+
+    pub fn scaled(&self, k: i64) -> Affine {
+        Affine::constant(0).plus(self, k)
+    }
+}
+
+// The JSON form is a tagged tree: {"int": 5} | {"attr": "c.n"} | {"op": "+", "args": [a, b]}.
+impl<'de> Deserialize<'de> for Expr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Expr, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        Expr::from_json(&v).map_err(D::Error::custom)
+    }
+}
+
+impl Expr {
+    pub fn from_json(v: &serde_json::Value) -> Result<Expr, String> {
+        if let Some(i) = v.get("int") {
+            return i.as_i64().map(Expr::Int).ok_or_else(|| format!("bad int in {v}"));
+        }
+        if let Some(a) = v.get("attr") {
+            return a.as_str().map(|s| Expr::Attr(s.to_string())).ok_or_else(|| format!("bad attr in {v}"));
+        }
+        let op = v.get("op").and_then(|o| o.as_str()).ok_or_else(|| format!("bad expression {v}"))?;
+        let args: Vec<Expr> = v
+            .get("args")
+            .and_then(|a| a.as_array())
+            .ok_or_else(|| format!("expression without args: {v}"))?
+            .iter()
+            .map(Expr::from_json)
+            .collect::<Result<_, _>>()?;
+        let mut it = args.into_iter();
+        let mut next = || it.next().map(Box::new).ok_or_else(|| format!("too few args in {v}"));
+        Ok(match op {
+            "+" => Expr::Add(next()?, next()?),
+            "-" => Expr::Sub(next()?, next()?),
+            "*" => Expr::Mul(next()?, next()?),
+            "/" => Expr::Div(next()?, next()?),
+            "%" => Expr::Rem(next()?, next()?),
+            "neg" => Expr::Neg(next()?),
+            other => return Err(format!("unknown expression operator {other:?}")),
+        })
+    }
+}
+
+impl Isa {
+    /// Parses and checks an ISA table.
+    pub fn from_json(text: &str) -> Result<Isa, String> {
+        let isa: Isa = serde_json::from_str(text).map_err(|e| format!("ISA table: {e}"))?;
+        if isa.format != FORMAT {
+            return Err(format!("ISA table: format {:?}, expected {FORMAT:?}", isa.format));
+        }
+        for instr in &isa.instructions {
+            for slice in instr.inputs.iter().chain(&instr.outputs) {
+                if isa.buffer_index(&slice.buffer).is_none() {
+                    return Err(format!(
+                        "ISA table: instruction {} uses unknown buffer {}",
+                        instr.name, slice.buffer
+                    ));
+                }
+            }
+        }
+        Ok(isa)
+    }
+
+    pub fn buffer_index(&self, name: &str) -> Option<usize> {
+        self.buffers.iter().position(|b| b.name == name)
+    }
+
+    pub fn buffer(&self, name: &str) -> &Buffer {
+        &self.buffers[self.buffer_index(name).expect("buffer checked in Isa::from_json")]
+    }
+}
+
+impl Buffer {
+    pub fn is_hbm(&self) -> bool {
+        self.access_dims.iter().any(Option::is_none)
+    }
+
+    /// Number of addressable positions, `None` for unbounded HBM.
+    pub fn capacity(&self) -> Option<i64> {
+        self.access_dims.iter().try_fold(1i64, |acc, d| d.map(|d| acc * d))
+    }
+}
+
+impl Instruction {
+    /// The environment binding computational attributes `c.<name>` to `values`.
+    pub fn comp_env(&self, values: &[i64]) -> BTreeMap<String, i64> {
+        self.comp_attrs.iter().zip(values).map(|(n, v)| (format!("c.{n}"), *v)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(text: &str) -> Expr {
+        Expr::from_json(&serde_json::from_str(text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn evaluates_and_linearises() {
+        let x = e(r#"{"op": "+", "args": [{"attr": "a.addr"}, {"op": "*", "args": [{"attr": "c.n"}, {"int": 2}]}]}"#);
+        let env = BTreeMap::from([("c.n".to_string(), 64)]);
+        let aff = x.affine(&env).unwrap();
+        assert_eq!(aff.constant, 128);
+        assert_eq!(aff.terms, BTreeMap::from([("a.addr".to_string(), 1)]));
+        assert_eq!(x.eval(&env), Err(ExprError::Unbound("a.addr".into())));
+    }
+
+    #[test]
+    fn product_of_unknowns_is_not_affine() {
+        let x = e(r#"{"op": "*", "args": [{"attr": "a.x"}, {"attr": "a.y"}]}"#);
+        assert!(matches!(x.affine(&BTreeMap::new()), Err(ExprError::NotAffine(_))));
+    }
+
+    #[test]
+    fn floor_division_rounds_down() {
+        let x = e(r#"{"op": "/", "args": [{"int": -7}, {"int": 2}]}"#);
+        assert_eq!(x.eval(&BTreeMap::new()), Ok(-4));
+    }
+}
