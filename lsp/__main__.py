@@ -1,0 +1,5 @@
+"""``python -m lsp``: start the language server on stdio."""
+
+from lsp.server import main
+
+main()

@@ -1,0 +1,63 @@
+"""The protocol boundary: plain results in server units -> ``lsprotocol`` objects in the
+client's position encoding (UTF-16 unless negotiated otherwise), and back for positions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from lsprotocol import types
+from pygls.workspace.position_codec import (
+    PositionCodec,
+    ServerTextPosition,
+    ServerTextRange,
+)
+
+from lsp.findings import Finding
+from lsp.text_map import Position, TextRange
+
+SOURCE = "act"
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+
+class Converter:
+    """Converts between server units and the client's units for one document snapshot."""
+
+    def __init__(self, codec: PositionCodec, lines: Sequence[str]):
+        self.codec = codec
+        self.lines = list(lines)
+
+    def range(self, where: TextRange) -> types.Range:
+        server = ServerTextRange(ServerTextPosition(*where.start), ServerTextPosition(*where.end))
+        return self.codec.range_to_client_units(self.lines, server)
+
+    def position(self, pos: Position) -> types.Position:
+        return self.codec.position_to_client_units(self.lines, ServerTextPosition(*pos))
+
+    def from_client(self, position: types.Position) -> Position:
+        server = self.codec.position_from_client_units(self.lines, position)
+        return (server.line, server.character)
+
+    def diagnostic(self, finding: Finding) -> types.Diagnostic:
+        return types.Diagnostic(
+            range=self.range(finding.range),
+            message=finding.message,
+            severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Error),
+            code=finding.code,
+            source=SOURCE,
+        )
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def lines_of(text: str) -> list[str]:
+    """Document lines, endings kept, split where the protocol and Python's tokenizer split
+    (CR, LF, CRLF only; ``str.splitlines`` would also split at form feeds and U+2028)."""
+    return _LINE.findall(text) or [""]
