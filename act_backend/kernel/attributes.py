@@ -1,0 +1,178 @@
+"""Decoding of HLO attribute values and constant literals from their token trees.
+
+The grammar reads every ``{...}`` value as a balanced tree of tokens; this module turns the
+ones with a meaning into the encodings of the architecture document (``dimensions`` -> list
+of ints, ``slice`` -> ``[[start, limit, stride], ...]``, ``to_apply`` -> a computation name...)
+and keeps the rest (``metadata``, ``sharding``, ``backend_config``...) as their source text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from lark import Token, Tree
+
+from act_backend.kernel.opcodes import COMPARISON_DIRECTIONS
+
+
+class BadValue(ValueError):
+    """A value that does not fit its attribute; ``node`` is the token or tree at fault."""
+
+    def __init__(self, message: str, node: Token | Tree) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node
+
+
+_INT = re.compile(r"[-+]?\d+\Z")
+_LITERAL_WORDS = {"true": True, "false": False, "inf": math.inf, "nan": math.nan}
+
+
+def strip_percent(name: str) -> str:
+    return name[1:] if name.startswith("%") else name
+
+
+def parse_number(text: str) -> int | float:
+    """An HLO number: ``3`` is an int, ``3.0``, ``1e-3``, ``-inf`` and ``nan`` are floats."""
+    if _INT.match(text):
+        return int(text)
+    lowered = text.lower()
+    if lowered.lstrip("+-") == "nan":
+        return math.nan
+    return float(lowered)
+
+
+def _value_node(attr_value: Tree) -> Token | Tree:
+    return attr_value.children[0]
+
+
+def _elements(brace: Tree) -> list[Tree]:
+    """The comma-separated elements of a brace/bracket/paren tree (none for ``{}``)."""
+    return [c for c in brace.children if isinstance(c, Tree) and c.data == "belem"]
+
+
+def _single_part(belem: Tree) -> Token | Tree:
+    if len(belem.children) != 1:
+        raise BadValue("expected one value between commas", belem)
+    return belem.children[0]
+
+
+def _int_token(node: Token | Tree, what: str) -> int:
+    if isinstance(node, Token) and node.type == "NUMBER" and _INT.match(node):
+        return int(node)
+    raise BadValue(f"{what} must be an integer, found {_describe(node)}", node)
+
+
+def _describe(node: Token | Tree) -> str:
+    if isinstance(node, Token):
+        return f"'{node}'"
+    return {"brace": "a '{...}' list", "bracket": "a '[...]' list",
+            "paren": "a '(...)' group"}.get(node.data, "a compound value")
+
+
+def int_list(attr_value: Tree, attr: str) -> list[int]:
+    node = _value_node(attr_value)
+    if not (isinstance(node, Tree) and node.data == "brace"):
+        raise BadValue(
+            f"attribute '{attr}' expects a list of integers such as {{1,0}}, "
+            f"found {_describe(node)}", node)
+    return [_int_token(_single_part(e), f"each entry of '{attr}'") for e in _elements(node)]
+
+
+def int_scalar(attr_value: Tree, attr: str) -> int:
+    return _int_token(_value_node(attr_value), f"attribute '{attr}'")
+
+
+def name_ref(attr_value: Tree, attr: str) -> str:
+    node = _value_node(attr_value)
+    if isinstance(node, Token) and node.type == "NAME":
+        return strip_percent(str(node))
+    raise BadValue(
+        f"attribute '{attr}' expects a computation name, found {_describe(node)}", node)
+
+
+def direction(attr_value: Tree, attr: str) -> str:
+    node = _value_node(attr_value)
+    if isinstance(node, Token) and node.type == "NAME" and str(node) in COMPARISON_DIRECTIONS:
+        return str(node)
+    raise BadValue(
+        f"attribute '{attr}' expects one of {', '.join(COMPARISON_DIRECTIONS)}, "
+        f"found {_describe(node)}", node)
+
+
+def slice_list(attr_value: Tree, attr: str) -> list[list[int]]:
+    """``{[0:64], [1:5:1]}`` -> ``[[0, 64, 1], [1, 5, 1]]`` (stride defaults to 1)."""
+    node = _value_node(attr_value)
+    if not (isinstance(node, Tree) and node.data == "brace"):
+        raise BadValue(
+            f"attribute '{attr}' expects ranges such as {{[0:64], [0:32:2]}}, "
+            f"found {_describe(node)}", node)
+    ranges = []
+    for element in _elements(node):
+        bracket = _single_part(element)
+        if not (isinstance(bracket, Tree) and bracket.data == "bracket"):
+            raise BadValue(
+                f"each range of '{attr}' is written [start:limit] or [start:limit:stride], "
+                f"found {_describe(bracket)}", bracket)
+        inner = _elements(bracket)
+        parts = inner[0].children if len(inner) == 1 else []
+        numbers = parts[0::2]
+        colons = parts[1::2]
+        if not (2 <= len(numbers) <= 3 and all(
+                isinstance(c, Token) and c.type == "COLON" for c in colons)
+                and len(parts) == 2 * len(numbers) - 1):
+            raise BadValue(
+                f"each range of '{attr}' is written [start:limit] or [start:limit:stride]",
+                bracket)
+        bounds = [_int_token(n, f"a bound of '{attr}'") for n in numbers]
+        if len(bounds) == 2:
+            bounds.append(1)
+        ranges.append(bounds)
+    return ranges
+
+
+def raw(attr_value: Tree, text: str) -> str:
+    """The value exactly as written, for attributes kept for the record only."""
+    node = _value_node(attr_value)
+    if isinstance(node, Token):
+        return text[node.start_pos:node.end_pos]
+    return text[node.meta.start_pos:node.meta.end_pos]
+
+
+# Attributes with a meaning for type inference or evaluation, and their decoders. Their IR
+# name is the key of ``RENAMED`` where XLA's printed name differs from the architecture's.
+DECODERS: dict[str, Callable[[Tree, str], Any]] = {
+    "dimensions": int_list,
+    "lhs_contracting_dims": int_list,
+    "rhs_contracting_dims": int_list,
+    "lhs_batch_dims": int_list,
+    "rhs_batch_dims": int_list,
+    "dynamic_slice_sizes": int_list,
+    "slice": slice_list,
+    "to_apply": name_ref,
+    "calls": name_ref,
+    "direction": direction,
+    "iota_dimension": int_scalar,
+    "index": int_scalar,
+}
+RENAMED = {"direction": "comparison_direction"}
+
+
+def literal(node: Token | Tree) -> Any:
+    """A constant's value: a number, ``true``/``false``/``inf``/``nan``, or nested ``{...}``."""
+    if isinstance(node, Token):
+        if node.type == "NUMBER":
+            return parse_number(str(node))
+        if node.type == "NAME" and str(node) in _LITERAL_WORDS:
+            return _LITERAL_WORDS[str(node)]
+        if node.type == "ELLIPSIS":
+            raise BadValue(
+                "the constant's value was left out of the text ('{...}'); print the module "
+                "with its large constants", node)
+        raise BadValue(f"expected a literal value, found {_describe(node)}", node)
+    if node.data != "brace":
+        raise BadValue(f"expected a literal value, found {_describe(node)}", node)
+    return [literal(_single_part(e)) for e in _elements(node)]
