@@ -1,0 +1,254 @@
+"""The ``@kernel`` decorator: tracing, compiling and simulating one assembly kernel.
+
+``k = kernel(hbm=..., input=[...], output=[...], constant=[...])(body)`` is called with a mode:
+
+* ``k('fsim-compile')()`` traces the body's api calls into a program, compiles the whole
+  program with XLA as one function from the state (HBM, then each on-chip buffer) to the new
+  state, and returns ``(input_specs, compile_ms)``;
+* ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
+  program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
+  before ``fsim-compile``, it compiles first (``run_ms`` never includes compilation);
+* ``k('cost')()`` returns the number of instructions (each costs 1).
+
+``set_simulation_backend('CPU' | 'GPU')`` chooses the device later compilations and runs use.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from . import state as _state
+from . import table as _table
+from . import tracing as _tracing
+from .semantics import type_text
+from .table import OracleError
+
+MODES = ("fsim-compile", "fsim", "cost")
+
+if sys.byteorder != "little":
+    # HBM holds values as XLA's bitcast_convert lays them out, which is little-endian.
+    raise ImportError("the oracle runtime needs a little-endian host")
+
+_platform = "cpu"
+
+
+def set_simulation_backend(backend: str) -> None:
+    """Simulate on the CPU (the default) or on the first GPU JAX finds."""
+    global _platform
+    wanted = str(backend).lower()
+    if wanted not in ("cpu", "gpu"):
+        raise ValueError(f"set_simulation_backend: unknown backend {backend!r} "
+                         "(accepted: 'CPU', 'GPU')")
+    try:
+        jax.devices(wanted)
+    except RuntimeError:
+        present = sorted({d.platform for d in jax.devices()})
+        raise RuntimeError(f"set_simulation_backend({backend!r}): JAX finds no {wanted.upper()} "
+                           f"here (platforms present: {', '.join(present)}); install a jaxlib "
+                           "with GPU support or simulate on 'CPU'") from None
+    _platform = wanted
+
+
+def _device() -> jax.Device:
+    return jax.devices(_platform)[0]
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A kernel input, output or constant: ``shape`` of ``dtype`` at HBM byte ``addr``."""
+
+    addr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    value: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def text(self) -> str:
+        return type_text(self.dtype, self.shape)
+
+
+def kernel(hbm: int, input: Sequence[Mapping], output: Sequence[Mapping],
+           constant: Sequence[Mapping] = ()) -> Callable[[Callable[[], Any]], Kernel]:
+    """Declares a kernel: its HBM size in bytes and where its tensors lie in HBM."""
+
+    def decorate(body: Callable[[], Any]) -> Kernel:
+        return Kernel(body, hbm, input, output, constant)
+
+    return decorate
+
+
+class Kernel:
+    def __init__(self, body: Callable[[], Any], hbm: int, inputs: Sequence[Mapping],
+                 outputs: Sequence[Mapping], constants: Sequence[Mapping]):
+        self.name = getattr(body, "__name__", "kernel")
+        self._body = body
+        if isinstance(hbm, bool) or not isinstance(hbm, int) or hbm <= 0:
+            raise OracleError(f"kernel {self.name}: hbm must be a positive number of bytes, "
+                              f"got {hbm!r}")
+        self.hbm = hbm
+        self._input_specs = [dict(spec) for spec in inputs]
+        self.inputs = [self._tensor(s, "input", i, False) for i, s in enumerate(inputs)]
+        self.outputs = [self._tensor(s, "output", i, False) for i, s in enumerate(outputs)]
+        self.constants = [self._tensor(s, "constant", i, True) for i, s in enumerate(constants)]
+        self._program: _tracing.Program | None = None
+        self._compiled: dict[jax.Device, Any] = {}
+        self.last_state: dict[str, np.ndarray] | None = None
+
+    def __call__(self, mode: str) -> Callable[..., Any]:
+        if mode == "fsim-compile":
+            return self._fsim_compile
+        if mode == "fsim":
+            return self._fsim
+        if mode == "cost":
+            return self._cost
+        raise ValueError(f"kernel {self.name}: unknown mode {mode!r} "
+                         f"(modes: {', '.join(MODES)})")
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.name}: hbm={self.hbm}, {len(self.inputs)} inputs>"
+
+    # -- modes ------------------------------------------------------------------------------
+
+    def _fsim_compile(self, *inputs: Any) -> tuple[list[dict], float]:
+        if inputs:
+            self._check_inputs(inputs)
+        start = time.perf_counter()
+        self._compile()
+        compile_ms = (time.perf_counter() - start) * 1000.0
+        return [dict(spec) for spec in self._input_specs], compile_ms
+
+    def _fsim(self, *inputs: Any) -> tuple[list[jax.Array], float]:
+        arrays = self._check_inputs(inputs)
+        compiled = self._compile()
+        device = _device()
+        image = self._image()
+        for tensor, array in zip(self.inputs, arrays, strict=True):
+            image[tensor.addr:tensor.addr + tensor.nbytes] = _bytes(array)
+        program = self.program()
+        initial = [np.zeros(s.shape, s.dtype) for s in _state.state_structs(program.table,
+                                                                             self.hbm)]
+        initial[0] = image
+        placed = [jax.device_put(a, device) for a in initial]
+        jax.block_until_ready(placed)
+        start = time.perf_counter()
+        final = jax.block_until_ready(compiled(*placed))
+        run_ms = (time.perf_counter() - start) * 1000.0
+        hbm = np.asarray(final[0])
+        index = _state.state_index(program.table)
+        self.last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+        outputs = [
+            jax.device_put(hbm[t.addr:t.addr + t.nbytes].view(t.dtype).reshape(t.shape), device)
+            for t in self.outputs]
+        return outputs, run_ms
+
+    def _cost(self) -> int:
+        return len(self.program().calls)
+
+    # -- tracing and compiling --------------------------------------------------------------
+
+    def program(self) -> _tracing.Program:
+        """The recorded program (the body runs once; later modes reuse the recording)."""
+        if self._program is None:
+            program = _tracing.Program(_table.current(), self.hbm, self.name)
+            with _tracing.recording(program):
+                self._body()
+            self._program = program
+        return self._program
+
+    def _compile(self) -> Any:
+        device = _device()
+        if device not in self._compiled:
+            program = self.program()
+            index = _state.state_index(program.table)
+            calls = [(c, [index[r.buffer.name] for r in c.inputs], index[c.output.buffer.name])
+                     for c in program.calls]
+
+            def step(*arrays: jax.Array) -> tuple[jax.Array, ...]:
+                current = list(arrays)
+                for call, sources, target in calls:
+                    values = [_state.read(current, s, r)
+                              for s, r in zip(sources, call.inputs, strict=True)]
+                    _state.write(current, target, call.output, call.lowered.fn(values))
+                return tuple(current)
+
+            sharding = jax.sharding.SingleDeviceSharding(device)
+            structs = _state.state_structs(program.table, self.hbm, sharding)
+            self._compiled[device] = jax.jit(step).lower(*structs).compile()
+        return self._compiled[device]
+
+    def _image(self) -> np.ndarray:
+        """A zeroed HBM holding the constants."""
+        image = np.zeros(self.hbm, np.uint8)
+        for tensor in self.constants:
+            image[tensor.addr:tensor.addr + tensor.nbytes] = _bytes(tensor.value)
+        return image
+
+    # -- checking what the user gives -------------------------------------------------------
+
+    def _tensor(self, spec: Mapping, kind: str, i: int, has_value: bool) -> Tensor:
+        where = f"kernel {self.name}: {kind} {i}"
+        if not isinstance(spec, Mapping):
+            raise OracleError(f"{where}: expected a dict with addr, shape, dtype, got {spec!r}")
+        keys = {"addr", "shape", "dtype"} | ({"value"} if has_value else set())
+        unknown = sorted(set(spec) - keys)
+        missing = sorted(keys - set(spec))
+        if unknown:
+            raise OracleError(f"{where}: unknown key(s) {', '.join(unknown)} "
+                              f"(accepted: {', '.join(sorted(keys))})")
+        if missing:
+            raise OracleError(f"{where}: missing key(s) {', '.join(missing)}")
+        addr, shape = spec["addr"], spec["shape"]
+        if isinstance(addr, bool) or not isinstance(addr, int) or addr < 0:
+            raise OracleError(f"{where}: addr must be a non-negative integer, got {addr!r}")
+        if not isinstance(shape, (tuple, list)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise OracleError(f"{where}: shape must be a tuple of non-negative integers, "
+                              f"got {shape!r}")
+        name = _table.dtype_name(spec["dtype"])
+        if name is None:
+            raise OracleError(f"{where}: dtype {spec['dtype']!r} is not one the oracle "
+                              "simulates")
+        dtype = _table.numpy_dtype(name, where)
+        value = None
+        if has_value:
+            value = np.asarray(spec["value"], dtype=dtype)
+            if value.shape != tuple(shape):
+                raise OracleError(f"{where}: value has shape {list(value.shape)}, the "
+                                  f"constant is declared {type_text(dtype, shape)}")
+        tensor = Tensor(addr, tuple(shape), dtype, value)
+        if addr + tensor.nbytes > self.hbm:
+            raise OracleError(f"{where}: {tensor.text()} at addr {addr} needs bytes "
+                              f"[{addr}, {addr + tensor.nbytes}), beyond HBM of {self.hbm} "
+                              "bytes")
+        return tensor
+
+    def _check_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+        if len(inputs) != len(self.inputs):
+            raise OracleError(f"kernel {self.name}: takes {len(self.inputs)} inputs, "
+                              f"got {len(inputs)}")
+        arrays = []
+        for i, (tensor, value) in enumerate(zip(self.inputs, inputs, strict=True)):
+            shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+            if shape is None or dtype is None:
+                raise OracleError(f"kernel {self.name}: input {i} must be an array of "
+                                  f"{tensor.text()}, got {type(value).__name__}")
+            if tuple(shape) != tensor.shape or np.dtype(dtype) != tensor.dtype:
+                raise OracleError(f"kernel {self.name}: input {i} must be {tensor.text()}, "
+                                  f"got {type_text(np.dtype(dtype), tuple(shape))}")
+            arrays.append(np.asarray(value))
+        return arrays
+
+
+def _bytes(array: np.ndarray) -> np.ndarray:
+    """The little-endian bytes of ``array`` in row-major order."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8)

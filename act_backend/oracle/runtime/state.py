@@ -1,0 +1,99 @@
+"""The simulated machine state and the slices instructions read and write in it.
+
+The state is one flat ``u8`` HBM of the kernel's ``hbm`` bytes followed by one array per
+on-chip data model, ``dtype[*access_dims, *unit_dims]``, in table order. A region is the part
+of a buffer one operand of one call occupies: rows ``[start_k, start_k + size_k)`` along each
+access dim, unit dims whole. Regions are bound (and bounds-checked) when an instruction is
+called, so reading and writing them inside the compiled program never clamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+from jax import lax
+
+from .table import HBM, Buffer, OracleError, SliceSpec, Table, evaluate, numpy_dtype
+
+
+@dataclass(frozen=True)
+class Region:
+    buffer: Buffer
+    start: tuple[int, ...]
+    size: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the value read from (or written to) the region."""
+        return self.size + self.buffer.unit_dims
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype(self.buffer.dtype, self.buffer.name)
+
+    def rows(self, k: int | None = None) -> str:
+        """``[32, 96)``: the rows along access dim ``k``, or along every one (joined by x)."""
+        dims = range(len(self.start)) if k is None else [k]
+        return " x ".join(f"[{self.start[d]}, {self.start[d] + self.size[d]})" for d in dims)
+
+
+def bind_region(spec: SliceSpec, table: Table, env: Mapping[str, int], hbm: int,
+                where: str) -> Region:
+    """Evaluates a slice for one call and checks it lies inside its buffer.
+
+    ``where`` names the operand, e.g. ``load_rm input 0 (d0)``; ``hbm`` is the kernel's HBM
+    size in bytes, the extent of d0's unbounded access dim.
+    """
+    buffer = table.buffers[spec.buffer]
+    start = tuple(evaluate(e, env, f"{where}: start {k}") for k, e in enumerate(spec.start))
+    size = tuple(evaluate(e, env, f"{where}: size {k}") for k, e in enumerate(spec.size))
+    region = Region(buffer, start, size)
+    for k, capacity in enumerate(buffer.access_dims):
+        along = f" along access dim {k}" if len(buffer.access_dims) > 1 else ""
+        if size[k] <= 0:
+            raise OracleError(f"{where}: size {size[k]}{along} is not positive")
+        if start[k] < 0:
+            raise OracleError(f"{where}: rows {region.rows(k)}{along} start below 0")
+        limit = hbm if capacity is None else capacity
+        if start[k] + size[k] > limit:
+            extent = (f"HBM of {hbm} bytes" if buffer.is_hbm
+                      else f"{buffer.name} of {capacity} rows{along}")
+            raise OracleError(f"{where}: rows {region.rows(k)} exceed {extent}")
+    return region
+
+
+def state_structs(table: Table, hbm: int, sharding: jax.sharding.Sharding | None = None
+                  ) -> list[jax.ShapeDtypeStruct]:
+    """The abstract types of the state arrays: HBM, then each on-chip buffer."""
+    structs = [jax.ShapeDtypeStruct((hbm,), np.uint8, sharding=sharding)]
+    for buffer in table.on_chip:
+        shape = tuple(buffer.access_dims) + buffer.unit_dims
+        dtype = numpy_dtype(buffer.dtype, buffer.name)
+        structs.append(jax.ShapeDtypeStruct(shape, dtype, sharding=sharding))
+    return structs
+
+
+def state_index(table: Table) -> dict[str, int]:
+    """Where each buffer's array sits in the state: HBM first, then on-chip in table order."""
+    return {HBM: 0, **{b.name: i + 1 for i, b in enumerate(table.on_chip)}}
+
+
+def read(state: Sequence[jax.Array], index: int, region: Region) -> jax.Array:
+    """The value of ``region`` of state array ``index``, shaped ``region.shape``."""
+    array = state[index]
+    unit = region.buffer.unit_dims
+    starts = list(region.start) + [0] * len(unit)
+    limits = [s + z for s, z in zip(region.start, region.size, strict=True)] + list(unit)
+    return lax.slice(array, starts, limits)
+
+
+def write(state: list[jax.Array], index: int, region: Region, value: jax.Array) -> None:
+    """Replaces ``region`` of state array ``index`` with ``value`` (same element count)."""
+    array = state[index]
+    update = lax.reshape(value, region.shape)
+    starts = list(region.start) + [0] * len(region.buffer.unit_dims)
+    # The region was bounds-checked when bound, so dynamic_update_slice's clamping never acts.
+    state[index] = lax.dynamic_update_slice(array, update, starts)

@@ -1,0 +1,138 @@
+"""Simulating assembly kernels on generated oracles, for any test that needs to.
+
+* ``load_bf16(path, shape)``: a raw little-endian bf16 matrix (``examples/*/data/*.dat``);
+* ``bf16_tolerance(v)``: two bf16 ulps of the largest magnitude in ``v``;
+* ``load_oracle(oracle_dir)``: import a generated oracle package (each call a fresh copy, so
+  oracles of several accelerators live side by side in one process);
+* ``load_kernel(oracle, asm_path)``: the kernel object of an assembly file;
+* ``run_assembly(oracle_dir, asm_path, inputs)``: simulate and return the outputs as NumPy;
+* ``generate_example_oracle(spec_path, work_dir)``: run an example spec in ``work_dir`` with
+  only its oracle generated (``generate_backend`` becomes a no-op).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import itertools
+import math
+import runpy
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES_DIR = ROOT / "examples"
+ASSEMBLY_DIR = ROOT / "tests" / "assembly"
+
+_counter = itertools.count()
+
+
+def load_bf16(path: str | Path, shape: Sequence[int]) -> np.ndarray:
+    """A raw little-endian bf16 array of ``shape`` read from ``path``."""
+    raw = np.frombuffer(Path(path).read_bytes(), dtype="<u2")
+    expected = math.prod(shape)
+    if raw.size != expected:
+        raise ValueError(f"{path}: holds {raw.size} bf16 values, shape {tuple(shape)} needs "
+                         f"{expected}")
+    return raw.astype(np.uint16).view(ml_dtypes.bfloat16).reshape(shape)
+
+
+def bf16_ulp(x: float) -> float:
+    """The spacing of bf16 values at ``x``: ``2**(floor(log2|x|) - 7)`` (8 significant bits)."""
+    magnitude = abs(float(x))
+    if magnitude == 0.0:
+        return 0.0
+    return 2.0 ** (math.floor(math.log2(magnitude)) - 7)
+
+
+def bf16_tolerance(v: Any) -> float:
+    """Two bf16 ulps of the largest magnitude in ``v``."""
+    largest = float(np.max(np.abs(np.asarray(v, dtype=np.float32))))
+    return 2.0 * bf16_ulp(largest)
+
+
+def load_oracle(oracle_dir: str | Path) -> ModuleType:
+    """Imports the oracle package in ``oracle_dir`` under a name of its own.
+
+    The runtime only imports itself relatively, so any package name works; a fresh one per
+    call keeps two accelerators' oracles (both named ``oracle`` on disk) apart.
+    """
+    oracle_dir = Path(oracle_dir).resolve()
+    name = f"_act_oracle_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(
+        name, oracle_dir / "__init__.py", submodule_search_locations=[str(oracle_dir)])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no oracle package in {oracle_dir}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    importlib.import_module(f"{name}.decorator")
+    importlib.import_module(f"{name}.api")
+    return module
+
+
+def load_kernel(oracle: ModuleType, asm_path: str | Path) -> Any:
+    """The kernel an assembly file defines, built with ``oracle``'s decorator and api."""
+    namespace = runpy.run_path(str(asm_path))
+    outer = [value for value in namespace.values()
+             if inspect.isfunction(value) and value.__module__ == namespace["__name__"]]
+    if len(outer) != 1:
+        names = ", ".join(f.__name__ for f in outer) or "none"
+        raise ValueError(f"{asm_path}: expected one top-level function (the kernel, named "
+                         f"after its HLO module), found {names}")
+    decorator = sys.modules[f"{oracle.__name__}.decorator"]
+    api = sys.modules[f"{oracle.__name__}.api"]
+    return outer[0](decorator.kernel, api)
+
+
+def run_assembly(oracle_dir: str | Path, asm_path: str | Path, inputs: Sequence[Any],
+                 backend: str = "CPU") -> list[np.ndarray]:
+    """Compiles and simulates ``asm_path`` on the oracle in ``oracle_dir``; NumPy outputs."""
+    oracle = load_oracle(oracle_dir)
+    sys.modules[f"{oracle.__name__}.decorator"].set_simulation_backend(backend)
+    kernel = load_kernel(oracle, asm_path)
+    kernel("fsim-compile")()
+    outputs, _ = kernel("fsim")(*inputs)
+    return [np.asarray(out) for out in outputs]
+
+
+@contextlib.contextmanager
+def _backend_disabled() -> Iterator[None]:
+    import act_backend
+
+    saved = act_backend.generate_backend
+    act_backend.generate_backend = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        act_backend.generate_backend = saved
+
+
+def generate_example_oracle(spec_path: str | Path, work_dir: str | Path) -> Path:
+    """Copies a spec into ``work_dir``, runs it there with ``generate_backend`` a no-op and
+    returns the oracle directory it generated (``work_dir/targets/<name>/oracle``)."""
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    copy = work_dir / Path(spec_path).name
+    shutil.copyfile(spec_path, copy)
+    with _backend_disabled():
+        namespace = runpy.run_path(str(copy), run_name="__main__")
+    from act_backend.spec import Accelerator
+
+    accs = [v for v in namespace.values() if isinstance(v, Accelerator)]
+    if len(accs) != 1:
+        raise ValueError(f"{spec_path}: expected one Accelerator, found {len(accs)}")
+    return work_dir / "targets" / accs[0].name / "oracle"
