@@ -156,8 +156,21 @@ _TOKEN_WORDS = {"PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'",
                 "ATTR": "an attribute", "NAME": "a name", "$END": "the end"}
 
 
-def parse_expr(text: str) -> Expr:
-    """Parse an attribute expression; ``ExprSyntaxError`` carries the offending offsets."""
+def parse_expr(text: str, offset: int = 0) -> Expr:
+    """Parse an attribute expression; ``ExprSyntaxError`` carries the offending offsets.
+
+    ``offset`` is added to every position (errors, ``Attr.pos``): the text's place in a
+    larger one, such as a backquoted expression inside a semantics string.
+    """
+    try:
+        return _build(_parse_tree(text), offset)
+    except ExprSyntaxError as err:
+        if not offset:
+            raise
+        raise ExprSyntaxError(err.message, err.start + offset, err.end + offset) from None
+
+
+def _parse_tree(text: str) -> lark.Tree:
     if not text.strip():
         raise ExprSyntaxError("empty expression: expected an integer or an attribute such as "
                               "@c.n", 0, max(len(text), 1))
@@ -180,10 +193,10 @@ def parse_expr(text: str) -> Expr:
     except lark.UnexpectedInput as err:  # pragma: no cover - other lark errors
         pos = getattr(err, "pos_in_stream", 0) or 0
         raise ExprSyntaxError(f"cannot parse expression {text.strip()!r}", pos, pos + 1) from None
-    return _build(tree)
+    return tree
 
 
-def _build(node: lark.Tree | lark.Token) -> Expr:
+def _build(node: lark.Tree | lark.Token, offset: int) -> Expr:
     if isinstance(node, lark.Token):  # pragma: no cover - every token sits under an alias
         raise AssertionError(node)
     kind = node.data
@@ -192,7 +205,7 @@ def _build(node: lark.Tree | lark.Token) -> Expr:
     if kind == "attr":
         token = node.children[0]
         prefix, name = token[1:].split(".", 1)
-        span = (token.start_pos, token.end_pos)
+        span = (token.start_pos + offset, token.end_pos + offset)
         if prefix not in ("c", "a"):
             raise ExprSyntaxError(f"attribute '{token}' must be @c.<name> (computational) or "
                                   f"@a.<name> (addressing)", *span)
@@ -202,9 +215,10 @@ def _build(node: lark.Tree | lark.Token) -> Expr:
         raise ExprSyntaxError(f"'{token}' is not an attribute: write @c.{token} or @a.{token}",
                               token.start_pos, token.end_pos)
     if kind == "neg":
-        return Neg(_build(node.children[0]))
+        return Neg(_build(node.children[0], offset))
     if kind in _TREE_OPS:
-        return BinOp(_TREE_OPS[kind], _build(node.children[0]), _build(node.children[1]))
+        return BinOp(_TREE_OPS[kind], _build(node.children[0], offset),
+                     _build(node.children[1], offset))
     # "+" unary and parenthesised sums are inlined by the grammar; anything else is a bug.
     raise AssertionError(f"unexpected expression node {kind}")  # pragma: no cover
 
@@ -589,6 +603,48 @@ def compare(a: Dim, b: Dim) -> Agreement:
     if _no_integer_root(diff):
         return Agreement.NEVER
     return Agreement.SOMETIMES
+
+
+def first_conflict(pairs: Iterable[tuple[Dim, Dim]]) -> int | None:
+    """The index of the first pair ``(a, b)`` that cannot be equal together with the others,
+    or None when all may hold at once (as far as this sound test sees).
+
+    Pairs are not independent: ``[@c.n, @c.n] == [64, 32]`` holds pairwise for some ``n``
+    but never jointly. Single-variable equations fix their variable (``@c.n = 64``); every
+    pair is then compared again with the fixed values substituted.
+    """
+    pairs = list(pairs)
+    bindings: dict[str, int] = {}
+    for index, (a, b) in enumerate(pairs):
+        if compare(a, b) is Agreement.NEVER:
+            return index
+        solved = _solve_single(to_poly(a) - to_poly(b))
+        if solved is None:
+            continue
+        var, value = solved
+        if bindings.setdefault(var, value) != value:
+            return index
+    if not bindings:
+        return None
+    for index, (a, b) in enumerate(pairs):
+        if compare(substitute(a, bindings), substitute(b, bindings)) is Agreement.NEVER:
+            return index
+    return None
+
+
+def _solve_single(poly: Poly) -> tuple[str, int] | None:
+    """``(var, value)`` when ``poly == 0`` is ``c * var + k == 0`` with an integer root."""
+    variables = poly.variables()
+    if len(variables) != 1:
+        return None
+    (var,) = variables
+    if _is_atom(var):
+        return None
+    coef = dict(poly.terms).get(((var, 1),))
+    if coef is None or len(poly.terms) > 2 or (len(poly.terms) == 2 and poly.constant == 0):
+        return None
+    value, remainder = divmod(-poly.constant, coef)
+    return (var, value) if remainder == 0 else None
 
 
 def _no_integer_root(poly: Poly) -> bool:

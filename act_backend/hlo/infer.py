@@ -26,13 +26,25 @@ Dim = ex.Dim
 
 
 class HloTypeError(ValueError):
-    """A type error in one instruction; ``where`` is ``operand:<i>``, ``attr:<name>`` or
-    ``type`` (keys of ``Instruction.spans``)."""
+    """A type error in one instruction; ``where`` is ``operand:<i>``, ``attr:<name>``,
+    ``type`` or ``opcode`` (keys of ``Instruction.spans``); ``code`` is a stable kebab-case
+    name of the kind of error."""
 
-    def __init__(self, message: str, where: str):
+    def __init__(self, message: str, where: str, code: str | None = None):
         super().__init__(message)
         self.message = message
         self.where = where
+        self.code = code or _default_code(where)
+
+
+def _default_code(where: str) -> str:
+    if where.startswith("operand:"):
+        return "operand-type-mismatch"
+    if where.startswith("attr:"):
+        return "bad-attribute"
+    if where == "type":
+        return "declared-type-mismatch"
+    return "operator-error"
 
 
 # Operators by family. Names are XLA's; ``exp`` is normalised to ``exponential`` by parsers.
@@ -62,8 +74,8 @@ class _Checker:
 
     # -- errors -------------------------------------------------------------------------------
 
-    def fail(self, where: str, message: str) -> HloTypeError:
-        return HloTypeError(f"{self.prefix}: {message}", where)
+    def fail(self, where: str, message: str, code: str | None = None) -> HloTypeError:
+        return HloTypeError(f"{self.prefix}: {message}", where, code)
 
     # -- operand helpers ----------------------------------------------------------------------
 
@@ -72,14 +84,15 @@ class _Checker:
         if at_least is not None:
             if count < at_least:
                 raise self.fail(f"operand:{max(count - 1, 0)}" if count else "opcode",
-                                f"takes at least {at_least} operands, found {count}")
+                                f"takes at least {at_least} operands, found {count}",
+                                "operand-count")
             return
         allowed = expected if isinstance(expected, tuple) else (expected,)
         if count not in allowed:
             words = " or ".join(str(a) for a in allowed)
             noun = "operand" if allowed == (1,) else "operands"
             where = f"operand:{allowed[-1]}" if count > allowed[-1] else "opcode"
-            raise self.fail(where, f"takes {words} {noun}, found {count}")
+            raise self.fail(where, f"takes {words} {noun}, found {count}", "operand-count")
 
     def same_dtype(self, i: int, j: int) -> None:
         a, b = self.ops[i], self.ops[j]
@@ -92,11 +105,11 @@ class _Checker:
         if len(a) != len(b):
             raise self.fail(f"operand:{j}", f"operand {j} has shape {_fmt_dims(b)} (rank "
                             f"{len(b)}) but operand {i} has {_fmt_dims(a)} (rank {len(a)})")
-        for k, (da, db) in enumerate(zip(a, b, strict=True)):
-            if ex.compare(da, db) is ex.Agreement.NEVER:
-                raise self.fail(f"operand:{j}", f"operand {j} has shape {_fmt_dims(b)} but "
-                                f"operand {i} has {_fmt_dims(a)}: dimension {k} differs "
-                                f"({db} vs {da})")
+        k = ex.first_conflict(zip(a, b, strict=True))
+        if k is not None:
+            raise self.fail(f"operand:{j}", f"operand {j} has shape {_fmt_dims(b)} but "
+                            f"operand {i} has {_fmt_dims(a)}: dimension {k} differs "
+                            f"({b[k]} vs {a[k]})")
 
     def dtype_in(self, i: int, allowed: frozenset[str], what: str) -> None:
         dtype = self.ops[i].dtype
@@ -116,7 +129,7 @@ class _Checker:
         if name in self.instr.attrs:
             return self.instr.attrs[name]
         if required:
-            raise self.fail("opcode", f"needs the attribute {name}=")
+            raise self.fail("opcode", f"needs the attribute {name}=", "missing-attribute")
         return default
 
     def int_list(self, name: str, required: bool = True, default: list[int] | None = None
@@ -153,11 +166,11 @@ class _Checker:
             raise self.fail("type", f"declared shape {_fmt_dims(decl.shape)} (rank "
                             f"{len(decl.shape)}) but the operator produces "
                             f"{_fmt_dims(inferred.shape)} (rank {len(inferred.shape)})")
-        for k, (d, i) in enumerate(zip(decl.shape, inferred.shape, strict=True)):
-            if ex.compare(d, i) is ex.Agreement.NEVER:
-                raise self.fail("type", f"declared shape {_fmt_dims(decl.shape)} but the "
-                                f"operator produces {_fmt_dims(inferred.shape)}: dimension "
-                                f"{k} is {d}, expected {i}")
+        k = ex.first_conflict(zip(decl.shape, inferred.shape, strict=True))
+        if k is not None:
+            raise self.fail("type", f"declared shape {_fmt_dims(decl.shape)} but the "
+                            f"operator produces {_fmt_dims(inferred.shape)}: dimension {k} "
+                            f"is {decl.shape[k]}, expected {inferred.shape[k]}")
         return inferred
 
 
@@ -440,7 +453,7 @@ def _dot(c: _Checker) -> TensorType:
             if ex.compare(lhs.shape[a], rhs.shape[b]) is ex.Agreement.NEVER:
                 raise c.fail(f"attr:rhs_{kind}_dims", f"lhs {kind} dimension {a} has size "
                              f"{lhs.shape[a]} but rhs {kind} dimension {b} has size "
-                             f"{rhs.shape[b]}")
+                             f"{rhs.shape[b]}", f"dot-{kind}-mismatch")
     batch = [lhs.shape[a] for a in lb]
     lfree = [d for k, d in enumerate(lhs.shape) if k not in lb and k not in lc]
     rfree = [d for k, d in enumerate(rhs.shape) if k not in rb and k not in rc]
@@ -483,7 +496,7 @@ def _start_indices(c: _Checker, first: int, rank: int) -> None:
     if count != rank:
         where = f"operand:{len(c.ops) - 1}" if count > rank else "opcode"
         raise c.fail(where, f"takes {rank} start indices (one per operand dimension), found "
-                     f"{count}")
+                     f"{count}", "operand-count")
     for j in range(first, len(c.ops)):
         c.scalar_int(j, f"start index {j - first}")
 
@@ -533,7 +546,7 @@ def infer_type(instr: Instruction, operand_types: list[TensorType]) -> TensorTyp
     if rule is None:
         known = ", ".join(sorted(KNOWN_OPCODES))
         raise HloTypeError(f"{instr.opcode} '{instr.name}': unknown operator "
-                           f"'{instr.opcode}' (known: {known})", "opcode")
+                           f"'{instr.opcode}' (known: {known})", "opcode", "unknown-operator")
     checker = _Checker(instr, operand_types)
     for i, t in enumerate(checker.ops):
         if not is_known(t.dtype):

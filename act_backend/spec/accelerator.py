@@ -1,0 +1,165 @@
+"""The TAIDL v2.3 Python API: ``Accelerator``, its data models and instructions, as records.
+
+Calls record what they are given, exactly as given, and where each call and argument was
+written (``act_backend.spec.sites``); nothing here raises on bad data, so that validation
+(``act_backend.validation``) can report every problem of a spec at once, at its place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from act_backend.hlo.ir import Span
+from act_backend.spec.sites import CallSite, caller_directory, capture
+
+HBM = "d0"
+
+
+class DataModel:
+    """``add_data_model(name, access_dims, unit_dims, dtype)``: a buffer of
+    ``access_dims`` addressable units, each a ``dtype[*unit_dims]`` tensor."""
+
+    def __init__(self, name: Any, access_dims: Any, unit_dims: Any, dtype: Any,
+                 site: CallSite | None):
+        self.name = name
+        self.access_dims = access_dims
+        self.unit_dims = unit_dims
+        self.dtype = dtype
+        self.site = site or CallSite(None)
+
+    @property
+    def span(self) -> Span | None:
+        """Where the ``add_data_model`` call was written."""
+        return self.site.span
+
+    @property
+    def arg_spans(self) -> dict[str, Span]:
+        return self.site.arg_spans()
+
+    @property
+    def is_implicit(self) -> bool:
+        return self.site.span is None and self.name == HBM
+
+    def __repr__(self) -> str:
+        return (f"DataModel({self.name!r}, {self.access_dims!r}, {self.unit_dims!r}, "
+                f"{self.dtype!r})")
+
+
+def hbm() -> DataModel:
+    """``d0``: the byte-addressed HBM every accelerator has, unbounded (capacity None)."""
+    return DataModel(HBM, [None], [], "u8", None)
+
+
+class Instruction:
+    """``add_instruction(name, comp_attrs, addr_attrs)``; then ``set_inputs``,
+    ``set_outputs`` and ``add_semantics`` fill it in.
+
+    ``inputs``/``outputs`` are the slice lists as given (``[[buffer, [start..], [size..]],
+    ...]``), ``semantics`` the text; each ``*_site`` says where it was written. Every call
+    is also kept in ``calls`` (in order), so that a repeated call can be reported.
+    """
+
+    def __init__(self, name: Any, comp_attrs: Any, addr_attrs: Any, site: CallSite | None):
+        self.name = name
+        self.comp_attrs = comp_attrs
+        self.addr_attrs = addr_attrs
+        self.site = site or CallSite(None)
+        self.inputs: Any = None
+        self.outputs: Any = None
+        self.semantics: str | None = None
+        self.inputs_site: CallSite | None = None
+        self.outputs_site: CallSite | None = None
+        self.semantics_site: CallSite | None = None
+        self.calls: list[tuple[str, CallSite]] = []
+
+    @property
+    def span(self) -> Span | None:
+        """Where the ``add_instruction`` call was written."""
+        return self.site.span
+
+    @property
+    def arg_spans(self) -> dict[str, Span]:
+        return self.site.arg_spans()
+
+    @property
+    def semantics_text(self) -> str | None:
+        return self.semantics if isinstance(self.semantics, str) else None
+
+    def set_inputs(self, slices: Any) -> None:
+        """The slices the instruction reads: ``[[buffer, [start exprs], [size exprs]], ..]``
+        with one start and one size per access dimension of the buffer."""
+        self.inputs_site = capture("set_inputs", ("slices",))
+        self.inputs = slices
+        self.calls.append(("set_inputs", self.inputs_site))
+
+    def set_outputs(self, slices: Any) -> None:
+        """The slice the instruction writes, in the same form as ``set_inputs``."""
+        self.outputs_site = capture("set_outputs", ("slices",))
+        self.outputs = slices
+        self.calls.append(("set_outputs", self.outputs_site))
+
+    def add_semantics(self, text: Any) -> None:
+        """What the instruction computes: an ``ENTRY`` computation in the TAIDL semantics
+        language whose parameter ``i`` is input slice ``i`` and whose ROOT is the output."""
+        self.semantics_site = capture("add_semantics", ("text",))
+        self.semantics = text
+        self.calls.append(("add_semantics", self.semantics_site))
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.name!r}, {self.comp_attrs!r}, {self.addr_attrs!r})"
+
+
+class Accelerator:
+    """A tensor accelerator described in TAIDL: named buffers (data models) and instructions.
+
+    ``base_dir`` (where generators write ``targets/`` and ``backends/``) defaults to the
+    directory of the file that created the accelerator.
+    """
+
+    def __init__(self, name: Any):
+        self.site = capture("Accelerator", ("name",))
+        self.name = name
+        self.base_dir = caller_directory(self.site)
+        self._data_models: list[DataModel] = []
+        self._instructions: list[Instruction] = []
+
+    @property
+    def span(self) -> Span | None:
+        """Where the accelerator was created."""
+        return self.site.span
+
+    @property
+    def arg_spans(self) -> dict[str, Span]:
+        return self.site.arg_spans()
+
+    @property
+    def data_models(self) -> list[DataModel]:
+        """The declared data models, in declaration order (without the implicit ``d0``)."""
+        return list(self._data_models)
+
+    @property
+    def buffers(self) -> list[DataModel]:
+        """Every buffer: the implicit ``d0`` first, then the data models in order."""
+        return [hbm(), *self._data_models]
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        """The instructions, in declaration order."""
+        return list(self._instructions)
+
+    def add_data_model(self, name: Any, access_dims: Any, unit_dims: Any,
+                       dtype: Any) -> DataModel:
+        site = capture("add_data_model", ("name", "access_dims", "unit_dims", "dtype"))
+        model = DataModel(name, access_dims, unit_dims, dtype, site)
+        self._data_models.append(model)
+        return model
+
+    def add_instruction(self, name: Any, comp_attrs: Any, addr_attrs: Any) -> Instruction:
+        site = capture("add_instruction", ("name", "comp_attrs", "addr_attrs"))
+        instr = Instruction(name, comp_attrs, addr_attrs, site)
+        self._instructions.append(instr)
+        return instr
+
+    def __repr__(self) -> str:
+        return (f"Accelerator({self.name!r}: {len(self._data_models)} data models, "
+                f"{len(self._instructions)} instructions)")
