@@ -1,0 +1,36 @@
+"""Every check of a TAIDL spec, as data (``check``) or as a refusal (``validate``).
+
+``check(acc)`` returns all problems, errors and warnings, each with a stable code and the
+place it was written; it works on a partially built accelerator. ``validate(acc)`` raises
+``ValueError`` with every error message, one per line, and otherwise returns the warnings;
+the generators call it before they write anything.
+"""
+
+from __future__ import annotations
+
+from act_backend.validation.analysis import Analysis, CheckedInstruction, analyse
+from act_backend.validation.buffers import Buffer
+from act_backend.validation.problem import Problem
+from act_backend.validation.slices import Slice
+
+
+def check(acc) -> list[Problem]:
+    """All problems of ``acc``, in spec order."""
+    return analyse(acc).problems
+
+
+def raise_errors(analysis: Analysis) -> list[Problem]:
+    """Raises ``ValueError`` joining the errors' messages; returns the warnings."""
+    errors = analysis.errors
+    if errors:
+        raise ValueError("\n".join(p.message for p in errors))
+    return analysis.warnings
+
+
+def validate(acc) -> list[Problem]:
+    """Raises ``ValueError`` naming every error of ``acc``; returns its warnings."""
+    return raise_errors(analyse(acc))
+
+
+__all__ = ["Analysis", "Buffer", "CheckedInstruction", "Problem", "Slice", "analyse", "check",
+           "raise_errors", "validate"]
