@@ -1,0 +1,28 @@
+// Bundles the extension (and the end-to-end driver) with esbuild: one CommonJS file each, so
+// the .vsix needs no node_modules and VS Code loads a single module.
+import * as esbuild from "esbuild";
+
+const common = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "cjs",
+  sourcemap: true,
+  logLevel: "warning",
+};
+
+await esbuild.build({
+  ...common,
+  entryPoints: ["src/extension.ts"],
+  outfile: "out/extension.js",
+  // Provided by the extension host at run time.
+  external: ["vscode"],
+});
+
+await esbuild.build({
+  ...common,
+  entryPoints: ["test/e2e/smoke.ts"],
+  outfile: "out/e2e/smoke.js",
+  // Loaded from node_modules: it locates its own files relative to its package.
+  external: ["playwright-core"],
+});

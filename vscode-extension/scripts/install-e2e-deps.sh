@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end smoke test needs on a fresh Debian machine, idempotently:
+# Debian packages (chromium for the browser, ripgrep/libkrb5-dev/build-essential for
+# code-server's native modules), code-server into a cache directory, and the extension's own
+# npm dependencies. Run it again at any time: every step checks before it acts.
+#
+# Environment:
+#   ACT_E2E_CACHE   where code-server is installed (default: ~/.cache/act-vscode-e2e)
+#   CODE_SERVER_VERSION  pinned to the newest release that still runs on Node 20
+set -euo pipefail
+
+CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-4.100.3}"
+CACHE="${ACT_E2E_CACHE:-$HOME/.cache/act-vscode-e2e}"
+EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+log() { printf '[install-e2e-deps] %s\n' "$*"; }
+
+# --- Debian packages --------------------------------------------------------------------------
+APT_PACKAGES=(chromium ripgrep libkrb5-dev build-essential python3)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$pkg")
+    fi
+done
+if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    SUDO=""
+    if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    log "Debian packages present: ${APT_PACKAGES[*]}"
+fi
+
+# --- ripgrep pre-seed -------------------------------------------------------------------------
+# code-server's @vscode/ripgrep postinstall downloads a release tarball from GitHub, which may be
+# unreachable. It looks in its cache directory first, so we place the system rg there.
+RG_CACHE="${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.11"
+RG_TARBALL="$RG_CACHE/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz"
+if [[ ! -s "$RG_TARBALL" ]]; then
+    log "pre-seeding ripgrep cache at $RG_TARBALL"
+    mkdir -p "$RG_CACHE"
+    tar -czf "$RG_TARBALL" -C "$(dirname "$(command -v rg)")" rg
+fi
+
+# --- code-server ------------------------------------------------------------------------------
+CS_PREFIX="$CACHE/code-server-$CODE_SERVER_VERSION"
+CS_BIN="$CS_PREFIX/node_modules/.bin/code-server"
+# The postinstall step installs VS Code's own modules; their presence marks a complete install.
+CS_VSCODE_MODULES="$CS_PREFIX/node_modules/code-server/lib/vscode/node_modules"
+if [[ -x "$CS_BIN" && -d "$CS_VSCODE_MODULES" ]] &&
+    "$CS_BIN" --version 2>/dev/null | grep -q "^$CODE_SERVER_VERSION"; then
+    log "code-server $CODE_SERVER_VERSION present in $CS_PREFIX"
+else
+    log "installing code-server $CODE_SERVER_VERSION into $CS_PREFIX (several minutes)"
+    mkdir -p "$CS_PREFIX"
+    rm -rf "$CS_PREFIX/node_modules"
+    # unsafe_perm lets its postinstall build native modules when run as root (npm 10); yes
+    # answers the npx prompts inside that postinstall; npm 11.10+ skips dependency install
+    # scripts unless allowed, and code-server's postinstall runs nested installs of VS Code's
+    # native modules, so the permission has to travel through the environment.
+    (cd "$CS_PREFIX" &&
+        npm_config_unsafe_perm=true npm_config_yes=true \
+            npm_config_dangerously_allow_all_scripts=true \
+            npm install --no-audit --no-fund --no-save "code-server@$CODE_SERVER_VERSION")
+    if [[ ! -d "$CS_VSCODE_MODULES" ]]; then
+        log "code-server's postinstall did not install VS Code's modules ($CS_VSCODE_MODULES)"
+        exit 1
+    fi
+fi
+
+# --- the extension's own dependencies (playwright-core drives chromium) -----------------------
+if [[ ! -d "$EXT_DIR/node_modules/playwright-core" ]]; then
+    log "installing the extension's npm dependencies"
+    (cd "$EXT_DIR" && npm ci --no-audit --no-fund)
+fi
+
+log "ready: code-server at $CS_BIN, chromium at $(command -v chromium)"

@@ -1,0 +1,101 @@
+//! Entry point: wires the output channels, status item, language server and commands together,
+//! and reacts to settings, workspace trust and the active editor.
+
+import * as vscode from "vscode";
+
+import { registerCommands } from "./commands";
+import { WorkspaceMemory } from "./memory";
+import { ProgressRouter, type ProgressSink } from "./progress";
+import { ServerController } from "./server";
+import { SECTION } from "./settings";
+import { looksLikeSpec } from "./specDetection";
+import { StatusItem } from "./statusItem";
+import { createTraceChannel } from "./traceChannel";
+
+let controller: ServerController | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("ACT", { log: true });
+  const trace = createTraceChannel("ACT Language Server Trace", () =>
+    vscode.workspace.getConfiguration(SECTION).get<string>("trace.server"),
+  );
+  const status = new StatusItem(context.workspaceState);
+  const router = new ProgressRouter(orphanProgress);
+  const server = new ServerController(context.extensionPath, output, trace, router);
+  controller = server;
+  context.subscriptions.push(output, trace, status, server);
+
+  context.subscriptions.push(
+    server.onDidChangeState((state) => status.setServer(state, server.currentProblem)),
+  );
+  registerCommands(context, {
+    server,
+    router,
+    memory: new WorkspaceMemory(context.workspaceState),
+    status,
+    output,
+  });
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration(`${SECTION}.pythonPath`)) {
+        void server.restart();
+      } else if (event.affectsConfiguration(SECTION)) {
+        void server.pushSettings();
+      }
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      status.setTrusted(true);
+      // Trust can turn executeSpecs on; the server re-checks open specs when told.
+      void server.pushSettings();
+    }),
+    vscode.window.onDidChangeActiveTextEditor((editor) => updateSpecContext(editor)),
+    vscode.workspace.onDidSaveTextDocument((document) => {
+      if (document === vscode.window.activeTextEditor?.document) {
+        updateSpecContext(vscode.window.activeTextEditor);
+      }
+    }),
+  );
+  updateSpecContext(vscode.window.activeTextEditor);
+
+  await server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.stop();
+  controller = undefined;
+}
+
+/** Sets `act.activeEditorIsSpec`, which shows "Generate Backend" in the spec's context menu. */
+function updateSpecContext(editor: vscode.TextEditor | undefined): void {
+  const isSpec =
+    editor !== undefined &&
+    editor.document.languageId === "python" &&
+    looksLikeSpec(editor.document.getText());
+  void vscode.commands.executeCommand("setContext", "act.activeEditorIsSpec", isSpec);
+}
+
+/** Progress the server reports outside any ACT command gets a notification of its own. */
+function orphanProgress(title: string, cancellable: boolean): ProgressSink {
+  let cancelServer: (() => void) | undefined;
+  let update: (message: string | undefined) => void = () => undefined;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  void vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `ACT: ${title}`, cancellable },
+    (progress, token) => {
+      update = (message) => progress.report({ message });
+      token.onCancellationRequested(() => cancelServer?.());
+      return done;
+    },
+  );
+  return {
+    update: (message) => update(message),
+    finish: () => finish(),
+    attachCancel: (cancel) => {
+      cancelServer = cancel;
+    },
+  };
+}

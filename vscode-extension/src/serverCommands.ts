@@ -1,0 +1,155 @@
+//! The language server's build commands as typed calls: their positional arguments, checking
+//! the JSON the server answers with, and running one request under a cancellable progress
+//! notification. The server's contract (docs/lsp.md): workspace/executeCommand answers
+//! `{"ok": bool, "message": str, ...}` with `backend` (generate), `output` and `cost`
+//! (compile) or `max_abs_diff` (simulate) on success.
+
+import type { ProgressSink } from "./progress";
+
+export const GENERATE = "act.generateBackend";
+export const COMPILE = "act.compileKernel";
+export const SIMULATE = "act.simulateKernel";
+
+export type ServerCommand = typeof GENERATE | typeof COMPILE | typeof SIMULATE;
+
+/** `[specUri, accelerator?]`: without a name, every accelerator the spec generates. */
+export function generateArguments(specUri: string, accelerator?: string): unknown[] {
+  return accelerator === undefined ? [specUri] : [specUri, accelerator];
+}
+
+/** `[kernelUri, backendPath, outputPath?]`: the output defaults to the kernel's name in `.py`. */
+export function compileArguments(kernelUri: string, backendPath: string, outputPath?: string): unknown[] {
+  return outputPath === undefined ? [kernelUri, backendPath] : [kernelUri, backendPath, outputPath];
+}
+
+/** `[compiledPath, oracleDir, dataFiles, hloPath]`: data files in parameter order. */
+export function simulateArguments(compiled: string, oracleDir: string, dataFiles: string[], hlo: string): unknown[] {
+  return [compiled, oracleDir, dataFiles, hlo];
+}
+
+export interface Failure {
+  ok: false;
+  message: string;
+}
+export type GenerateResult = { ok: true; message: string; backend: string } | Failure;
+export type CompileResult = { ok: true; message: string; output: string; cost: number } | Failure;
+export type SimulateResult = { ok: true; message: string; max_abs_diff: number } | Failure;
+
+export interface ResultTypes {
+  [GENERATE]: GenerateResult;
+  [COMPILE]: CompileResult;
+  [SIMULATE]: SimulateResult;
+}
+
+/** The keys a successful answer must carry, with their JSON types. */
+const SUCCESS_FIELDS: Record<ServerCommand, Record<string, "string" | "number">> = {
+  [GENERATE]: { backend: "string" },
+  [COMPILE]: { output: "string", cost: "number" },
+  [SIMULATE]: { max_abs_diff: "number" },
+};
+
+export class MalformedResult extends Error {}
+
+/** Checks the server's answer against the contract; throws `MalformedResult` naming the gap. */
+export function parseResult<C extends ServerCommand>(command: C, raw: unknown): ResultTypes[C] {
+  const where = `The language server's answer to ${command}`;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new MalformedResult(`${where} is ${JSON.stringify(raw) ?? "undefined"}, not an object`);
+  }
+  const obj = raw as Record<string, unknown>;
+  if (typeof obj.ok !== "boolean") {
+    throw new MalformedResult(`${where} has no boolean "ok"`);
+  }
+  if (typeof obj.message !== "string") {
+    throw new MalformedResult(`${where} has no string "message"`);
+  }
+  if (obj.ok) {
+    for (const [key, type] of Object.entries(SUCCESS_FIELDS[command])) {
+      if (typeof obj[key] !== type) {
+        throw new MalformedResult(`${where} reports success but its "${key}" is not a ${type}`);
+      }
+    }
+  }
+  return obj as unknown as ResultTypes[C];
+}
+
+export type Outcome<R> =
+  | { kind: "answered"; result: R }
+  | { kind: "cancelled" }
+  | { kind: "error"; message: string };
+
+/** A cancellation signal as VS Code hands it out (structurally a vscode.CancellationToken). */
+export interface CancelSignal {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): { dispose(): void };
+}
+
+/** What running a command needs from the outside world; the extension passes VS Code's. */
+export interface CommandRunnerDeps {
+  /** Sends workspace/executeCommand; cancelling `signal` sends $/cancelRequest. */
+  execute(command: string, args: unknown[], signal: CancelSignal): Promise<unknown>;
+  /** Shows a cancellable notification while `task` runs. */
+  withNotification<T>(
+    title: string,
+    task: (report: (message: string | undefined, percentage: number | undefined) => void, signal: CancelSignal) => Promise<T>,
+  ): Promise<T>;
+  /** Routes the server's own progress stream to the running command (see ProgressRouter). */
+  claimProgress(sink: ProgressSink): () => void;
+}
+
+/**
+ * Runs one server command under a cancellable notification that shows the server's progress
+ * messages. Cancel asks the server to stop twice over: window/workDoneProgress/cancel for its
+ * progress token and $/cancelRequest for the request. A request that fails after a cancel is a
+ * cancellation, not an error; one that succeeds anyway is reported as the success it was.
+ */
+export async function runServerCommand<C extends ServerCommand>(
+  deps: CommandRunnerDeps,
+  command: C,
+  args: unknown[],
+  title: string,
+): Promise<Outcome<ResultTypes[C]>> {
+  return deps.withNotification(title, async (report, signal) => {
+    let lastPercentage = 0;
+    const cancels: Array<() => void> = [];
+    const sink: ProgressSink = {
+      update(message, percentage) {
+        // VS Code's progress takes increments, the server sends absolute percentages.
+        let increment: number | undefined;
+        if (percentage !== undefined && percentage > lastPercentage) {
+          increment = percentage - lastPercentage;
+          lastPercentage = percentage;
+        }
+        report(message, increment);
+      },
+      finish(message) {
+        if (message !== undefined) {
+          report(message, undefined);
+        }
+      },
+      attachCancel(cancel) {
+        cancels.push(cancel);
+      },
+    };
+    const release = deps.claimProgress(sink);
+    const subscription = signal.onCancellationRequested(() => cancels.forEach((cancel) => cancel()));
+    try {
+      const raw = await deps.execute(command, args, signal);
+      const result = parseResult(command, raw);
+      // Work that completed despite a late cancel still produced its files: report it.
+      if (!result.ok && signal.isCancellationRequested) {
+        return { kind: "cancelled" };
+      }
+      return { kind: "answered", result };
+    } catch (error) {
+      if (signal.isCancellationRequested) {
+        return { kind: "cancelled" };
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      return { kind: "error", message };
+    } finally {
+      subscription.dispose();
+      release();
+    }
+  });
+}

@@ -1,0 +1,55 @@
+//! Owns the status bar item: keeps the inputs of `status.render` and redraws on every change.
+//! The last generation is kept in workspace state so the item survives a window reload.
+
+import * as vscode from "vscode";
+
+import type { StateStore } from "./memory";
+import { type GenerationState, render, type ServerState, type StatusInputs } from "./status";
+
+const LAST_GENERATION_KEY = "act.lastGeneration";
+
+export class StatusItem implements vscode.Disposable {
+  private readonly item: vscode.StatusBarItem;
+  private inputs: StatusInputs;
+
+  constructor(private readonly store: StateStore) {
+    this.item = vscode.window.createStatusBarItem("act.status", vscode.StatusBarAlignment.Left, 50);
+    this.item.name = "ACT";
+    const saved = store.get<GenerationState>(LAST_GENERATION_KEY);
+    // A generation still "running" when the window closed did not finish.
+    const generation: GenerationState =
+      saved === undefined || saved.kind === "running" ? { kind: "none" } : saved;
+    this.inputs = { trusted: vscode.workspace.isTrusted, server: "stopped", generation };
+    this.redraw();
+    this.item.show();
+  }
+
+  setTrusted(trusted: boolean): void {
+    this.inputs = { ...this.inputs, trusted };
+    this.redraw();
+  }
+
+  setServer(server: ServerState, problem?: string): void {
+    this.inputs = { ...this.inputs, server, serverProblem: problem };
+    this.redraw();
+  }
+
+  setGeneration(generation: GenerationState): void {
+    this.inputs = { ...this.inputs, generation };
+    void this.store.update(LAST_GENERATION_KEY, generation);
+    this.redraw();
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+
+  private redraw(): void {
+    const view = render(this.inputs);
+    this.item.text = view.text;
+    this.item.tooltip = view.tooltip;
+    this.item.command = view.command;
+    this.item.backgroundColor =
+      view.background === undefined ? undefined : new vscode.ThemeColor(view.background);
+  }
+}

@@ -1,0 +1,288 @@
+// The ACT commands end to end against a scripted editor and language server: what they send,
+// what they remember, and what the user sees.
+import { beforeEach, describe, expect, it } from "vitest";
+import * as vscode from "vscode";
+
+import { type CommandDeps, registerCommands, RESTRICTED_EXPLANATION } from "../../src/commands";
+import { WorkspaceMemory } from "../../src/memory";
+import { ProgressRouter } from "../../src/progress";
+import type { GenerationState } from "../../src/status";
+import { fake } from "./fakes/vscode";
+
+const ATTENTION = [
+  "HloModule qkv",
+  "ENTRY %qkv (Q: bf16[64,64], K: bf16[64,64], V: bf16[64,64]) -> bf16[64,64] {",
+  "  %Q = bf16[64,64]{1,0} parameter(0)",
+  "  %K = bf16[64,64]{1,0} parameter(1)",
+  "  %V = bf16[64,64]{1,0} parameter(2)",
+  "  ROOT %O = bf16[64,64]{1,0} add(%Q, %K)",
+  "}",
+].join("\n");
+
+interface Sent {
+  command: string;
+  args: unknown[];
+}
+
+/** The scripted server: answers each executeCommand from `answers`, recording what it got. */
+function world() {
+  const sent: Sent[] = [];
+  const answers: Array<(signal: vscode.CancellationToken) => Promise<unknown>> = [];
+  const generations: GenerationState[] = [];
+  const logged: string[] = [];
+  const store = new Map<string, unknown>();
+  const deps = {
+    server: {
+      runningClient: () => ({
+        sendRequest: async (_method: string, params: { command: string; arguments: unknown[] }, signal: vscode.CancellationToken) => {
+          sent.push({ command: params.command, args: params.arguments });
+          const answer = answers.shift();
+          if (answer === undefined) {
+            throw new Error(`no scripted answer for ${params.command}`);
+          }
+          return answer(signal);
+        },
+      }),
+    },
+    router: new ProgressRouter(() => ({ update() {}, finish() {}, attachCancel() {} })),
+    memory: new WorkspaceMemory({
+      get: <T>(key: string) => store.get(key) as T | undefined,
+      update: async (key: string, value: unknown) => {
+        store.set(key, JSON.parse(JSON.stringify(value ?? null)) ?? undefined);
+      },
+    }),
+    status: { setGeneration: (g: GenerationState) => generations.push(g) },
+    output: {
+      info: (m: string) => logged.push(`info ${m}`),
+      warn: (m: string) => logged.push(`warn ${m}`),
+      error: (m: string) => logged.push(`error ${m}`),
+      show: () => logged.push("show"),
+    },
+  } as unknown as CommandDeps;
+  const context = { subscriptions: [] as unknown[] } as unknown as vscode.ExtensionContext;
+  registerCommands(context, deps);
+  return { sent, answers, generations, logged, deps, run: (id: string, ...args: unknown[]) => vscode.commands.executeCommand(id, ...args) };
+}
+
+beforeEach(() => {
+  fake.reset();
+  fake.files.set("/ws/QKV/QKV.py", 'qkv = Accelerator("QKV")\n');
+  fake.files.set("/ws/QKV/kernels/attention.hlo", ATTENTION);
+  for (const name of ["K", "Q", "V"]) {
+    fake.files.set(`/ws/QKV/data/${name}.dat`, "");
+  }
+});
+
+describe("in an untrusted workspace", () => {
+  it("explains Restricted Mode instead of running any build command", async () => {
+    fake.trusted = false;
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
+    for (const id of ["act.generateBackend", "act.compileKernel", "act.simulateKernel", "act.selectBackend"]) {
+      await w.run(id);
+    }
+    expect(w.sent).toEqual([]);
+    expect(fake.shown.map((s) => s.message)).toEqual(Array(4).fill(RESTRICTED_EXPLANATION));
+    expect(fake.shown[0].items).toEqual(["Manage Workspace Trust"]);
+  });
+
+  it("opens the trust editor when the user asks for it", async () => {
+    fake.trusted = false;
+    const w = world();
+    fake.messageAnswers.push("Manage Workspace Trust");
+    await w.run("act.explainRestrictedMode");
+    expect(fake.executed.map((e) => e.command)).toContain("workbench.trust.manage");
+  });
+});
+
+describe("Generate Backend", () => {
+  it("generates from the active spec and remembers the new backend for compiling", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
+    w.answers.push(async () => ({ ok: true, message: "Generated backends/QKV", backend: "/ws/QKV/backends/QKV" }));
+    await w.run("act.generateBackend");
+
+    expect(w.sent).toEqual([{ command: "act.generateBackend", args: ["file:///ws/QKV/QKV.py"] }]);
+    expect(fake.progress.map((p) => [p.title, p.cancellable])).toEqual([["ACT: Generating backend from QKV.py", true]]);
+    expect(w.generations.map((g) => g.kind)).toEqual(["running", "succeeded"]);
+    expect(w.generations[1]).toMatchObject({ backend: "/ws/QKV/backends/QKV" });
+    expect(w.deps.memory.chosenBackend()).toBe("/ws/QKV/backends/QKV");
+    expect(fake.shown).toEqual([{ kind: "info", message: "ACT: Generated backends/QKV", items: [] }]);
+  });
+
+  it("passes the accelerator a code lens names", async () => {
+    const w = world();
+    w.answers.push(async () => ({ ok: true, message: "m", backend: "/ws/QKV/backends/QKV" }));
+    await w.run("act.generateBackend", "file:///ws/QKV/QKV.py", "QKV");
+    expect(w.sent[0].args).toEqual(["file:///ws/QKV/QKV.py", "QKV"]);
+  });
+
+  it("reports a refused spec in the status bar and in an error with the build log at hand", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
+    const refusal = "Accelerator 'QKV', instruction 'zero', set_inputs: unknown buffer 'd9'";
+    w.answers.push(async () => ({ ok: false, message: refusal }));
+    fake.messageAnswers.push("Show Build Log");
+    await w.run("act.generateBackend");
+
+    expect(w.generations[1]).toMatchObject({ kind: "failed", message: refusal });
+    expect(fake.shown[0]).toEqual({
+      kind: "error",
+      message: `ACT: generating the backend from QKV.py failed: ${refusal}`,
+      items: ["Show Build Log"],
+    });
+    expect(w.logged).toContain(`error failed: ${refusal}`);
+    expect(w.logged.filter((l) => l === "show").length).toBeGreaterThan(0);
+  });
+
+  it("marks a cancelled generation as cancelled, not failed", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
+    fake.onProgress = (run) => run.cancel();
+    w.answers.push(async () => {
+      throw new Error("act.generateBackend was cancelled");
+    });
+    await w.run("act.generateBackend");
+    expect(w.generations.map((g) => g.kind)).toEqual(["running", "cancelled"]);
+    expect(fake.shown[0].kind).toBe("info");
+  });
+
+  it("asks for a spec when no Python file is active", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    await w.run("act.generateBackend");
+    expect(w.sent).toEqual([]);
+    expect(fake.shown[0]).toMatchObject({ kind: "error", message: expect.stringContaining("open a TAIDL spec") });
+  });
+});
+
+describe("Compile Kernel", () => {
+  it("uses the workspace's only backend without asking, and remembers the output", async () => {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    w.answers.push(async () => ({ ok: true, message: "m", output: "/ws/QKV/kernels/attention.py", cost: 14 }));
+    await w.run("act.compileKernel");
+
+    expect(w.sent).toEqual([
+      { command: "act.compileKernel", args: ["file:///ws/QKV/kernels/attention.hlo", "/ws/QKV/backends/QKV"] },
+    ]);
+    expect(fake.quickPicks).toEqual([]);
+    expect(w.deps.memory.chosenBackend()).toBe("/ws/QKV/backends/QKV");
+    expect(w.deps.memory.kernel("/ws/QKV/kernels/attention.hlo")).toEqual({
+      backend: "/ws/QKV/backends/QKV",
+      output: "/ws/QKV/kernels/attention.py",
+    });
+    expect(fake.shown[0].message).toBe(
+      "ACT: compiled attention.hlo with QKV (cost 14) into /ws/QKV/kernels/attention.py.",
+    );
+  });
+
+  it("asks which backend when there are several, once per workspace", async () => {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.files.set("/ws/QKV_new/backends/QKV_new", "");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    fake.quickPickAnswers.push("QKV_new");
+    const compiled = async () => ({ ok: true, message: "m", output: "/ws/QKV/kernels/attention.py", cost: 1 });
+    w.answers.push(compiled, compiled);
+    await w.run("act.compileKernel");
+    await w.run("act.compileKernel");
+
+    expect(fake.quickPicks.map((q) => q.labels)).toEqual([["QKV", "QKV_new"]]);
+    expect(w.sent.map((s) => s.args[1])).toEqual(["/ws/QKV_new/backends/QKV_new", "/ws/QKV_new/backends/QKV_new"]);
+  });
+
+  it("compiles with the backend a code lens names", async () => {
+    const w = world();
+    w.answers.push(async () => ({ ok: true, message: "m", output: "/o.py", cost: 1 }));
+    await w.run("act.compileKernel", "file:///ws/QKV/kernels/attention.hlo", "/ws/QKV/backends/QKV");
+    expect(w.sent[0].args).toEqual(["file:///ws/QKV/kernels/attention.hlo", "/ws/QKV/backends/QKV"]);
+  });
+
+  it("says to generate a backend first when there is none", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    await w.run("act.compileKernel");
+    expect(w.sent).toEqual([]);
+    expect(fake.shown[0].message).toMatch(/no generated backend .* Run 'ACT: Generate Backend'/);
+  });
+
+  it("shows the backend's error with the build log at hand", async () => {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    w.answers.push(async () => ({ ok: false, message: "attention.hlo:9:3: no instruction computes 'exponential'" }));
+    await w.run("act.compileKernel");
+    expect(fake.shown[0]).toMatchObject({
+      kind: "error",
+      message: "ACT: compiling attention.hlo with QKV failed: attention.hlo:9:3: no instruction computes 'exponential'",
+    });
+  });
+});
+
+describe("Simulate Kernel", () => {
+  async function compiledWorld() {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.files.set("/ws/QKV/targets/QKV/oracle/isa.json", "{}");
+    fake.files.set("/ws/QKV/kernels/attention.py", "");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    w.answers.push(async () => ({ ok: true, message: "m", output: "/ws/QKV/kernels/attention.py", cost: 14 }));
+    await w.run("act.compileKernel");
+    fake.shown = [];
+    return w;
+  }
+
+  it("simulates the last compile of the active kernel with data in parameter order", async () => {
+    const w = await compiledWorld();
+    w.answers.push(async () => ({ ok: true, message: "Simulated", max_abs_diff: 0.0078125 }));
+    await w.run("act.simulateKernel");
+
+    expect(w.sent[1]).toEqual({
+      command: "act.simulateKernel",
+      args: [
+        "/ws/QKV/kernels/attention.py",
+        "/ws/QKV/targets/QKV/oracle",
+        ["/ws/QKV/data/Q.dat", "/ws/QKV/data/K.dat", "/ws/QKV/data/V.dat"],
+        "/ws/QKV/kernels/attention.hlo",
+      ],
+    });
+    expect(fake.shown[0].message).toContain("largest difference from the reference 0.0078125");
+  });
+
+  it("finds the kernel from its compiled assembly", async () => {
+    const w = await compiledWorld();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.py");
+    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
+    await w.run("act.simulateKernel");
+    expect(w.sent[1].args[3]).toBe("/ws/QKV/kernels/attention.hlo");
+  });
+
+  it("asks for each parameter's data when the files are not named after them", async () => {
+    const w = await compiledWorld();
+    for (const name of ["K", "Q", "V"]) {
+      fake.files.delete(`/ws/QKV/data/${name}.dat`);
+    }
+    fake.files.set("/ws/QKV/data/in0.bin", "");
+    fake.files.set("/ws/in1.bin", "");
+    fake.files.set("/ws/in2.bin", "");
+    fake.openDialogAnswers.push("/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin");
+    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
+    await w.run("act.simulateKernel");
+    expect(w.sent[1].args[2]).toEqual(["/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin"]);
+    // Remembered: the next run asks nothing.
+    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
+    await w.run("act.simulateKernel");
+    expect(w.sent[2].args[2]).toEqual(["/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin"]);
+    expect(fake.openDialogAnswers).toEqual([]);
+  });
+
+  it("asks to compile first when the kernel has no assembly yet", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    await w.run("act.simulateKernel");
+    expect(w.sent).toEqual([]);
+    expect(fake.shown[0].message).toMatch(/has not been compiled .* Run 'ACT: Compile Kernel' first/);
+  });
+});
