@@ -142,8 +142,8 @@ def raw(attr_value: Tree, text: str) -> str:
     return text[node.meta.start_pos:node.meta.end_pos]
 
 
-# Attributes with a meaning for type inference or evaluation, and their decoders. Their IR
-# name is the key of ``RENAMED`` where XLA's printed name differs from the architecture's.
+# Attributes with a meaning for type inference or evaluation, and their decoders. The IR
+# keeps XLA's printed names (``direction`` for compare, as act_backend.hlo.infer reads it).
 DECODERS: dict[str, Callable[[Tree, str], Any]] = {
     "dimensions": int_list,
     "lhs_contracting_dims": int_list,
@@ -158,7 +158,6 @@ DECODERS: dict[str, Callable[[Tree, str], Any]] = {
     "iota_dimension": int_scalar,
     "index": int_scalar,
 }
-RENAMED = {"direction": "comparison_direction"}
 
 
 def literal(node: Token | Tree) -> Any:

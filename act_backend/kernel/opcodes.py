@@ -13,10 +13,12 @@ _ALIASES = {
 }
 
 ELEMENTWISE_UNARY = frozenset({
-    "abs", "copy", "exponential", "log", "negate", "rsqrt", "sqrt", "tanh",
+    "abs", "cbrt", "ceil", "copy", "cosine", "exponential", "floor", "log", "logistic",
+    "negate", "not", "rsqrt", "sign", "sine", "sqrt", "tanh",
 })
 ELEMENTWISE_BINARY = frozenset({
-    "add", "and", "divide", "maximum", "minimum", "multiply", "or", "subtract", "xor",
+    "add", "and", "atan2", "divide", "maximum", "minimum", "multiply", "or", "power",
+    "remainder", "subtract", "xor",
 })
 
 SUPPORTED_OPCODES = frozenset({

@@ -233,17 +233,15 @@ class _Builder:
 
     def attribute(self, instr: Instruction, tree: Tree) -> None:
         name_tok, value = tree.children[0], tree.children[2]
-        printed = str(name_tok)
-        key = attributes.RENAMED.get(printed, printed)
+        key = str(name_tok)
         if key in instr.attrs:
-            raise self.error(name_tok, f"attribute '{printed}' is given twice in "
-                             f"'{instr.name}'")
-        decoder = attributes.DECODERS.get(printed)
+            raise self.error(name_tok, f"attribute '{key}' is given twice in '{instr.name}'")
+        decoder = attributes.DECODERS.get(key)
         if decoder is None:
             instr.attrs[key] = attributes.raw(value, self.text)
         else:
             try:
-                instr.attrs[key] = decoder(value, printed)
+                instr.attrs[key] = decoder(value, key)
             except attributes.BadValue as bad:
                 raise self.error(bad.node, f"in '{instr.name}': {bad.message}") from None
         instr.spans[f"attr:{key}"] = self.node_span(tree)

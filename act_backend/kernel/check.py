@@ -1,0 +1,309 @@
+"""Every check a kernel must pass, as data: ``check_hlo(text) -> list[Problem]``.
+
+Syntax, unknown operators, undefined operands, ENTRY/ROOT/parameter structure, reducer and
+callee signatures, and the shape and element-type rules of ``act_backend.hlo.infer``, each
+reported at the span of what is wrong. ``load_kernel(path)`` is the same pipeline for the
+command line: it returns the module or raises the first error as ``file:line:col: message``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from act_backend.hlo.infer import HloTypeError, infer_type
+from act_backend.hlo.ir import Computation, Instruction, Module, Span, TensorType
+from act_backend.kernel.errors import HloSyntaxError, KernelError
+from act_backend.kernel.opcodes import STRUCTURAL_OPCODES, SUPPORTED_OPCODES, supported_list
+from act_backend.kernel.parser import parse_hlo
+from act_backend.kernel.shapes import HloType, TupleType
+from act_backend.validation import Problem
+
+
+def check_hlo(text: str, file: str | None = None) -> list[Problem]:
+    """All problems of the kernel in ``text``, ordered by position."""
+    try:
+        module = parse_hlo(text, file)
+    except HloSyntaxError as err:
+        return [Problem("error", err.code, err.message, err.span)]
+    return check_module(module)
+
+
+def check_module(module: Module) -> list[Problem]:
+    """All problems of a parsed kernel, ordered by position."""
+    problems = list(_ModuleChecker(module).problems())
+    return sorted(problems, key=lambda p: (p.span.line, p.span.column) if p.span else (0, 0))
+
+
+def load_kernel(path: str | Path) -> Module:
+    """Parse and check the kernel at ``path``; raise its first error as ``KernelError``
+    (``HloSyntaxError`` for text that does not parse), ``file:line:col: message``."""
+    file = str(path)
+    module = parse_hlo(Path(path).read_text(), file)
+    for problem in check_module(module):
+        if problem.severity == "error":
+            span = problem.span or Span(file, 1, 1, 1, 1)
+            raise KernelError.at(span, problem.message, problem.code)
+    return module
+
+
+class _ModuleChecker:
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.file = _file_of(module)
+        self.by_name: dict[str, Computation] = {}
+        for comp in module.computations:
+            self.by_name.setdefault(comp.name, comp)
+
+    def problem(self, code: str, message: str, span: Span | None) -> Problem:
+        return Problem("error", code, message, span)
+
+    def problems(self) -> Iterator[Problem]:
+        yield from self.module_structure()
+        for comp in self.module.computations:
+            yield from self.computation(comp)
+        yield from self.recursion()
+
+    # -- module ------------------------------------------------------------------------
+
+    def module_structure(self) -> Iterator[Problem]:
+        comps = self.module.computations
+        if not comps:
+            yield self.problem("missing-entry", "the module has no computation; a kernel is "
+                               "an 'ENTRY' computation (and the reducers it uses)",
+                               Span(self.file, 1, 1, 1, 1))
+            return
+        entries = [c for c in comps if c.is_entry]
+        if not entries:
+            yield self.problem("missing-entry", "no computation is marked ENTRY; write "
+                               f"'ENTRY {comps[-1].name}' for the kernel's main computation",
+                               comps[-1].span)
+        for extra in entries[1:]:
+            yield self.problem("duplicate-entry", f"computation '{extra.name}' is a second "
+                               f"ENTRY; '{entries[0].name}' is already the kernel's entry",
+                               extra.span)
+        seen: set[str] = set()
+        for comp in comps:
+            if comp.name in seen:
+                yield self.problem("duplicate-computation", f"a computation named "
+                                   f"'{comp.name}' is already defined", comp.span)
+            seen.add(comp.name)
+
+    def recursion(self) -> Iterator[Problem]:
+        """A computation may not apply itself, directly or through others."""
+        calls = {c.name: [i for i in c.instructions if isinstance(i.attrs.get("to_apply"), str)]
+                 for c in self.module.computations}
+        state: dict[str, str] = {}
+        found: list[Problem] = []
+
+        def visit(name: str) -> None:
+            state[name] = "open"
+            for instr in calls[name]:
+                callee = instr.attrs["to_apply"]
+                if state.get(callee) == "open":
+                    found.append(self.problem(
+                        "recursive-call", f"'{instr.name}' applies computation '{callee}', "
+                        "which is already being applied: computations may not be recursive",
+                        instr.spans.get("attr:to_apply", instr.span)))
+                elif callee in calls and callee not in state:
+                    visit(callee)
+            state[name] = "closed"
+
+        for name in calls:
+            if name not in state:
+                visit(name)
+        yield from found
+
+    # -- computations ------------------------------------------------------------------
+
+    def computation(self, comp: Computation) -> Iterator[Problem]:
+        roots = [i for i in comp.instructions if i.is_root]
+        if not comp.instructions:
+            yield self.problem("missing-root", f"computation '{comp.name}' has no "
+                               "instructions", comp.span)
+        elif not roots:
+            yield self.problem("missing-root", f"computation '{comp.name}' has no ROOT "
+                               "instruction; mark the instruction whose value it returns "
+                               "with ROOT", comp.span)
+        for extra in roots[1:]:
+            yield self.problem("duplicate-root", f"'{extra.name}' is a second ROOT of "
+                               f"computation '{comp.name}'; '{roots[0].name}' is already "
+                               "its ROOT", extra.spans["name"])
+        yield from self.parameters(comp)
+
+        where_defined = {}
+        for instr in comp.instructions:
+            where_defined.setdefault(instr.name, instr)
+        defined: dict[str, Instruction] = {}
+        for instr in comp.instructions:
+            if instr.name in defined:
+                first = defined[instr.name]
+                yield self.problem("duplicate-instruction", f"'{instr.name}' is already "
+                                   f"defined in computation '{comp.name}' (line "
+                                   f"{first.spans['name'].line})", instr.spans["name"])
+            yield from self.instruction(comp, instr, defined, where_defined)
+            defined.setdefault(instr.name, instr)
+
+    def parameters(self, comp: Computation) -> Iterator[Problem]:
+        by_index: dict[int, Instruction] = {}
+        for param in (i for i in comp.instructions if i.opcode == "parameter"):
+            index = param.attrs.get("index")
+            if index in by_index:
+                yield self.problem("duplicate-parameter", f"parameter '{param.name}' reuses "
+                                   f"index {index} of '{by_index[index].name}' in computation "
+                                   f"'{comp.name}'",
+                                   param.spans.get("attr:index", param.spans["name"]))
+                continue
+            by_index[index] = param
+        missing = [k for k in range(len(by_index)) if k not in by_index]
+        if missing:
+            yield self.problem("missing-parameter", f"computation '{comp.name}' numbers its "
+                               f"parameters {sorted(by_index)}; they must be 0 to "
+                               f"{len(by_index) - 1}, and {missing[0]} is missing", comp.span)
+
+    # -- instructions ------------------------------------------------------------------
+
+    def instruction(self, comp: Computation, instr: Instruction,
+                    defined: dict[str, Instruction],
+                    where_defined: dict[str, Instruction]) -> Iterator[Problem]:
+        if instr.opcode not in SUPPORTED_OPCODES:
+            yield self.problem("unknown-operator", f"unknown operator '{instr.opcode}' in "
+                               f"'{instr.name}'; supported operators: {supported_list()}",
+                               instr.spans["opcode"])
+            return
+        operand_types: list[HloType] = []
+        for index, name in enumerate(instr.operands):
+            if name in defined:
+                operand_types.append(defined[name].type)
+                continue
+            span = instr.spans.get(f"operand:{index}", instr.span)
+            later = where_defined.get(name)
+            if later is not None and later is not instr:
+                yield self.problem("undefined-operand", f"operand {index} of '{instr.name}', "
+                                   f"'{name}', is defined later (line "
+                                   f"{later.spans['name'].line}); define a value before its "
+                                   "first use", span)
+            else:
+                yield self.problem("undefined-operand", f"operand {index} of '{instr.name}', "
+                                   f"'{name}', is not defined in computation '{comp.name}'",
+                                   span)
+        if len(operand_types) != len(instr.operands):
+            return
+        if instr.opcode in STRUCTURAL_OPCODES:
+            yield from self.structural(instr, operand_types)
+            return
+        yield from self.typed(instr, operand_types)
+
+    def typed(self, instr: Instruction, operand_types: list[HloType]) -> Iterator[Problem]:
+        """The array-typed operators: act_backend.hlo.infer's rules, plus the reducer."""
+        for index, t in enumerate(operand_types):
+            if isinstance(t, TupleType):
+                yield self.problem("operand-type-mismatch", f"operand {index} of "
+                                   f"'{instr.name}' is the tuple {t}; take an element with "
+                                   "get-tuple-element first",
+                                   instr.spans.get(f"operand:{index}", instr.span))
+                return
+        if isinstance(instr.type, TupleType):
+            if instr.opcode == "reduce":
+                yield self.problem("variadic-reduce", f"reduce '{instr.name}' is declared "
+                                   f"{instr.type}: a variadic reduce (several operands "
+                                   "reduced together) is not supported", instr.spans["type"])
+            else:
+                yield self.problem("declared-type-mismatch", f"{instr.opcode} "
+                                   f"'{instr.name}' is declared {instr.type}, but it "
+                                   "produces an array, not a tuple", instr.spans["type"])
+            return
+        try:
+            infer_type(instr, operand_types)
+        except HloTypeError as err:
+            yield self.problem(err.code, err.message,
+                               instr.spans.get(err.where, instr.spans["opcode"]))
+            return
+        if instr.opcode == "reduce":
+            yield from self.reducer(instr, operand_types)
+
+    def callee(self, instr: Instruction) -> tuple[Computation | None, Problem | None]:
+        name = instr.attrs.get("to_apply")
+        span = instr.spans.get("attr:to_apply", instr.spans["opcode"])
+        if not isinstance(name, str):
+            return None, self.problem("missing-attribute", f"{instr.opcode} '{instr.name}' "
+                                      "needs to_apply=<computation>", span)
+        comp = self.by_name.get(name)
+        if comp is None:
+            return None, self.problem("unknown-computation", f"{instr.opcode} "
+                                      f"'{instr.name}' applies computation '{name}', which "
+                                      "is not defined", span)
+        if comp.is_entry:
+            return None, self.problem("unknown-computation", f"{instr.opcode} "
+                                      f"'{instr.name}' applies the ENTRY computation "
+                                      f"'{name}'", span)
+        return comp, None
+
+    def reducer(self, instr: Instruction, operand_types: list[HloType]) -> Iterator[Problem]:
+        region, bad = self.callee(instr)
+        if bad is not None:
+            yield bad
+            return
+        if not region.instructions:
+            return
+        scalar = TensorType(operand_types[1].dtype, ())
+        params = region.parameters()
+        found = "(" + ", ".join(str(p.type) for p in params) + f") -> {region.root.type}"
+        if len(params) != 2 or any(p.type != scalar for p in params) \
+                or region.root.type != scalar:
+            yield self.problem("reducer-signature", f"reduce '{instr.name}' applies "
+                               f"'{region.name}', which must take two {scalar} parameters "
+                               f"and return {scalar}; it is {found}",
+                               instr.spans.get("attr:to_apply", instr.spans["opcode"]))
+
+    def structural(self, instr: Instruction,
+                   operand_types: list[HloType]) -> Iterator[Problem]:
+        """tuple, get-tuple-element and call, which infer does not type."""
+        if instr.opcode == "tuple":
+            inferred: HloType | None = TupleType(tuple(operand_types))
+        elif instr.opcode == "get_tuple_element":
+            inferred = None
+            index = instr.attrs.get("index")
+            if len(operand_types) != 1 or not isinstance(operand_types[0], TupleType):
+                yield self.problem("operand-type-mismatch", f"get-tuple-element "
+                                   f"'{instr.name}' takes one tuple operand",
+                                   instr.spans.get("operand:0", instr.spans["opcode"]))
+                return
+            elements = operand_types[0].elements
+            if not isinstance(index, int) or not 0 <= index < len(elements):
+                yield self.problem("bad-attribute", f"get-tuple-element '{instr.name}' needs "
+                                   f"index=<0..{len(elements) - 1}> for the tuple "
+                                   f"{operand_types[0]}, found {index!r}",
+                                   instr.spans.get("attr:index", instr.spans["opcode"]))
+                return
+            inferred = elements[index]
+        else:
+            callee, bad = self.callee(instr)
+            if bad is not None:
+                yield bad
+                return
+            params = callee.parameters()
+            if len(params) != len(operand_types):
+                yield self.problem("operand-count", f"call '{instr.name}' passes "
+                                   f"{len(operand_types)} operands to '{callee.name}', which "
+                                   f"takes {len(params)}", instr.spans["opcode"])
+                return
+            for index, (param, t) in enumerate(zip(params, operand_types, strict=True)):
+                if param.type != t:
+                    yield self.problem("operand-type-mismatch", f"operand {index} of call "
+                                       f"'{instr.name}' is {t}, but parameter {index} of "
+                                       f"'{callee.name}' is {param.type}",
+                                       instr.spans.get(f"operand:{index}", instr.span))
+                    return
+            inferred = callee.root.type if callee.instructions else None
+        if inferred is not None and inferred != instr.type:
+            yield self.problem("declared-type-mismatch", f"{instr.opcode} '{instr.name}' is "
+                               f"declared {instr.type} but produces {inferred}",
+                               instr.spans["type"])
+
+
+def _file_of(module: Module) -> str | None:
+    for comp in module.computations:
+        if comp.span is not None:
+            return comp.span.file
+    return None
