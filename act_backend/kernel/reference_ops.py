@@ -1,0 +1,213 @@
+"""NumPy implementations of single HLO operators, as XLA defines them on the CPU.
+
+Each function takes NumPy arrays holding HLO element types (bf16 through ml_dtypes) and
+returns the unrounded result; ``act_backend.kernel.reference`` rounds it to the instruction's
+element type. Narrow floats (bf16, f16) are computed in float32, as XLA's CPU backend does
+after upcasting them; integers wrap; a dot accumulates in float32 (int64 for integers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from act_backend.hlo.dtypes import numpy_dtype
+
+_NARROW_FLOATS = (np.dtype(np.float16), numpy_dtype("bf16"))
+
+
+def is_float(x: np.ndarray) -> bool:
+    return x.dtype in _NARROW_FLOATS or np.issubdtype(x.dtype, np.floating)
+
+
+def widen(x: np.ndarray) -> np.ndarray:
+    """The array in the type its arithmetic is done in: float32 for bf16 and f16."""
+    return x.astype(np.float32) if x.dtype in _NARROW_FLOATS else x
+
+
+# -- elementwise ---------------------------------------------------------------------------
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _not(x: np.ndarray) -> np.ndarray:
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "abs": np.abs,
+    "cbrt": np.cbrt,
+    "ceil": np.ceil,
+    "copy": lambda x: x.copy(),
+    "cosine": np.cos,
+    "exponential": np.exp,
+    "floor": np.floor,
+    "log": np.log,
+    "logistic": _logistic,
+    "negate": np.negative,
+    "not": _not,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sign": np.sign,
+    "sine": np.sin,
+    "sqrt": np.sqrt,
+    "tanh": np.tanh,
+}
+
+
+def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C division (truncating); x/0 is all ones and MIN/-1 is MIN, as XLA's CPU gives."""
+    signed = np.issubdtype(a.dtype, np.signedinteger)
+    overflow = (a == np.iinfo(a.dtype).min) & (b == -1) if signed else np.zeros(b.shape, bool)
+    safe = np.where((b == 0) | overflow, 1, b).astype(a.dtype)
+    quotient = a // safe
+    if signed:
+        rest = a - quotient * safe
+        quotient = np.where((rest != 0) & ((rest < 0) != (safe < 0)), quotient + 1, quotient)
+    quotient = np.where(overflow, a, quotient)
+    return np.where(b == 0, np.array(-1).astype(a.dtype), quotient).astype(a.dtype)
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a / b if is_float(a) else _int_divide(a, b)
+
+
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C remainder (sign of the dividend); x rem 0 is x."""
+    if is_float(a):
+        return np.fmod(a, b)
+    # x rem -1 is 0 for every x; dividing by 1 instead avoids MIN rem -1 overflowing.
+    trivial = (b == -1) if np.issubdtype(a.dtype, np.signedinteger) else np.zeros(b.shape, bool)
+    safe = np.where((b == 0) | trivial, 1, b).astype(a.dtype)
+    return np.where(b == 0, a, np.fmod(a, safe)).astype(a.dtype)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if is_float(a):
+        return np.power(a, b)
+    # A negative integer exponent gives 0, except for bases 1 and -1.
+    result = np.power(a, np.maximum(b, 0).astype(b.dtype))
+    odd = (b % 2) != 0
+    negative_exp = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.where(b < 0, negative_exp, result).astype(a.dtype)
+
+
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "and": np.bitwise_and,
+    "atan2": np.arctan2,
+    "divide": _divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "multiply": np.multiply,
+    "or": np.bitwise_or,
+    "power": _power,
+    "remainder": _remainder,
+    "subtract": np.subtract,
+    "xor": np.bitwise_xor,
+}
+
+COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "EQ": np.equal, "NE": np.not_equal, "LT": np.less,
+    "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+}
+
+
+# -- conversions ---------------------------------------------------------------------------
+
+def convert(x: np.ndarray, dst: str) -> np.ndarray:
+    """XLA's convert: floats to integers truncate and saturate (NaN -> 0), to pred is != 0."""
+    target = numpy_dtype(dst)
+    if dst == "pred":
+        return x != 0
+    if is_float(x) and np.issubdtype(target, np.integer):
+        info = np.iinfo(target)
+        f = np.trunc(x.astype(np.float64))
+        low, high = f <= info.min, f >= float(info.max)
+        inside = ~(low | high | np.isnan(f))
+        result = np.zeros(f.shape, dtype=target)
+        result[low] = info.min
+        result[high] = info.max
+        result[inside] = f[inside].astype(target)
+        return result
+    return x.astype(target)
+
+
+def bitcast_convert(x: np.ndarray, dst: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Reinterpret the bytes: a narrower type adds a last dimension, a wider one removes it
+    (the machine's byte order, little-endian on every platform XLA targets)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    return flat.view(numpy_dtype(dst)).reshape(shape)
+
+
+# -- data movement -------------------------------------------------------------------------
+
+def broadcast(x: np.ndarray, dims: Sequence[int], shape: tuple[int, ...]) -> np.ndarray:
+    """Operand dimension i becomes result dimension dims[i]; size-1 dimensions stretch."""
+    placed = [1] * len(shape)
+    for i, d in enumerate(dims):
+        placed[d] = x.shape[i]
+    # Put the operand's dimensions in the order they take in the result, then stretch.
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    return np.broadcast_to(np.transpose(x, order).reshape(placed), shape).copy()
+
+
+def slice_(x: np.ndarray, ranges: Sequence[Sequence[int]]) -> np.ndarray:
+    return x[tuple(slice(start, limit, stride) for start, limit, stride in ranges)].copy()
+
+
+def clamp_starts(starts: Sequence[np.ndarray], operand: tuple[int, ...],
+                 sizes: tuple[int, ...]) -> list[int]:
+    """XLA clamps dynamic start indices so that the window stays inside the operand."""
+    return [min(max(int(s), 0), dim - size) for s, dim, size in zip(starts, operand, sizes,
+                                                                     strict=True)]
+
+
+def dynamic_slice(x: np.ndarray, starts: Sequence[np.ndarray],
+                  sizes: Sequence[int]) -> np.ndarray:
+    begin = clamp_starts(starts, x.shape, tuple(sizes))
+    return x[tuple(slice(b, b + s) for b, s in zip(begin, sizes, strict=True))].copy()
+
+
+def dynamic_update_slice(x: np.ndarray, update: np.ndarray,
+                         starts: Sequence[np.ndarray]) -> np.ndarray:
+    begin = clamp_starts(starts, x.shape, update.shape)
+    result = x.copy()
+    result[tuple(slice(b, b + s) for b, s in zip(begin, update.shape, strict=True))] = update
+    return result
+
+
+def iota(shape: tuple[int, ...], dim: int, dtype: str) -> np.ndarray:
+    line = np.arange(shape[dim]).reshape([-1 if k == dim else 1 for k in range(len(shape))])
+    return np.broadcast_to(line, shape).astype(numpy_dtype(dtype))
+
+
+# -- dot -----------------------------------------------------------------------------------
+
+def _accumulator(lhs: np.ndarray, rhs: np.ndarray) -> np.dtype:
+    if np.float64 in (lhs.dtype, rhs.dtype):
+        return np.dtype(np.float64)
+    if is_float(lhs) or is_float(rhs):
+        return np.dtype(np.float32)
+    return np.dtype(np.int64)
+
+
+def dot(lhs: np.ndarray, rhs: np.ndarray, lhs_contracting: Sequence[int],
+        rhs_contracting: Sequence[int], lhs_batch: Sequence[int],
+        rhs_batch: Sequence[int]) -> np.ndarray:
+    """dot_general: result dimensions are batch, then lhs free, then rhs free."""
+    lhs_free = [d for d in range(lhs.ndim) if d not in lhs_batch and d not in lhs_contracting]
+    rhs_free = [d for d in range(rhs.ndim) if d not in rhs_batch and d not in rhs_contracting]
+    acc = _accumulator(lhs, rhs)
+    left = np.transpose(lhs, [*lhs_batch, *lhs_free, *lhs_contracting]).astype(acc)
+    right = np.transpose(rhs, [*rhs_batch, *rhs_contracting, *rhs_free]).astype(acc)
+    batch_shape = [lhs.shape[d] for d in lhs_batch]
+    m = math.prod(lhs.shape[d] for d in lhs_free)
+    k = math.prod(lhs.shape[d] for d in lhs_contracting)
+    n = math.prod(rhs.shape[d] for d in rhs_free)
+    b = math.prod(batch_shape)
+    product = np.matmul(left.reshape(b, m, k), right.reshape(b, k, n))
+    return product.reshape([*batch_shape, *(lhs.shape[d] for d in lhs_free),
+                            *(rhs.shape[d] for d in rhs_free)])
