@@ -155,7 +155,6 @@ print("cost", k("cost")(), "sha256", hashlib.sha256(np.asarray(out).tobytes()).h
 '''
 
 
-@pytest.mark.slow
 def test_the_generated_oracle_runs_without_act_backend(tmp_path):
     oracle_dir = generate_example_oracle(EXAMPLES_DIR / "QKV" / "QKV.py", tmp_path)
     script = tmp_path / "blocked.py"
