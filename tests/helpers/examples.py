@@ -1,0 +1,111 @@
+"""Building the examples as a user would, in a scratch directory, for the end-to-end tests.
+
+``build_example(name, work_root)`` copies ``examples/<name>/`` and runs its spec with the
+interpreter running the tests (``python QKV.py``), which generates the oracle and the backend
+there; ``compile_kernel`` runs the backend binary; ``golden_paths`` and ``platform_record``
+describe the recorded goldens of ``tests/goldens/``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from act_backend.hlo.ir import Module
+from act_backend.kernel import parse_hlo
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES_DIR = ROOT / "examples"
+GOLDENS_DIR = ROOT / "tests" / "goldens"
+
+# example directory -> (accelerator name, spec file, instructions of the hand-written minimum)
+EXAMPLES = {
+    "QKV": ("QKV", "QKV.py", 9),
+    "QKV_new": ("QKV_new", "QKV_new.py", 10),
+}
+
+
+@dataclass(frozen=True)
+class ExampleBuild:
+    example: str
+    name: str
+    workdir: Path
+
+    @property
+    def backend(self) -> Path:
+        return self.workdir / "backends" / self.name
+
+    @property
+    def oracle_dir(self) -> Path:
+        return self.workdir / "targets" / self.name / "oracle"
+
+    @property
+    def kernel(self) -> Path:
+        return self.workdir / "kernels" / "attention.hlo"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workdir / "data"
+
+
+def build_example(example: str, work_root: Path) -> ExampleBuild:
+    """Copies the example and runs its spec there; raises with the spec's output on failure."""
+    name, spec, _ = EXAMPLES[example]
+    workdir = work_root / example
+    shutil.copytree(EXAMPLES_DIR / example, workdir,
+                    ignore=shutil.ignore_patterns("targets", "backends", "*.py[co]", "attention.py"))
+    run = subprocess.run([sys.executable, spec], cwd=workdir, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"python {spec} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
+    return ExampleBuild(example, name, workdir)
+
+
+def compile_kernel(backend: Path, kernel: Path, output: Path,
+                   *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(backend), "--input", str(kernel), "--output", str(output), *extra],
+                          capture_output=True, text=True)
+
+
+def parse_kernel_file(path: Path) -> Module:
+    return parse_hlo(path.read_text(), str(path))
+
+
+def instruction_calls(asm_path: Path) -> list[str]:
+    """The instruction names an assembly file calls, in order."""
+    calls = []
+    for line in asm_path.read_text().splitlines():
+        text = line.strip()
+        if text.startswith("api."):
+            calls.append(text[len("api."):text.index("(")])
+    return calls
+
+
+def platform_record() -> dict[str, str]:
+    """What a golden depends on: the oracle, JAX and the machine that ran it."""
+    import jax
+    import jaxlib
+
+    import act_backend
+
+    return {
+        "oracle": f"act-backend {act_backend.__version__}",
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "platform": jax.default_backend(),
+        "machine": platform.machine(),
+    }
+
+
+def golden_paths(example: str, kernel: str = "attention") -> tuple[Path, Path]:
+    base = GOLDENS_DIR / example
+    return base / f"{kernel}.dat", base / f"{kernel}.json"
+
+
+def read_golden_record(example: str, kernel: str = "attention") -> dict | None:
+    _, meta = golden_paths(example, kernel)
+    return json.loads(meta.read_text()) if meta.exists() else None
