@@ -57,8 +57,8 @@ def build_example(example: str, work_root: Path) -> ExampleBuild:
     """Copies the example and runs its spec there; raises with the spec's output on failure."""
     name, spec, _ = EXAMPLES[example]
     workdir = work_root / example
-    shutil.copytree(EXAMPLES_DIR / example, workdir,
-                    ignore=shutil.ignore_patterns("targets", "backends", "*.py[co]", "attention.py"))
+    skip = shutil.ignore_patterns("targets", "backends", "*.py[co]", "attention.py")
+    shutil.copytree(EXAMPLES_DIR / example, workdir, ignore=skip)
     run = subprocess.run([sys.executable, spec], cwd=workdir, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"python {spec} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
