@@ -1,0 +1,289 @@
+"""The kernel parser reads XLA HLO text, hand-written or printed by JAX, into the HLO IR."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+
+from act_backend.hlo.ir import Span, TensorType
+from act_backend.kernel import HloSyntaxError, TupleType, parse_hlo
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTENTION = ROOT / "examples" / "QKV" / "kernels" / "attention.hlo"
+KERNELS = Path(__file__).resolve().parent / "kernels"
+BF16 = jnp.bfloat16
+
+
+def jax_hlo(fn, *shapes, dtype=BF16, debug_info=False) -> str:
+    """``fn`` lowered by JAX and printed as HLO; a shape may be a (shape, dtype) pair."""
+    args = [jax.ShapeDtypeStruct(*s) if isinstance(s, list) else jax.ShapeDtypeStruct(s, dtype)
+            for s in shapes]
+    return jax.jit(fn).lower(*args).as_text(dialect="hlo", debug_info=debug_info)
+
+
+def instr(module, name):
+    for comp in module.computations:
+        for i in comp.instructions:
+            if i.name == name:
+                return i
+    raise KeyError(name)
+
+
+# -- the hand-written style ----------------------------------------------------------------
+
+def test_hand_written_attention_reads_every_instruction():
+    module = parse_hlo(ATTENTION.read_text(), str(ATTENTION))
+    assert module.name == "qkv"
+    assert [c.name for c in module.computations] == ["add_bf16", "qkv"]
+    entry = module.entry
+    assert entry.name == "qkv" and entry.is_entry
+    assert [i.name for i in entry.instructions] == [
+        "Q", "K", "V", "Kt", "S", "E", "zero", "rowsum", "denom", "P", "O"]
+    assert [p.name for p in entry.parameters()] == ["Q", "K", "V"]
+    assert entry.root.name == "O"
+    assert instr(module, "Kt").operands == ["K"]
+    assert instr(module, "S").type == TensorType("bf16", (64, 64))
+    assert instr(module, "rowsum").type == TensorType("bf16", (64,))
+    assert instr(module, "zero").type == TensorType("bf16", ())
+
+
+def test_hand_written_attention_attributes_use_the_architecture_encodings():
+    module = parse_hlo(ATTENTION.read_text())
+    assert instr(module, "Q").attrs == {"index": 0}
+    assert instr(module, "Kt").attrs == {"dimensions": [1, 0]}
+    assert instr(module, "S").attrs == {
+        "lhs_contracting_dims": [1], "rhs_contracting_dims": [0],
+        "lhs_batch_dims": [], "rhs_batch_dims": []}
+    assert instr(module, "zero").attrs == {"value": 0}
+    assert instr(module, "rowsum").attrs == {
+        "dimensions": [1], "to_apply": "add_bf16", "computation": "add"}
+    assert instr(module, "denom").attrs == {"dimensions": [0]}
+
+
+def test_spans_point_at_name_type_opcode_operands_and_attributes():
+    text = ATTENTION.read_text()
+    module = parse_hlo(text, "attention.hlo")
+    s = instr(module, "S")
+    line = text.splitlines()[s.spans["name"].line - 1]
+
+    def written(key):
+        span = s.spans[key]
+        assert span.file == "attention.hlo" and span.line == span.end_line
+        return line[span.column - 1:span.end_column - 1]
+
+    assert written("name") == "%S"
+    assert written("type") == "bf16[64,64]{1,0}"
+    assert written("opcode") == "dot"
+    assert written("operand:0") == "bf16[64,64]{1,0} %Q"
+    assert written("operand:1") == "bf16[64,64]{1,0} %Kt"
+    assert written("attr:lhs_contracting_dims") == "lhs_contracting_dims={1}"
+    assert written("attr:rhs_contracting_dims") == "rhs_contracting_dims={0}"
+    assert s.span.line == s.spans["name"].line
+    assert module.computation("qkv").span == Span("attention.hlo", 9, 7, 9, 11)
+
+
+def test_parameter_index_and_constant_value_have_spans():
+    module = parse_hlo(ATTENTION.read_text())
+    assert "operand:0" not in instr(module, "Q").spans
+    assert instr(module, "K").spans["attr:index"].column == 35
+    assert instr(module, "zero").spans["attr:value"].column == 27
+
+
+def test_the_dimension_numbers_fixture_keeps_rhs_contracting_dims():
+    module = parse_hlo((KERNELS / "qkt_dimension_numbers.hlo").read_text())
+    s = module.entry.root
+    assert (s.opcode, s.operands) == ("dot", ["Q", "K"])
+    assert s.attrs["rhs_contracting_dims"] == [1]
+    assert all(i.opcode != "transpose" for i in module.entry.instructions)
+
+
+# -- what JAX prints -----------------------------------------------------------------------
+
+def test_jax_attention_fixture_reads_like_the_hand_written_one():
+    module = parse_hlo((KERNELS / "attention_jax.hlo").read_text())
+    assert module.name == "jit_attention"
+    assert [c.name for c in module.computations] == ["region_0.1", "main.2"]
+    assert module.entry.name == "main.2"
+    ops = [i.opcode for i in module.entry.instructions]
+    assert ops == ["parameter", "parameter", "dot", "exponential", "constant", "reduce",
+                   "broadcast", "divide", "parameter", "dot"]
+    reduce = instr(module, "reduce.5")
+    assert reduce.attrs["to_apply"] == "region_0.1"
+    assert reduce.attrs["computation"] == "add"
+    assert [p.attrs["index"] for p in module.entry.parameters()] == [0, 1, 2]
+    assert module.entry.parameters()[2].name == "v.1"
+
+
+def test_lax_programs_printed_by_jax_parse():
+    def program(x, y):
+        z = lax.dot_general(x, y, (((1,), (0,)), ((), ())))
+        return lax.max(z, lax.broadcast_in_dim(BF16(0), (8, 8), ())), lax.transpose(x, (1, 0))
+
+    module = parse_hlo(jax_hlo(program, (8, 8), (8, 8)))
+    root = module.entry.root
+    assert root.opcode == "tuple"
+    assert root.type == TupleType((TensorType("bf16", (8, 8)), TensorType("bf16", (8, 8))))
+    opcodes = {i.opcode for i in module.entry.instructions}
+    assert {"dot", "maximum", "broadcast", "transpose", "tuple"} <= opcodes
+
+
+def test_debug_info_tables_and_metadata_are_read_and_kept_raw():
+    text = jax_hlo(lambda x: lax.exp(x) + x, (4, 4), debug_info=True)
+    assert "FileNames" in text and "metadata=" in text
+    module = parse_hlo(text)
+    add = module.entry.root
+    assert add.opcode == "add"
+    assert add.attrs["metadata"].startswith("{op_name=")
+
+
+def test_hyphenated_opcodes_and_exp_are_normalised():
+    def program(x, i):
+        window = lax.dynamic_slice(x, (i, 0), (2, 4))
+        return lax.dynamic_update_slice(x, window, (0, i)), lax.bitcast_convert_type(x, jnp.int16)
+
+    module = parse_hlo(jax_hlo(program, (4, 4), [(), jnp.int32]))
+    ops = {i.opcode for c in module.computations for i in c.instructions}
+    assert {"dynamic_slice", "dynamic_update_slice", "bitcast_convert"} <= ops
+    assert not any("-" in op for op in ops)
+    ds = next(i for i in module.entry.instructions if i.opcode == "dynamic_slice")
+    assert ds.attrs["dynamic_slice_sizes"] == [2, 4]
+
+    text = ATTENTION.read_text().replace("exponential(", "exp(")
+    assert instr(parse_hlo(text), "E").opcode == "exponential"
+
+
+def test_slices_iota_compare_and_literals():
+    def program(x):
+        s = x[1:5, ::2]
+        i = lax.broadcasted_iota(jnp.int32, (4, 4), 1)
+        return s, i, x > 1.5, x + jnp.array([[1.5, -2.0, 0.0, 4.0]] * 8, BF16)
+
+    module = parse_hlo(jax_hlo(program, (8, 4)))
+    entry = module.entry
+    sl = next(i for i in entry.instructions if i.opcode == "slice")
+    assert sl.attrs["slice"] == [[1, 5, 1], [0, 4, 2]]
+    iota = next(i for i in entry.instructions if i.opcode == "iota")
+    assert iota.attrs["iota_dimension"] == 0
+    assert iota.type == TensorType("s32", (4,))
+    cmp = next(i for i in entry.instructions if i.opcode == "compare")
+    assert cmp.attrs["direction"] == "GT"
+    big = next(i for i in entry.instructions
+               if i.opcode == "constant" and i.type.shape == (8, 4))
+    assert big.attrs["value"] == [[1.5, -2, 0, 4]] * 8
+
+
+def test_special_float_and_boolean_literals():
+    text = """HloModule lits
+ENTRY main {
+  a = bf16[] constant(-inf)
+  b = f32[] constant(nan)
+  c = pred[] constant(true)
+  d = f32[2] constant({1e-3, inf})
+  ROOT t = (bf16[], f32[], pred[], f32[2]) tuple(a, b, c, d)
+}
+"""
+    module = parse_hlo(text)
+    a, b, c, d = (instr(module, n).attrs["value"] for n in "abcd")
+    assert a == float("-inf") and b != b and c is True
+    assert d == [0.001, float("inf")]
+
+
+def test_a_tuple_typed_operand_and_get_tuple_element():
+    text = """HloModule gte
+ENTRY %main (p: (f32[2], s32[])) -> s32[] {
+  %p = (f32[2]{0}, s32[]) parameter(0)
+  ROOT %x = s32[] get-tuple-element((f32[2]{0}, s32[]) %p), index=1
+}
+"""
+    module = parse_hlo(text)
+    x = module.entry.root
+    assert x.opcode == "get_tuple_element" and x.attrs == {"index": 1}
+    assert module.entry.parameters()[0].type == TupleType(
+        (TensorType("f32", (2,)), TensorType("s32", ())))
+
+
+def test_unknown_attributes_are_kept_as_written():
+    text = """HloModule keep
+ENTRY main {
+  x = f32[4] parameter(0), sharding={replicated}
+  ROOT y = f32[4] add(x, x), frontend_attributes={_xla_compute_type="host"}, backend_config="{}"
+}
+"""
+    module = parse_hlo(text)
+    assert instr(module, "x").attrs == {"index": 0, "sharding": "{replicated}"}
+    assert instr(module, "y").attrs == {
+        "frontend_attributes": '{_xla_compute_type="host"}', "backend_config": '"{}"'}
+
+
+def test_a_module_without_header_takes_its_entry_name():
+    module = parse_hlo("ENTRY %k { ROOT %c = f32[] constant(1) }")
+    assert module.name == "k"
+
+
+# -- errors --------------------------------------------------------------------------------
+
+def _error(text: str) -> HloSyntaxError:
+    with pytest.raises(HloSyntaxError) as caught:
+        parse_hlo(text, "k.hlo")
+    return caught.value
+
+
+BASE = ATTENTION.read_text()
+
+
+@pytest.mark.parametrize("old, new, line, column, message", [
+    ("transpose(bf16[64,64]{1,0} %K)", "transpose(, %K)", 13, 36,
+     "expected an operand name after '(', found ','"),
+    ("add(bf16[] %x, bf16[] %y)", "add(bf16[] %x, )", 6, 37,
+     "expected an operand name after ',', found ')'"),
+    ("%E = bf16", "%E bf16", 15, 6, "expected '=' after '%E', found 'bf16'"),
+    ("%E = bf16[64,64]", "%E = bf16[64,]", 15, 16, "expected a dimension size after ','"),
+    ("%E = bf16[64,64]", "%E = bf17[64,64]", 15, 8, "unknown element type 'bf17'"),
+    ("%E = bf16[64,64]", "%E = bf16[64,6.5]", 15, 16,
+     "a dimension must be a non-negative integer, found '6.5'"),
+    ("%E =", "%E @=", 15, 6, "unexpected character '@'"),
+    ("dimensions={1,0}", "dimensions={a,0}", 13, 70,
+     "in 'Kt': each entry of 'dimensions' must be an integer, found 'a'"),
+    ("dimensions={1,0}", "dimensions=7", 13, 69,
+     "attribute 'dimensions' expects a list of integers such as {1,0}"),
+    ("bf16[64,64]{1,0} exponential", "bf16[64,64]{1,0} ", 15, 25,
+     "expected an opcode between the type and '('"),
+    ("transpose(bf16[64,64]{1,0} %K)", "transpose(bf16[64,32]{1,0} %K)", 13, 36,
+     "operand 0 of 'Kt' is written as bf16[64,32], but 'K' is bf16[64,64]"),
+    ("-> bf16[64,64] {", "-> bf16[64,32] {", 9, 64,
+     "computation 'qkv' declares its result as bf16[64,32], but ROOT 'O' is bf16[64,64]"),
+    ("parameter(0)", "parameter(x)", 4, 25, "parameter 'x' needs its index"),
+    ("constant(0)", "constant({...})", 16, 28, "the constant's value was left out"),
+    ("transpose(bf16[64,64]{1,0} %K)", "transpose(3)", 13, 36,
+     "expected an operand name in 'Kt', found the literal 3"),
+    ("dimensions={1,0}", "dimensions={1,0}, dimensions={0,1}", 13, 76,
+     "attribute 'dimensions' is given twice in 'Kt'"),
+])
+def test_syntax_errors_say_what_is_wrong_where(old, new, line, column, message):
+    assert old in BASE
+    err = _error(BASE.replace(old, new, 1))
+    assert (err.line, err.column) == (line, column)
+    assert message in err.message
+    assert str(err).startswith(f"k.hlo:{line}:{column}: ")
+
+
+def test_an_unclosed_computation_is_reported_at_the_end_of_the_input():
+    err = _error(BASE.rstrip()[:-1])
+    assert err.message == "unexpected end of the input: a computation is not closed with '}'"
+    assert err.line == len(BASE.rstrip().splitlines())
+
+
+def test_errors_without_a_file_name_the_string():
+    with pytest.raises(HloSyntaxError, match=r"^<string>:1:1: "):
+        parse_hlo("@")
+
+
+def test_syntax_errors_are_value_errors_with_a_span():
+    err = _error("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n  ROOT y = f32[] add(x,)\n}")
+    assert isinstance(err, ValueError)
+    assert err.span == Span("k.hlo", 4, 24, 4, 25)
+    assert err.code == "hlo-syntax"
