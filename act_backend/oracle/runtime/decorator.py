@@ -96,8 +96,8 @@ class Kernel:
             raise OracleError(f"kernel {self.name}: hbm must be a positive number of bytes, "
                               f"got {hbm!r}")
         self.hbm = hbm
-        self._input_specs = [dict(spec) for spec in inputs]
         self.inputs = [self._tensor(s, "input", i, False) for i, s in enumerate(inputs)]
+        self._input_specs = [dict(spec) for spec in inputs]
         self.outputs = [self._tensor(s, "output", i, False) for i, s in enumerate(outputs)]
         self.constants = [self._tensor(s, "constant", i, True) for i, s in enumerate(constants)]
         self._program: _tracing.Program | None = None
@@ -135,9 +135,8 @@ class Kernel:
         for tensor, array in zip(self.inputs, arrays, strict=True):
             image[tensor.addr:tensor.addr + tensor.nbytes] = _bytes(array)
         program = self.program()
-        initial = [np.zeros(s.shape, s.dtype) for s in _state.state_structs(program.table,
-                                                                             self.hbm)]
-        initial[0] = image
+        on_chip = _state.state_structs(program.table, self.hbm)[1:]
+        initial = [image] + [np.zeros(s.shape, s.dtype) for s in on_chip]
         placed = [jax.device_put(a, device) for a in initial]
         jax.block_until_ready(placed)
         start = time.perf_counter()
