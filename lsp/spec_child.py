@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         result = check(request["path"], request["text"], float(request.get("timeout_s", 10)),
                        int(request.get("memory_mb", 2048)))
     else:
-        result = generate(request["path"], request["text"])
+        result = generate(request["path"], request["text"], request.get("accelerator"))
     _emit(results, result)
     return 0
 
@@ -304,8 +304,9 @@ def check(path: str, text: str, timeout_s: float, memory_mb: int) -> dict[str, A
             "accelerators": [spec_describe.describe(acc) for acc in recorder.accelerators]}
 
 
-def generate(path: str, text: str) -> dict[str, Any]:
-    """Run the spec, then generate the backends it asks for (all it built if none)."""
+def generate(path: str, text: str, only: str | None = None) -> dict[str, Any]:
+    """Run the spec, then generate the backends it asks for (all it built if none), or
+    only that of the accelerator named ``only``."""
     import logging
 
     # Whatever the build logs is streamed by the server to the editor, line by line.
@@ -316,6 +317,15 @@ def generate(path: str, text: str) -> dict[str, Any]:
     if failure is not None:
         return {"error": {"kind": "spec-failed", **failure}}
     requests = recorder.backend_requests or [(acc, None) for acc in recorder.accelerators]
+    if only is not None:
+        named = [(acc, cost) for acc, cost in requests if spec_describe.name_of(acc) == only]
+        if not named:
+            named = [(acc, None) for acc in recorder.accelerators
+                     if spec_describe.name_of(acc) == only]
+        if not named:
+            return {"error": {"kind": "no-accelerator",
+                              "message": f"{path} creates no Accelerator named {only!r}"}}
+        requests = named[:1]
     if not requests:
         return {"error": {"kind": "no-accelerator",
                           "message": f"{path} creates no Accelerator: nothing to generate"}}

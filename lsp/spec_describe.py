@@ -54,62 +54,56 @@ def _same_file(a: str | None, b: str) -> bool:
 def describe(acc: Any) -> dict[str, Any]:
     """The parts of an accelerator the editor features show, with where each was written."""
     data_models = []
-    for model in _values(getattr(acc, "data_models", [])):
+    for model in acc.data_models:
         data_models.append({
-            "name": str(getattr(model, "name", "?")),
-            "access_dims": _plain(getattr(model, "access_dims", None)),
-            "unit_dims": _plain(getattr(model, "unit_dims", None)),
-            "dtype": _plain(getattr(model, "dtype", None)),
-            "span": span_dict(getattr(model, "span", None)),
-            "name_span": span_dict(_arg_span(model, "name")),
+            "name": str(model.name),
+            "access_dims": _plain(model.access_dims),
+            "unit_dims": _plain(model.unit_dims),
+            "dtype": _plain(model.dtype),
+            "span": span_dict(model.span),
+            "name_span": span_dict(model.arg_spans.get("name")),
         })
     instructions = []
-    for instr in _values(getattr(acc, "instructions", [])):
+    for instr in acc.instructions:
         instructions.append({
-            "name": str(getattr(instr, "name", "?")),
-            "comp_attrs": _plain(getattr(instr, "comp_attrs", [])),
-            "addr_attrs": _plain(getattr(instr, "addr_attrs", [])),
-            "inputs": _slices(getattr(instr, "inputs", None)),
-            "outputs": _slices(getattr(instr, "outputs", None)),
-            "semantics": _plain(getattr(instr, "semantics_text", None)
-                                or getattr(instr, "semantics", None)
-                                if isinstance(getattr(instr, "semantics", None), str)
-                                else getattr(instr, "semantics_text", None)),
-            "span": span_dict(getattr(instr, "span", None)),
-            "name_span": span_dict(_arg_span(instr, "name")),
+            "name": str(instr.name),
+            "comp_attrs": _names(instr.comp_attrs),
+            "addr_attrs": _names(instr.addr_attrs),
+            "inputs": _slices(instr.inputs, instr.inputs_site),
+            "outputs": _slices(instr.outputs, instr.outputs_site),
+            "semantics": instr.semantics_text,
+            "semantics_span": span_dict(instr.semantics_site.arg("text").span)
+            if instr.semantics_site is not None else None,
+            "span": span_dict(instr.span),
+            "name_span": span_dict(instr.arg_spans.get("name")),
         })
     return {"name": name_of(acc), "span": creation_span(acc),
-            "name_span": span_dict(_arg_span(acc, "name")),
+            "name_span": span_dict(acc.arg_spans.get("name")),
             "data_models": data_models, "instructions": instructions}
 
 
-def _values(collection: Any) -> list[Any]:
-    if isinstance(collection, dict):
-        return list(collection.values())
-    return list(collection or [])
+def _names(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
 
-def _arg_span(obj: Any, argument: str) -> Any:
-    spans = getattr(obj, "arg_spans", None)
-    if isinstance(spans, dict):
-        return spans.get(argument)
-    return None
-
-
-def _slices(slices: Any) -> list[dict[str, Any]] | None:
-    if slices is None:
+def _slices(slices: Any, site: Any) -> list[dict[str, Any]] | None:
+    """Slices as given (``[[buffer, [start..], [size..]], ..]``), each with where its
+    buffer was named; malformed items are skipped (validation reports them)."""
+    if not isinstance(slices, (list, tuple)):
         return None
     out = []
-    for item in slices:
-        if isinstance(item, (list, tuple)) and len(item) == 3:
-            buffer, start, size = item
-        else:
-            buffer = getattr(item, "buffer", "?")
-            start = getattr(item, "start", [])
-            size = getattr(item, "size", [])
-        out.append({"buffer": str(buffer), "start": [str(s) for s in start],
-                    "size": [str(s) for s in size]})
+    for index, item in enumerate(slices):
+        if not (isinstance(item, (list, tuple)) and len(item) == 3):
+            continue
+        buffer, start, size = item
+        buffer_span = site.arg("slices").at(index, 0).span if site is not None else None
+        out.append({"buffer": str(buffer), "start": _texts(start), "size": _texts(size),
+                    "buffer_span": span_dict(buffer_span)})
     return out
+
+
+def _texts(values: Any) -> list[str]:
+    return [str(v) for v in values] if isinstance(values, (list, tuple)) else [str(values)]
 
 
 def _plain(value: Any) -> Any:

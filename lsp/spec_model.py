@@ -291,8 +291,11 @@ def from_json(accelerators: list[dict[str, Any]], path: str) -> SpecModel:
                 semantics=ins.get("semantics"))
             for key in ("inputs", "outputs"):
                 if ins.get(key) is not None:
-                    setattr(instr, key, [SliceInfo(s["buffer"], s["start"], s["size"])
-                                         for s in ins[key]])
+                    setattr(instr, key, [
+                        SliceInfo(s["buffer"], s["start"], s["size"],
+                                  _range(here(s.get("buffer_span")), ins_range)
+                                  if here(s.get("buffer_span")) else None)
+                        for s in ins[key]])
             semantics_span = here(ins.get("semantics_span"))
             if semantics_span:
                 instr.semantics_range = _range(semantics_span, ins_range)

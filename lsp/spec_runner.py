@@ -41,8 +41,16 @@ class ChildResult:
     problems: list[dict[str, Any]] = field(default_factory=list)
 
 
-def child_command(mode: str, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "lsp.spec_child", mode]
+# The child programs, by mode: running a spec (check, generate) and simulating a kernel.
+_CHILDREN = {
+    "check": ("lsp.spec_child", "check"),
+    "generate": ("lsp.spec_child", "generate"),
+    "simulate": ("lsp.simulate_child",),
+}
+
+
+def child_command(mode: str) -> list[str]:
+    return [sys.executable, "-m", *_CHILDREN[mode]]
 
 
 def _child_env() -> dict[str, str]:

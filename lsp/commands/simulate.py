@@ -1,0 +1,61 @@
+"""``act.simulateKernel [compiledPath, oracleDir, dataFiles, hloPath?]``: run a compiled
+kernel on the generated oracle with the given input files and report the largest absolute
+difference from the NumPy reference of the kernel's HLO (``hloPath``, by default the
+``.hlo`` file beside the compiled one)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lsprotocol import types
+
+from lsp.commands.arguments import Arguments
+from lsp.commands.running import CommandRun
+
+NAME = "act.simulateKernel"
+ARGUMENTS = ("compiledPath", "oracleDir", "dataFiles", "hloPath")
+
+
+def parse_arguments(values: list[Any] | None, root: str | None
+                    ) -> tuple[str, str, list[str], str]:
+    args = Arguments(NAME, values, root, ARGUMENTS)
+    compiled = args.existing_file("compiledPath", (".py",))
+    assert compiled is not None
+    oracle = args.directory("oracleDir")
+    data = args.existing_files("dataFiles")
+    beside = os.path.splitext(compiled)[0] + ".hlo"
+    if args.raw("hloPath", required=False) is None and not os.path.isfile(beside):
+        raise args.fail("hloPath", f"is missing and there is no {beside} beside the compiled "
+                        "kernel to compare with")
+    hlo = args.existing_file("hloPath", (".hlo",), default=beside)
+    assert hlo is not None
+    return compiled, oracle, data, hlo
+
+
+def summarize(payload: dict[str, Any] | None, stderr_tail: str, compiled: str
+              ) -> dict[str, Any]:
+    name = os.path.basename(compiled)
+    if payload is None:
+        return {"ok": False, "message": f"Simulating {name} stopped without a result"
+                + (f":\n{stderr_tail.strip()[-2000:]}" if stderr_tail.strip() else "")}
+    if "error" in payload:
+        return {"ok": False, "message": f"Simulating {name} failed: {payload['error']}"}
+    result = payload["result"]
+    return {"ok": True, **result,
+            "message": f"Simulated {name}: max |oracle - reference| = "
+                       f"{result['max_abs_diff']:.6g} (largest reference magnitude "
+                       f"{result['max_abs_reference']:.6g}, shape {result['shape']}, "
+                       f"{result['run_ms']:.1f} ms)"}
+
+
+async def run(server: Any, values: list[Any] | None, token: types.ProgressToken | None
+              ) -> dict[str, Any]:
+    compiled, oracle, data, hlo = parse_arguments(values, server.workspace_root())
+    title = f"Simulating {os.path.basename(compiled)}"
+    request = {"compiled": compiled, "oracle_dir": oracle, "data_files": data, "hlo": hlo}
+    async with CommandRun(server, NAME, title, token) as running:
+        result = await running.child("simulate", request, cwd=os.path.dirname(compiled))
+    summary = summarize(result.payload, result.stderr_tail, compiled)
+    server.show(summary["message"], ok=summary["ok"])
+    return summary
