@@ -2,7 +2,7 @@
 
 Each example spec is run in a temporary directory (its oracle only), the hand-written kernel
 in tests/assembly is simulated on examples/<ex>/data/{Q,K,V}.dat, and the result is held to
-a NumPy evaluation of examples/<ex>/kernels/attention.hlo within two bf16 ulps of
+the NumPy reference evaluation of examples/<ex>/kernels/attention.hlo within two bf16 ulps of
 the largest magnitude in V.
 """
 
@@ -21,6 +21,9 @@ from helpers.oracle_harness import (
     run_assembly,
 )
 
+from act_backend.kernel import parse_hlo
+from act_backend.kernel.reference import evaluate
+
 CASES = [
     pytest.param("QKV", "qkv_attention.py", 9, id="qkv"),
     pytest.param("QKV_new", "qkv_new_attention.py", 10, id="qkv_new"),
@@ -33,13 +36,9 @@ def inputs(example):
 
 
 def reference(example, args):
-    """What examples/<ex>/kernels/attention.hlo computes, softmax(Q.K^T).V, in f32.
-
-    To be replaced by act_backend.kernel.reference.evaluate of the HLO file once it exists.
-    """
-    q, k, v = (x.astype(np.float32) for x in args)
-    e = np.exp(q @ k.T)
-    return (e / e.sum(axis=1, keepdims=True)) @ v
+    path = EXAMPLES_DIR / example / "kernels" / "attention.hlo"
+    module = parse_hlo(path.read_text(), str(path))
+    return np.asarray(evaluate(module, args), dtype=np.float32)
 
 
 @pytest.mark.parametrize("example, assembly, _count", CASES)
