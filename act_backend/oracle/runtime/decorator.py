@@ -10,6 +10,9 @@
   before ``fsim-compile``, it compiles first (``run_ms`` never includes compilation);
 * ``k('cost')()`` returns the number of instructions (each costs 1).
 
+After a run, ``k.last_state`` maps each buffer name (``d0`` first) to its final contents, for
+inspecting what a kernel left on chip.
+
 ``set_simulation_backend('CPU' | 'GPU')`` chooses the device later compilations and runs use.
 """
 
