@@ -88,9 +88,10 @@ def test_names_and_parameter_indices_are_unique():
     assert [c for c, _, _ in codes(dup)] == ["duplicate-instruction"]
     reuse = ATTENTION.replace("%V = bf16[64,64]{1,0} parameter(2)",
                               "%V = bf16[64,64]{1,0} parameter(1)")
-    reuse = reuse.replace("V: bf16[64,64]) ->", "V: bf16[64,64]) ->")
-    found = [c for c, _, _ in codes(reuse)]
-    assert "duplicate-parameter" in found
+    assert codes(reuse) == [("duplicate-parameter", 12, 35)]
+    gap = ATTENTION.replace("%V = bf16[64,64]{1,0} parameter(2)",
+                            "%V = bf16[64,64]{1,0} parameter(3)")
+    assert codes(gap) == [("missing-parameter", 9, 7)]
 
 
 def test_a_reducer_must_exist_and_fit_the_reduce():
