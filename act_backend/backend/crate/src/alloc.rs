@@ -1,0 +1,533 @@
+//! Memory allocation of a scheduled candidate: builds the placement request of
+//! docs/architecture.md 5.2 (CSP1-CSP4), hands it to the C++ allocator through `act_allocate`,
+//! and reads the addressing attributes of every step out of the answer.
+//!
+//! Variables: every addressing attribute of every step; the start of every value along each
+//! access dimension; for buffers with several access dimensions, the row-major flattened
+//! start, whose block conservatively covers the bounding range of the slice. Equalities tie
+//! each producer's output start and each consumer's input start to the value's start.
+
+use crate::isa::{Affine, Instruction, Isa, Slice};
+use crate::layout::HbmLayout;
+use crate::pii::{PiiGraph, PiiNode};
+use crate::schedule::Schedule;
+use crate::value::{CandidateError, Value};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::fmt;
+
+extern "C" {
+    fn act_allocate(request_json: *const c_char, response_json: *mut *mut c_char) -> c_int;
+    fn act_allocate_free(response_json: *mut c_char);
+}
+
+/// The solver's budget. Deterministic time decides the answer, so a given request gets the
+/// same answer on any machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Limits {
+    pub max_deterministic_time: f64,
+    pub random_seed: i32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_deterministic_time: 10.0, random_seed: 0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Variable {
+    pub name: String,
+    pub lo: i64,
+    pub hi: i64,
+}
+
+/// `sum(coef * var) + const == 0`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Equality {
+    pub terms: Vec<(usize, i64)>,
+    #[serde(rename = "const")]
+    pub constant: i64,
+}
+
+/// A value occupying `[start, start + size)` of `buffer` during `[time.0, time.1)`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Block {
+    pub buffer: String,
+    pub capacity: Option<i64>,
+    pub start: usize,
+    pub size: i64,
+    pub time: (i64, i64),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    pub variables: Vec<Variable>,
+    pub equalities: Vec<Equality>,
+    pub blocks: Vec<Block>,
+    pub objective: Vec<(usize, i64)>,
+    pub limits: Limits,
+}
+
+/// A request together with what is needed to read its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub request: Request,
+    /// Per step, the variable of each addressing attribute (in `addr_attrs` order).
+    pub step_vars: Vec<Vec<usize>>,
+    /// Start variable and size of every HBM block, for the end of HBM in use.
+    hbm_blocks: Vec<(usize, i64)>,
+}
+
+/// The result of preparing a request: a plan, or a proof by counting that none can exist.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prepared {
+    Plan(Plan),
+    Infeasible(String),
+}
+
+/// Addresses chosen for every step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Per step, the value of each addressing attribute (in `addr_attrs` order).
+    pub addrs: Vec<Vec<i64>>,
+    /// One past the highest HBM byte in use.
+    pub hbm_end: i64,
+    /// The allocator's note, e.g. "optimal".
+    pub message: String,
+}
+
+/// The allocator's answer. Running out of budget is not the same as impossible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Solved(Placement),
+    Infeasible(String),
+    OutOfBudget(String),
+}
+
+impl Outcome {
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Solved(_) => "solved",
+            Outcome::Infeasible(_) => "infeasible",
+            Outcome::OutOfBudget(_) => "out_of_budget",
+        }
+    }
+}
+
+/// The allocator could not answer: a bug on this side of the interface (or a broken link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllocError {
+    /// The allocator called the request invalid: the request builder is wrong.
+    Invalid(String),
+    /// `act_allocate` returned non-zero without a response.
+    NoResponse(i32),
+    /// The response could not be read.
+    BadResponse(String),
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocError::Invalid(m) => {
+                write!(f, "the allocator rejected the request as invalid (a backend bug): {m}")
+            }
+            AllocError::NoResponse(code) => {
+                write!(f, "act_allocate failed with code {code} and wrote no response")
+            }
+            AllocError::BadResponse(m) => write!(f, "unreadable allocator response: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for AllocError {}
+
+/// Builds the request for `schedule` of `graph`.
+pub fn prepare(
+    graph: &PiiGraph,
+    isa: &Isa,
+    values: &[Value],
+    schedule: &Schedule,
+    layout: &HbmLayout,
+    limits: Limits,
+) -> Result<Prepared, CandidateError> {
+    let mut b = Builder::new(limits);
+    let build = |b: &mut Builder| -> Result<Vec<Vec<usize>>, Stop> {
+        let starts = value_starts(graph, isa, values, schedule, layout, b)?;
+        let mut step_vars = Vec::with_capacity(schedule.steps.len());
+        for (s, &n) in schedule.steps.iter().enumerate() {
+            let PiiNode::Instr { instr, comp, operands } = &graph.nodes[n] else {
+                unreachable!("schedules hold instruction nodes only")
+            };
+            let def = &isa.instructions[*instr];
+            step_vars.push(step_attributes(s, n, def, comp, operands, &starts, b)?);
+        }
+        Ok(step_vars)
+    };
+    match build(&mut b) {
+        Ok(step_vars) => Ok(Prepared::Plan(b.finish(step_vars))),
+        Err(Stop::Infeasible(why)) => Ok(Prepared::Infeasible(why)),
+        Err(Stop::Bad(e)) => Err(e),
+    }
+}
+
+/// Why building a request stopped early.
+enum Stop {
+    Bad(CandidateError),
+    /// Some value or attribute has no room at all, whatever the other placements.
+    Infeasible(String),
+}
+
+impl From<CandidateError> for Stop {
+    fn from(e: CandidateError) -> Stop {
+        Stop::Bad(e)
+    }
+}
+
+/// The start variables of each live value: per access dimension, plus the flattened start.
+#[derive(Debug, Clone)]
+struct Starts {
+    per_dim: Vec<Vec<usize>>,
+}
+
+/// Start variables and blocks of every live value.
+fn value_starts(
+    graph: &PiiGraph,
+    isa: &Isa,
+    values: &[Value],
+    schedule: &Schedule,
+    layout: &HbmLayout,
+    b: &mut Builder,
+) -> Result<Starts, Stop> {
+    let live = |n: usize| schedule.live[n].is_some();
+    let out_end = layout.output.end();
+    // Scratch HBM values go after the output; placed side by side they always fit below this.
+    let scratch: i64 = (0..values.len())
+        .filter(|&n| live(n) && n != graph.root && is_scratch_hbm(graph, isa, values, n))
+        .map(|n| values[n].size[0])
+        .sum();
+    let hbm_limit = out_end + scratch;
+    b.loose = hbm_limit + isa.buffers.iter().filter_map(|bf| bf.capacity()).sum::<i64>();
+    let mut seen_params = BTreeMap::new();
+    let mut per_dim = vec![Vec::new(); values.len()];
+    let mut scratch_vars = Vec::new();
+    for (n, value) in values.iter().enumerate() {
+        let Some(time) = schedule.live[n] else { continue };
+        let buffer = &isa.buffers[value.buffer];
+        let name = format!("node{n}");
+        if buffer.is_hbm() {
+            let size = value.size[0];
+            let (lo, hi) = match graph.nodes[n] {
+                PiiNode::Input { param, bytes } => {
+                    let placed = layout.inputs.get(param).ok_or_else(|| {
+                        CandidateError(format!(
+                            "node {n} is parameter {param}, but the kernel has {}",
+                            layout.inputs.len()
+                        ))
+                    })?;
+                    if placed.bytes != bytes as i64 {
+                        return Err(CandidateError(format!(
+                            "node {n} is parameter {param} of {bytes} bytes, but the kernel's \
+                             parameter {param} has {}",
+                            placed.bytes
+                        )).into());
+                    }
+                    if let Some(other) = seen_params.insert(param, n) {
+                        return Err(CandidateError(format!(
+                            "nodes {other} and {n} are both parameter {param}"
+                        )).into());
+                    }
+                    (placed.addr, placed.addr)
+                }
+                _ if n == graph.root => {
+                    if size != layout.output.bytes {
+                        return Err(CandidateError(format!(
+                            "the root (node {n}) writes {size} bytes, the kernel's output has {}",
+                            layout.output.bytes
+                        )).into());
+                    }
+                    (layout.output.addr, layout.output.addr)
+                }
+                _ => (out_end, hbm_limit - size),
+            };
+            let var = b.var(format!("{name}.start"), lo, hi);
+            if lo != hi {
+                scratch_vars.push((var, size));
+            }
+            per_dim[n] = vec![var];
+            b.hbm_blocks.push((var, size));
+            b.block(&buffer.name, None, var, size, time);
+            continue;
+        }
+        let dims: Vec<i64> =
+            buffer.access_dims.iter().map(|d| d.expect("on-chip dims are bounded")).collect();
+        let mut vars = Vec::with_capacity(dims.len());
+        for (k, (&dim, &size)) in dims.iter().zip(&value.size).enumerate() {
+            if size > dim {
+                return Err(Stop::Infeasible(format!(
+                    "node {n} needs {size} positions of {} along access dimension {k}, which \
+                     has {dim}",
+                    buffer.name
+                )));
+            }
+            vars.push(b.var(format!("{name}.start{k}"), 0, dim - size));
+        }
+        // Row-major strides; the flattened block spans first to last position touched.
+        let strides: Vec<i64> = (0..dims.len()).map(|k| dims[k + 1..].iter().product()).collect();
+        let capacity: i64 = dims.iter().product();
+        let flat_size: i64 = if value.size.contains(&0) {
+            0
+        } else {
+            1 + value.size.iter().zip(&strides).map(|(s, st)| (s - 1) * st).sum::<i64>()
+        };
+        let flat = if dims.len() == 1 {
+            vars[0]
+        } else {
+            let flat = b.var(format!("{name}.flat"), 0, capacity - flat_size.max(0));
+            let mut terms: Vec<(usize, i64)> = vars.iter().copied().zip(strides).collect();
+            terms.push((flat, -1));
+            b.equal(terms, 0);
+            flat
+        };
+        b.on_chip_starts.push((flat, capacity - flat_size));
+        b.block(&buffer.name, Some(capacity), flat, flat_size, time);
+        per_dim[n] = vars;
+    }
+    if !scratch_vars.is_empty() {
+        // hbm_end >= start + size for each scratch value, as equalities with slack.
+        let end = b.var("hbm_end".into(), out_end, hbm_limit);
+        for (i, &(var, size)) in scratch_vars.iter().enumerate() {
+            let slack = b.var(format!("hbm_end.slack{i}"), 0, hbm_limit);
+            b.equal(vec![(end, 1), (var, -1), (slack, -1)], -size);
+        }
+        b.hbm_end = Some((end, hbm_limit));
+    }
+    Ok(Starts { per_dim })
+}
+
+fn is_scratch_hbm(graph: &PiiGraph, isa: &Isa, values: &[Value], n: usize) -> bool {
+    isa.buffers[values[n].buffer].is_hbm() && matches!(graph.nodes[n], PiiNode::Instr { .. })
+}
+
+/// Variables of the addressing attributes of step `s` (node `n`), and the equalities tying
+/// its slices to the values it reads and writes.
+fn step_attributes(
+    s: usize,
+    n: usize,
+    def: &Instruction,
+    comp: &[i64],
+    operands: &[usize],
+    starts: &Starts,
+    b: &mut Builder,
+) -> Result<Vec<usize>, Stop> {
+    let env = def.comp_env(comp);
+    let here = |msg: String| CandidateError(format!("node {n} ({}): {msg}", def.name));
+    let mut linear: Vec<(Affine, usize)> = Vec::new();
+    let slices = def.inputs.iter().zip(operands.iter().copied()).chain([(&def.outputs[0], n)]);
+    for (slice, value) in slices {
+        for (k, expr) in slice.start.iter().enumerate() {
+            let aff = expr.affine(&env).map_err(|e| here(format!("{}: {e}", describe(slice, k))))?;
+            let var = *starts.per_dim[value].get(k).ok_or_else(|| {
+                here(format!("{} has no access dimension {k}", slice.buffer))
+            })?;
+            linear.push((aff, var));
+        }
+    }
+    // Domains from the slices that name one attribute alone: start = c + coef * attr must
+    // land inside the domain of the value start it equals.
+    let mut vars = Vec::with_capacity(def.addr_attrs.len());
+    for attr in &def.addr_attrs {
+        let key = format!("a.{attr}");
+        let mut lo = i64::MIN;
+        let mut hi = i64::MAX;
+        let mut bounded = false;
+        for (aff, var) in &linear {
+            if aff.terms.len() == 1 {
+                if let Some(&coef) = aff.terms.get(&key) {
+                    let (vlo, vhi) = b.domain(*var);
+                    let (alo, ahi) = if coef > 0 {
+                        (ceil_div(vlo - aff.constant, coef), floor_div(vhi - aff.constant, coef))
+                    } else {
+                        (ceil_div(vhi - aff.constant, coef), floor_div(vlo - aff.constant, coef))
+                    };
+                    lo = lo.max(alo);
+                    hi = hi.min(ahi);
+                    bounded = true;
+                }
+            }
+        }
+        let mentioned = linear.iter().any(|(aff, _)| aff.terms.contains_key(&key));
+        if bounded && lo > hi {
+            return Err(Stop::Infeasible(format!(
+                "step {s} ({}): no value of @a.{attr} puts all its slices inside their buffers",
+                def.name
+            )));
+        }
+        let (lo, hi) = match (bounded, mentioned) {
+            (true, _) => (lo, hi),
+            (false, true) => (-b.loose, b.loose),
+            // An attribute no slice mentions cannot matter; pin it for a stable answer.
+            (false, false) => (0, 0),
+        };
+        vars.push(b.var(format!("step{s}.{}.{attr}", def.name), lo, hi));
+    }
+    for (aff, var) in linear {
+        let mut terms = Vec::with_capacity(aff.terms.len() + 1);
+        for (name, coef) in &aff.terms {
+            let attr = name
+                .strip_prefix("a.")
+                .and_then(|a| def.addr_attrs.iter().position(|x| x == a))
+                .ok_or_else(|| here(format!("start expression uses @{name}, which has no value")))?;
+            terms.push((vars[attr], *coef));
+        }
+        terms.push((var, -1));
+        b.equal(terms, aff.constant);
+    }
+    Ok(vars)
+}
+
+fn describe(slice: &Slice, k: usize) -> String {
+    format!("start {k} of its {} slice", slice.buffer)
+}
+
+fn floor_div(a: i64, b: i64) -> i64 {
+    a.div_euclid(b) - if b < 0 && a.rem_euclid(b) != 0 { 1 } else { 0 }
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    -floor_div(-a, b)
+}
+
+/// Accumulates the request.
+struct Builder {
+    request: Request,
+    hbm_blocks: Vec<(usize, i64)>,
+    /// Flattened start variables of on-chip values, with their upper bound.
+    on_chip_starts: Vec<(usize, i64)>,
+    /// The HBM end variable and its upper bound, when there is scratch HBM.
+    hbm_end: Option<(usize, i64)>,
+    /// Bound of attributes whose domain no single slice determines.
+    loose: i64,
+}
+
+impl Builder {
+    fn new(limits: Limits) -> Builder {
+        Builder {
+            request: Request {
+                variables: Vec::new(),
+                equalities: Vec::new(),
+                blocks: Vec::new(),
+                objective: Vec::new(),
+                limits,
+            },
+            hbm_blocks: Vec::new(),
+            on_chip_starts: Vec::new(),
+            hbm_end: None,
+            loose: 0,
+        }
+    }
+
+    fn var(&mut self, name: String, lo: i64, hi: i64) -> usize {
+        self.request.variables.push(Variable { name, lo, hi });
+        self.request.variables.len() - 1
+    }
+
+    fn domain(&self, var: usize) -> (i64, i64) {
+        let v = &self.request.variables[var];
+        (v.lo, v.hi)
+    }
+
+    fn equal(&mut self, terms: Vec<(usize, i64)>, constant: i64) {
+        self.request.equalities.push(Equality { terms, constant });
+    }
+
+    fn block(&mut self, buffer: &str, capacity: Option<i64>, start: usize, size: i64, time: (i64, i64)) {
+        self.request.blocks.push(Block { buffer: buffer.to_string(), capacity, start, size, time });
+    }
+
+    /// Objective: first the end of HBM, then (with a weight that keeps it second) the sum of
+    /// on-chip starts, which packs values low and leaves the solver few equal optima.
+    fn finish(mut self, step_vars: Vec<Vec<usize>>) -> Plan {
+        let spread: i64 = self.on_chip_starts.iter().map(|&(_, hi)| hi.max(0)).sum();
+        let weight = spread + 1;
+        let mut objective: Vec<(usize, i64)> = Vec::new();
+        let mut secondary = true;
+        if let Some((end, bound)) = self.hbm_end {
+            // Keep |objective| well inside what the allocator accepts (2^52).
+            secondary = (weight as i128) * (bound as i128) < (1i128 << 50);
+            objective.push((end, if secondary { weight } else { 1 }));
+        }
+        if secondary {
+            objective.extend(self.on_chip_starts.iter().map(|&(v, _)| (v, 1)));
+        }
+        self.request.objective = objective;
+        Plan { request: self.request, step_vars, hbm_blocks: self.hbm_blocks }
+    }
+}
+
+impl Plan {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.request).expect("a request always serialises")
+    }
+
+    /// Reads the allocator's response.
+    pub fn read_response(&self, text: &str) -> Result<Outcome, AllocError> {
+        #[derive(Deserialize)]
+        struct Response {
+            status: String,
+            #[serde(default)]
+            values: Vec<i64>,
+            #[serde(default)]
+            message: String,
+        }
+        let r: Response = serde_json::from_str(text)
+            .map_err(|e| AllocError::BadResponse(format!("{e} in {text:?}")))?;
+        match r.status.as_str() {
+            "solved" => {
+                if r.values.len() != self.request.variables.len() {
+                    return Err(AllocError::BadResponse(format!(
+                        "{} values for {} variables",
+                        r.values.len(),
+                        self.request.variables.len()
+                    )));
+                }
+                let addrs = self
+                    .step_vars
+                    .iter()
+                    .map(|vars| vars.iter().map(|&v| r.values[v]).collect())
+                    .collect();
+                let hbm_end =
+                    self.hbm_blocks.iter().map(|&(v, size)| r.values[v] + size).max().unwrap_or(0);
+                Ok(Outcome::Solved(Placement { addrs, hbm_end, message: r.message }))
+            }
+            "infeasible" => Ok(Outcome::Infeasible(r.message)),
+            "out_of_budget" => Ok(Outcome::OutOfBudget(r.message)),
+            "invalid" => Err(AllocError::Invalid(r.message)),
+            other => Err(AllocError::BadResponse(format!("unknown status {other:?}"))),
+        }
+    }
+
+    /// Solves the plan with the linked allocator.
+    pub fn solve(&self) -> Result<Outcome, AllocError> {
+        self.read_response(&call_allocator(&self.to_json())?)
+    }
+}
+
+/// One round trip through the C interface; the response is copied and freed here.
+pub fn call_allocator(request: &str) -> Result<String, AllocError> {
+    let request = CString::new(request)
+        .map_err(|_| AllocError::Invalid("the request contains a NUL byte".into()))?;
+    let mut response: *mut c_char = std::ptr::null_mut();
+    // SAFETY: `request` is a valid NUL-terminated string for the duration of the call and
+    // `response` is a valid place for the allocator to store its pointer.
+    let code = unsafe { act_allocate(request.as_ptr(), &mut response) };
+    if code != 0 || response.is_null() {
+        return Err(AllocError::NoResponse(code));
+    }
+    // SAFETY: on success the allocator wrote a NUL-terminated string that stays valid until
+    // act_allocate_free, which is called right after copying it.
+    let text = unsafe { CStr::from_ptr(response) }.to_string_lossy().into_owned();
+    unsafe { act_allocate_free(response) };
+    Ok(text)
+}

@@ -1,0 +1,123 @@
+//! The assembly of docs/architecture.md section 3: a Python file whose kernel function makes
+//! one `api.<instruction>(...)` call per step. The text depends on its inputs only, so the
+//! same candidate always gives the same bytes.
+
+use crate::isa::Instruction;
+use crate::layout::{HbmLayout, LayoutError, Placed, Signature, Tensor};
+use std::fmt::Write;
+
+/// One instruction of the program with all its attributes known.
+#[derive(Debug, Clone, Copy)]
+pub struct Step<'a> {
+    pub instr: &'a Instruction,
+    /// Values of `instr.comp_attrs`, in order.
+    pub comp: &'a [i64],
+    /// Values of `instr.addr_attrs`, in order.
+    pub addr: &'a [i64],
+}
+
+const PYTHON_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
+    "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+    "while", "with", "yield",
+];
+
+/// `name` made a Python identifier: other characters become `_`, a leading digit gets a `_`
+/// in front, and a keyword or a name the file itself uses (`jnp`) gets a `_` appended.
+pub fn python_identifier(name: &str) -> String {
+    let mut out: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    if PYTHON_KEYWORDS.contains(&out.as_str()) || out == "jnp" {
+        out.push('_');
+    }
+    out
+}
+
+/// The assembly of a program. `hbm` is one past the highest HBM byte in use.
+pub fn assembly(
+    sig: &Signature,
+    layout: &HbmLayout,
+    hbm: i64,
+    steps: &[Step<'_>],
+) -> Result<String, LayoutError> {
+    let name = python_identifier(&sig.module);
+    let inputs = sig
+        .inputs
+        .iter()
+        .zip(&layout.inputs)
+        .map(|(t, p)| tensor_spec(t, p))
+        .collect::<Result<Vec<_>, _>>()?
+        .join(", ");
+    let output = tensor_spec(&sig.output, &layout.output)?;
+    let mut text = String::new();
+    let pad = " ".repeat("    @kernel(".len());
+    // Writing to a String cannot fail.
+    let _ = write!(
+        text,
+        "import jax.numpy as jnp\n\n\n\
+         def {name}(kernel, api):\n    \
+         @kernel(hbm={hbm},\n\
+         {pad}input=[{inputs}],\n\
+         {pad}constant=[],\n\
+         {pad}output=[{output}])\n    \
+         def {name}_():\n"
+    );
+    for step in steps {
+        let _ = writeln!(text, "        {}", call(step));
+    }
+    if steps.is_empty() {
+        text.push_str("        pass\n");
+    }
+    let _ = writeln!(text, "    return {name}_");
+    Ok(text)
+}
+
+/// `api.<name>(<comp attrs>, <addr attrs>)` with keyword arguments.
+fn call(step: &Step<'_>) -> String {
+    let instr = step.instr;
+    let args: Vec<String> = instr
+        .comp_attrs
+        .iter()
+        .zip(step.comp)
+        .chain(instr.addr_attrs.iter().zip(step.addr))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("api.{}({})", instr.name, args.join(", "))
+}
+
+fn tensor_spec(t: &Tensor, at: &Placed) -> Result<String, LayoutError> {
+    let dims: Vec<String> = t.shape.iter().map(i64::to_string).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    Ok(format!(
+        "{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{}}}",
+        at.addr,
+        t.element()?.jnp
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_identifier;
+
+    #[test]
+    fn module_names_become_identifiers() {
+        for (name, ident) in [
+            ("qkv", "qkv"),
+            ("jit_attention", "jit_attention"),
+            ("jit_f.1", "jit_f_1"),
+            ("3mm", "_3mm"),
+            ("class", "class_"),
+            ("jnp", "jnp_"),
+            ("", "_"),
+        ] {
+            assert_eq!(python_identifier(name), ident, "{name:?}");
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Execution orders of a candidate and the live range of every value under each order.
+//!
+//! The first order is a Sethi-Ullman-like one that keeps few on-chip rows live (summed over
+//! the on-chip buffers); deterministic fallbacks follow. An instruction that overwrites an
+//! operand in place must be that operand's last reader: orders breaking this are rejected
+//! here, before the allocator spends time on them.
+//!
+//! Time: step `p` reads its operands at `2p` and writes its result at `2p + 1`. A value made
+//! at step `p` and last read at step `u` is live over `[2p + 1, 2u + 1)`, so a result may
+//! reuse the space of what its own step reads last. Kernel inputs are live over the whole
+//! program `[0, end)`, the kernel output from its producer to `end`, where `end = 2N + 1`.
+
+use crate::isa::Isa;
+use crate::pii::{PiiGraph, PiiNode};
+use crate::value::Value;
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// One execution order of a candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// Which heuristic produced the order (for reports).
+    pub heuristic: &'static str,
+    /// Instruction node indices, in execution order. Instructions whose result the kernel
+    /// output does not depend on are left out.
+    pub steps: Vec<usize>,
+    /// Per node: its half-open live range, `None` for a node the program leaves out.
+    pub live: Vec<Option<(i64, i64)>>,
+    /// `2 * steps.len() + 1`: the end of every range that lasts to the end.
+    pub end: i64,
+}
+
+/// Why a candidate has no valid order at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unschedulable(pub String);
+
+impl fmt::Display for Unschedulable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no valid order: {}", self.0)
+    }
+}
+
+impl std::error::Error for Unschedulable {}
+
+/// The distinct valid orders of `graph`, best guess first.
+pub fn orders(
+    graph: &PiiGraph,
+    isa: &Isa,
+    values: &[Value],
+) -> Result<Vec<Schedule>, Unschedulable> {
+    let ctx = Ctx::new(graph, isa, values)?;
+    let proposals: [(&'static str, Vec<usize>); 4] = [
+        ("sethi-ullman", ctx.depth_first(true)),
+        ("min-live", ctx.list(true)),
+        ("operand-order", ctx.depth_first(false)),
+        ("node-order", ctx.list(false)),
+    ];
+    let mut out: Vec<Schedule> = Vec::new();
+    for (heuristic, steps) in proposals {
+        if out.iter().any(|s| s.steps == steps) {
+            continue;
+        }
+        if let Ok(schedule) = from_order(graph, values, heuristic, steps) {
+            out.push(schedule);
+        }
+    }
+    if out.is_empty() {
+        // ctx.new() proved that some order exists and list scheduling finds one whenever one
+        // does, so this is a bug here rather than a property of the candidate.
+        return Err(Unschedulable("every heuristic broke an in-place constraint".into()));
+    }
+    Ok(out)
+}
+
+/// Builds the schedule of a given order, checking that operands come first, that every
+/// instruction the output needs is there once, and that in-place writers are last readers.
+pub fn from_order(
+    graph: &PiiGraph,
+    values: &[Value],
+    heuristic: &'static str,
+    steps: Vec<usize>,
+) -> Result<Schedule, String> {
+    let live_nodes = reachable(graph);
+    let mut step_of: Vec<Option<usize>> = vec![None; graph.nodes.len()];
+    for (p, &n) in steps.iter().enumerate() {
+        if !matches!(graph.nodes.get(n), Some(PiiNode::Instr { .. })) || !live_nodes[n] {
+            return Err(format!("step {p} names node {n}, which is not a needed instruction"));
+        }
+        if step_of[n].replace(p).is_some() {
+            return Err(format!("node {n} is scheduled twice"));
+        }
+    }
+    for (n, node) in graph.nodes.iter().enumerate() {
+        let PiiNode::Instr { operands, .. } = node else { continue };
+        if !live_nodes[n] {
+            continue;
+        }
+        let Some(p) = step_of[n] else { return Err(format!("node {n} is not scheduled")) };
+        for &op in operands {
+            if matches!(step_of[op], Some(q) if q >= p) {
+                return Err(format!("node {n} runs before its operand node {op}"));
+            }
+        }
+    }
+    for (v, value) in values.iter().enumerate() {
+        let Some(writer) = value.overwritten_by.filter(|&w| live_nodes[w]) else { continue };
+        for &(user, _) in &value.users {
+            if live_nodes[user] && user != writer && step_of[user] > step_of[writer] {
+                return Err(format!(
+                    "node {user} reads node {v} after node {writer} overwrote it in place"
+                ));
+            }
+        }
+    }
+    let end = 2 * steps.len() as i64 + 1;
+    let mut live: Vec<Option<(i64, i64)>> = vec![None; graph.nodes.len()];
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if !live_nodes[n] {
+            continue;
+        }
+        let begin = match (node, step_of[n]) {
+            (PiiNode::Input { .. }, _) => 0,
+            (_, Some(p)) => 2 * p as i64 + 1,
+            (_, None) => unreachable!("every live instruction was checked to be scheduled"),
+        };
+        let last_read = values[n].users.iter().filter_map(|&(u, _)| step_of[u]).max();
+        let finish = match (node, last_read) {
+            _ if n == graph.root => end,
+            (PiiNode::Input { .. }, _) => end,
+            (_, Some(u)) => 2 * u as i64 + 1,
+            (_, None) => unreachable!("a live non-root value has a live reader"),
+        };
+        live[n] = Some((begin, finish));
+    }
+    Ok(Schedule { heuristic, steps, live, end })
+}
+
+impl Schedule {
+    /// Pairs `(a, b)`, `a < b`, of values in the same buffer whose live ranges overlap: the
+    /// non-overlap constraints this order asks the allocator for. An order whose set contains
+    /// the set of an order found infeasible is infeasible too.
+    pub fn interference(&self, values: &[Value]) -> BTreeSet<(usize, usize)> {
+        let mut out = BTreeSet::new();
+        for (a, ra) in self.live.iter().enumerate() {
+            let Some((sa, ea)) = *ra else { continue };
+            for (b, rb) in self.live.iter().enumerate().skip(a + 1) {
+                let Some((sb, eb)) = *rb else { continue };
+                if values[a].buffer == values[b].buffer && sa < eb && sb < ea {
+                    out.insert((a, b));
+                }
+            }
+        }
+        out
+    }
+
+    /// The largest number of on-chip rows live at once (summed over on-chip buffers).
+    pub fn peak_on_chip_rows(&self, isa: &Isa, values: &[Value]) -> i64 {
+        (0..self.end)
+            .map(|t| {
+                self.live
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| matches!(r, Some((s, e)) if *s <= t && t < *e))
+                    .map(|(n, _)| values[n].on_chip_rows(isa))
+                    .sum::<i64>()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Nodes the root depends on (the root included).
+fn reachable(graph: &PiiGraph) -> Vec<bool> {
+    let mut seen = vec![false; graph.nodes.len()];
+    seen[graph.root] = true;
+    for n in (0..graph.nodes.len()).rev() {
+        if let (true, PiiNode::Instr { operands, .. }) = (seen[n], &graph.nodes[n]) {
+            for &op in operands {
+                seen[op] = true;
+            }
+        }
+    }
+    seen
+}
+
+/// What the heuristics share: the needed nodes, each value's on-chip rows and readers.
+struct Ctx<'a> {
+    graph: &'a PiiGraph,
+    values: &'a [Value],
+    live: Vec<bool>,
+    rows: Vec<i64>,
+    /// Distinct needed readers of each node, in node order.
+    readers: Vec<Vec<usize>>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(graph: &'a PiiGraph, isa: &Isa, values: &'a [Value]) -> Result<Self, Unschedulable> {
+        if let PiiNode::Input { param, .. } = graph.nodes[graph.root] {
+            return Err(Unschedulable(format!(
+                "the output is kernel parameter {param} itself, and no instruction copies it"
+            )));
+        }
+        let live = reachable(graph);
+        let rows = values.iter().map(|v| v.on_chip_rows(isa)).collect();
+        let readers: Vec<Vec<usize>> = values
+            .iter()
+            .map(|v| {
+                let mut r: Vec<usize> =
+                    v.users.iter().map(|&(u, _)| u).filter(|&u| live[u]).collect();
+                r.dedup();
+                r
+            })
+            .collect();
+        let ctx = Ctx { graph, values, live, rows, readers };
+        ctx.check_in_place()?;
+        Ok(ctx)
+    }
+
+    /// Proves that some order honours every in-place write, or says why none can.
+    fn check_in_place(&self) -> Result<(), Unschedulable> {
+        for (v, value) in self.values.iter().enumerate() {
+            let Some(writer) = value.overwritten_by.filter(|&w| self.live[w]) else { continue };
+            if let PiiNode::Input { param, .. } = self.graph.nodes[v] {
+                return Err(Unschedulable(format!(
+                    "node {writer} overwrites kernel parameter {param} in place, but kernel \
+                     inputs stay live for the whole program"
+                )));
+            }
+            if v == self.graph.root {
+                return Err(Unschedulable(format!(
+                    "node {writer} overwrites the kernel output (node {v}) in place"
+                )));
+            }
+            let after = self.dependents(writer);
+            if let Some(&u) = self.readers[v].iter().find(|&&u| u != writer && after[u]) {
+                return Err(Unschedulable(format!(
+                    "node {u} reads node {v} but depends on node {writer}, which overwrites \
+                     node {v} in place"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Nodes that depend on `x` (x included).
+    fn dependents(&self, x: usize) -> Vec<bool> {
+        let mut dep = vec![false; self.graph.nodes.len()];
+        dep[x] = true;
+        for n in x + 1..self.graph.nodes.len() {
+            if let PiiNode::Instr { operands, .. } = &self.graph.nodes[n] {
+                dep[n] = operands.iter().any(|&o| dep[o]);
+            }
+        }
+        dep
+    }
+
+    fn operands(&self, n: usize) -> &[usize] {
+        match &self.graph.nodes[n] {
+            PiiNode::Instr { operands, .. } => operands,
+            PiiNode::Input { .. } => &[],
+        }
+    }
+
+    /// Depth-first post-order from the root. With `by_need`, operands needing more on-chip
+    /// rows (Sethi-Ullman numbers, generalised to DAGs and row counts) go first; otherwise
+    /// operands go in slot order. Before an in-place writer, the other readers of the value
+    /// it overwrites are pulled in.
+    fn depth_first(&self, by_need: bool) -> Vec<usize> {
+        let need = self.need();
+        let mut done = vec![false; self.graph.nodes.len()];
+        let mut steps = Vec::new();
+        self.visit(self.graph.root, by_need, &need, &mut done, &mut steps);
+        steps
+    }
+
+    fn visit(&self, n: usize, by_need: bool, need: &[i64], done: &mut [bool], out: &mut Vec<usize>) {
+        if done[n] {
+            return;
+        }
+        let PiiNode::Instr { .. } = self.graph.nodes[n] else {
+            done[n] = true;
+            return;
+        };
+        let mut ops = distinct(self.operands(n));
+        if by_need {
+            // Stable sort: equal keys keep slot order, so the order is deterministic.
+            ops.sort_by_key(|&o| -(need[o] - self.rows[o]));
+        }
+        for &o in &ops {
+            self.visit(o, by_need, need, done, out);
+        }
+        for v in ops {
+            if self.values[v].overwritten_by == Some(n) {
+                for &u in &self.readers[v] {
+                    if u != n {
+                        self.visit(u, by_need, need, done, out);
+                    }
+                }
+            }
+        }
+        if !done[n] {
+            done[n] = true;
+            out.push(n);
+        }
+    }
+
+    /// On-chip rows needed to evaluate each node, Sethi-Ullman style: operands in the order
+    /// that minimises the peak, each operand's result held while the later ones run.
+    fn need(&self) -> Vec<i64> {
+        let mut need = vec![0i64; self.graph.nodes.len()];
+        for n in 0..self.graph.nodes.len() {
+            let mut ops = distinct(self.operands(n));
+            ops.sort_by_key(|&o| -(need[o] - self.rows[o]));
+            let mut held = 0;
+            let mut peak = 0;
+            for o in ops {
+                peak = peak.max(held + need[o]);
+                held += self.rows[o];
+            }
+            need[n] = peak.max(held + self.rows[n]);
+        }
+        need
+    }
+
+    /// List scheduling. With `min_live`, each step runs the ready instruction that grows the
+    /// live on-chip rows least; otherwise the ready instruction of lowest node index. An
+    /// instruction is ready once its operands ran and, for an operand it overwrites in
+    /// place, every other reader of that operand ran.
+    fn list(&self, min_live: bool) -> Vec<usize> {
+        let count = self.graph.nodes.len();
+        let mut ran: Vec<bool> =
+            self.graph.nodes.iter().map(|n| matches!(n, PiiNode::Input { .. })).collect();
+        let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
+        let mut steps = Vec::new();
+        loop {
+            let ready = (0..count).filter(|&n| self.live[n] && !ran[n] && self.is_ready(n, &ran));
+            let pick = if min_live {
+                ready.min_by_key(|&n| (self.growth(n, &pending), n))
+            } else {
+                ready.min()
+            };
+            let Some(n) = pick else { break };
+            ran[n] = true;
+            for o in distinct(self.operands(n)) {
+                pending[o] -= 1;
+            }
+            steps.push(n);
+        }
+        steps
+    }
+
+    fn is_ready(&self, n: usize, ran: &[bool]) -> bool {
+        self.operands(n).iter().all(|&o| ran[o])
+            && self.operands(n).iter().all(|&v| {
+                self.values[v].overwritten_by != Some(n)
+                    || self.readers[v].iter().all(|&u| u == n || ran[u])
+            })
+    }
+
+    /// Change of live on-chip rows if `n` ran now: its result minus the operands it reads last.
+    fn growth(&self, n: usize, pending: &[usize]) -> i64 {
+        let freed: i64 = distinct(self.operands(n))
+            .into_iter()
+            .filter(|&o| pending[o] == 1 && o != self.graph.root)
+            .map(|o| self.rows[o])
+            .sum();
+        self.rows[n] - freed
+    }
+}
+
+/// The distinct entries of `items`, first occurrences in order.
+fn distinct(items: &[usize]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::with_capacity(items.len());
+    for &i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}

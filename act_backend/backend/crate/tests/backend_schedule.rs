@@ -1,0 +1,203 @@
+//! Scheduling: the orders a candidate may run in, in-place writers as last readers, and the
+//! live ranges the allocator sees.
+
+mod backend_support;
+
+use act_compiler::pii::PiiGraph;
+use act_compiler::schedule::{from_order, orders};
+use act_compiler::value::analyse;
+use backend_support::*;
+
+#[test]
+fn sethi_ullman_order_of_attention_loads_v_only_after_the_first_product() {
+    let isa = qkv();
+    let graph = attention(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    assert_eq!(all[0].heuristic, "sethi-ullman");
+    assert_eq!(all[0].steps, [3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    // Q and K^T, then P and V: a step's result may take the rows its operands free, so
+    // never more than two 64-row tiles are live at once.
+    assert_eq!(all[0].peak_on_chip_rows(&isa, &values), 128);
+}
+
+#[test]
+fn every_order_is_distinct_and_valid() {
+    let isa = qkv();
+    let graph = attention(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    for (i, a) in all.iter().enumerate() {
+        assert!(from_order(&graph, &values, a.heuristic, a.steps.clone()).is_ok());
+        for b in &all[i + 1..] {
+            assert_ne!(a.steps, b.steps, "{} and {} repeat an order", a.heuristic, b.heuristic);
+        }
+    }
+}
+
+#[test]
+fn live_ranges_follow_read_before_write_time() {
+    let isa = qkv();
+    let graph = attention(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let s = from_order(&graph, &values, "test", vec![3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap();
+    assert_eq!(s.end, 19);
+    // Kernel inputs: the whole program.
+    assert_eq!(s.live[0], Some((0, 19)));
+    // Q tile: written by step 0 (time 1), last read by step 2 (time 5).
+    assert_eq!(s.live[3], Some((1, 5)));
+    // S: written by step 2, overwritten by softmax at step 3, whose result starts at 7.
+    assert_eq!(s.live[5], Some((5, 7)));
+    assert_eq!(s.live[6], Some((7, 9)));
+    // The output: from its producer to the end.
+    assert_eq!(s.live[11], Some((17, 19)));
+}
+
+#[test]
+fn instructions_the_output_does_not_need_are_left_out() {
+    let isa = qkv();
+    let mut graph = attention(&isa);
+    graph.nodes.push(instr(&isa, "load_rm", &[64], &[2]));
+    let values = analyse(&graph, &isa).unwrap();
+    for s in orders(&graph, &isa, &values).unwrap() {
+        assert!(!s.steps.contains(&12), "{} kept a dead load", s.heuristic);
+        assert_eq!(s.live[12], None);
+    }
+}
+
+/// Attention where S is also copied out before softmax overwrites it, and the root adds the
+/// copy: mov(S) must run before softmax(S).
+fn s_read_twice(isa: &act_compiler::isa::Isa) -> PiiGraph {
+    let mut graph = attention(isa);
+    graph.nodes.truncate(8); // up to mov(P)
+    graph.nodes.extend([
+        instr(isa, "mov", &[64], &[5]),        // 8 S in d1, read after softmax
+        instr(isa, "gemm", &[], &[7, 8]),      // 9
+        instr(isa, "mov", &[64], &[9]),        // 10
+        instr(isa, "store_rm", &[64], &[10]),  // 11
+    ]);
+    graph.root = 11;
+    graph
+}
+
+#[test]
+fn in_place_writer_runs_after_every_other_reader() {
+    let isa = qkv();
+    let graph = s_read_twice(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    assert_eq!(values[5].overwritten_by, Some(6));
+    let all = orders(&graph, &isa, &values).unwrap();
+    assert!(!all.is_empty());
+    for s in &all {
+        let at = |n| s.steps.iter().position(|&x| x == n).unwrap();
+        assert!(at(8) < at(6), "{}: softmax ran before mov read S", s.heuristic);
+    }
+}
+
+#[test]
+fn an_order_reading_an_overwritten_value_is_rejected() {
+    let isa = qkv();
+    let graph = s_read_twice(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let err = from_order(&graph, &values, "test", vec![3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap_err();
+    assert!(err.contains("node 8 reads node 5 after node 6 overwrote it"), "{err}");
+}
+
+#[test]
+fn a_value_overwritten_in_place_twice_is_a_malformed_candidate() {
+    let isa = qkv();
+    let mut graph = attention(&isa);
+    graph.nodes.truncate(8);
+    graph.nodes.extend([
+        instr(&isa, "softmax", &[64], &[5]),   // 8 overwrites S as node 6 does
+        instr(&isa, "mov", &[64], &[8]),       // 9
+        instr(&isa, "gemm", &[], &[7, 9]),     // 10
+        instr(&isa, "mov", &[64], &[10]),      // 11
+        instr(&isa, "store_rm", &[64], &[11]), // 12
+    ]);
+    graph.root = 12;
+    let err = analyse(&graph, &isa).unwrap_err();
+    assert!(err.0.contains("overwritten in place by both node 6 and node 8"), "{err}");
+}
+
+#[test]
+fn a_reader_that_depends_on_the_in_place_result_makes_every_order_invalid() {
+    // QKV plus `acc`: d2 tile + d1 tile -> new d2 tile, so one instruction can read S and P.
+    let mut isa = qkv();
+    let extra = table(
+        "X",
+        vec![rows_buffer("d1", 128), rows_buffer("d2", 64)],
+        vec![instruction(
+            "acc",
+            &[],
+            &["addr_a", "addr_b", "addr_out"],
+            vec![
+                slice("d2", vec![attr("a.addr_a")], vec![int(64)]),
+                slice("d1", vec![attr("a.addr_b")], vec![int(64)]),
+            ],
+            slice("d2", vec![attr("a.addr_out")], vec![int(64)]),
+        )],
+    );
+    isa.instructions.extend(extra.instructions);
+    let mut graph = attention(&isa);
+    graph.nodes.truncate(8);
+    graph.nodes.extend([
+        instr(&isa, "acc", &[], &[5, 7]),      // 8 reads S and P = softmax(S)
+        instr(&isa, "mov", &[64], &[8]),       // 9
+        instr(&isa, "store_rm", &[64], &[9]),  // 10
+    ]);
+    graph.root = 10;
+    let values = analyse(&graph, &isa).unwrap();
+    let err = orders(&graph, &isa, &values).unwrap_err();
+    assert!(
+        err.0.contains("node 8 reads node 5 but depends on node 6, which overwrites node 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn overwriting_a_kernel_input_in_place_is_refused() {
+    // An in-place HBM instruction over a kernel parameter.
+    let inc = instruction(
+        "scale",
+        &["n"],
+        &["addr"],
+        vec![slice("d0", vec![attr("a.addr")], vec![attr("c.n")])],
+        slice("d0", vec![attr("a.addr")], vec![attr("c.n")]),
+    );
+    let isa = table("T", vec![], vec![inc]);
+    let graph = PiiGraph {
+        nodes: vec![input(0), instr(&isa, "scale", &[8192], &[0])],
+        root: 1,
+    };
+    let values = analyse(&graph, &isa).unwrap();
+    let err = orders(&graph, &isa, &values).unwrap_err();
+    assert!(err.0.contains("overwrites kernel parameter 0 in place"), "{err}");
+}
+
+#[test]
+fn a_root_that_is_a_kernel_input_is_refused() {
+    let isa = qkv();
+    let graph = PiiGraph { nodes: vec![input(0)], root: 0 };
+    let values = analyse(&graph, &isa).unwrap();
+    let err = orders(&graph, &isa, &values).unwrap_err();
+    assert!(err.0.contains("the output is kernel parameter 0 itself"), "{err}");
+}
+
+#[test]
+fn interference_lists_same_buffer_values_live_together() {
+    let isa = qkv();
+    let graph = attention(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let s = from_order(&graph, &values, "test", vec![3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap();
+    let pairs = s.interference(&values);
+    assert!(pairs.contains(&(3, 4)), "Q and K^T are read together");
+    assert!(pairs.contains(&(7, 8)), "P and V are read together");
+    assert!(!pairs.contains(&(3, 7)), "Q is dead before P is made");
+    assert!(!pairs.contains(&(5, 6)), "softmax writes where S was");
+    // Loading V first keeps it live across the first product.
+    let early = from_order(&graph, &values, "test", vec![8, 3, 4, 5, 6, 7, 9, 10, 11]).unwrap();
+    let early = early.interference(&values);
+    assert!(early.is_superset(&pairs), "V loaded first adds interference, removes none");
+    assert!(early.contains(&(3, 8)) && early.contains(&(4, 8)));
+}
