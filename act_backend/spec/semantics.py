@@ -145,7 +145,7 @@ def _syntax_error(err: lark.UnexpectedInput, text: str, where: TextMap) -> Seman
         end = start + 1
         found = "the text ends too early"
     line, col = _line_col(text, start)
-    message = f"semantics syntax error at line {line}, column {col}: {found}"
+    message = f"syntax error in line {line} of the semantics, column {col}: {found}"
     if label:
         message += f"; {label}"
     return SemanticsError(message, where.span(start, end), "semantics-syntax")
