@@ -113,12 +113,18 @@ def run_assembly(oracle_dir: str | Path, asm_path: str | Path, inputs: Sequence[
 def _backend_disabled() -> Iterator[None]:
     import act_backend
 
-    saved = act_backend.generate_backend
+    # act_backend imports its generators lazily (module __getattr__): only an attribute set
+    # on the module itself is to be put back, so that the lazy import works again after.
+    namespace = vars(act_backend)
+    saved = namespace.get("generate_backend")
     act_backend.generate_backend = lambda *args, **kwargs: None
     try:
         yield
     finally:
-        act_backend.generate_backend = saved
+        if saved is None:
+            del act_backend.generate_backend
+        else:
+            act_backend.generate_backend = saved
 
 
 def generate_example_oracle(spec_path: str | Path, work_dir: str | Path) -> Path:
