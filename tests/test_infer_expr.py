@@ -146,3 +146,13 @@ def test_json_round_trip():
 def test_malformed_json_is_named():
     with pytest.raises(ValueError, match="malformed expression node"):
         ex.from_json({"op": "^", "args": []})
+
+
+def test_pairs_that_each_agree_may_still_conflict_together():
+    n, m = p("@c.n"), p("@c.m")
+    assert ex.first_conflict([(n, 64), (n, 32)]) == 1
+    assert ex.first_conflict([(n, 64), (p("2 * @c.n"), 128)]) is None
+    assert ex.first_conflict([(n, 64), (m, 32)]) is None
+    # n = 3 leaves 3 * m = 64, which has no integer solution.
+    assert ex.first_conflict([(p("@c.n * @c.m"), 64), (n, 3)]) == 0
+    assert ex.first_conflict([(64, 64), (n, 0)]) == 1

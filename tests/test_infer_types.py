@@ -178,3 +178,9 @@ def test_symbolic_slice_limit_past_the_operand_is_refused_only_when_always():
     error = refuse("slice", T("bf16", 64), [T("bf16", 64)],
                    slice=[(0, ex.parse_expr("@c.n + 64"), 1)])
     assert "past the operand's size 64" in error.message
+
+
+def test_dimensions_that_cannot_agree_together_are_refused():
+    # [n, n] declared as [64, 32]: each dimension agrees for some n, never both at once.
+    error = refuse("copy", T("bf16", 64, 32), [T("bf16", N, N)])
+    assert error.where == "type" and "dimension 1 is 32, expected @c.n" in error.message

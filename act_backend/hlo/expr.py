@@ -669,7 +669,7 @@ def _no_integer_root(poly: Poly) -> bool:
     if low > 0 and minimum == 0:
         return False  # var = 0 is a root
     const = reduced.get(0, 0)
-    if abs(const) > 10**12:
+    if abs(const) > 10**9:
         return False  # too many divisors to enumerate; stay undecided
     for root in _positive_divisors(abs(const)):
         if root >= max(minimum, 1) and sum(c * root**p for p, c in reduced.items()) == 0:

@@ -47,10 +47,11 @@ def _default_code(where: str) -> str:
     return "operator-error"
 
 
-# Operators by family. Names are XLA's; ``exp`` is normalised to ``exponential`` by parsers.
+# Operators by family. Names are XLA's as the parsers normalise them: hyphens become
+# underscores (``dynamic-slice`` -> ``dynamic_slice``) and ``exp`` becomes ``exponential``.
 UNARY_FLOAT = frozenset({"exponential", "sqrt", "rsqrt", "cbrt", "tanh", "log", "logistic",
-                         "floor", "ceil", "cosine", "sine", "exponential-minus-one",
-                         "log-plus-one", "round-nearest-even", "round-nearest-afz"})
+                         "floor", "ceil", "cosine", "sine", "exponential_minus_one",
+                         "log_plus_one", "round_nearest_even", "round_nearest_afz"})
 UNARY_ANY = frozenset({"copy", "negate", "abs", "sign"})
 UNARY_BITWISE = frozenset({"not"})
 BINARY_ARITH = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
@@ -509,7 +510,6 @@ _RULES: dict[str, Callable[[_Checker], TensorType]] = {
     "select": _select,
     "convert": _convert,
     "bitcast_convert": _bitcast_convert,
-    "bitcast-convert": _bitcast_convert,
     "reshape": _reshape,
     "transpose": _transpose,
     "broadcast": _broadcast,
@@ -519,9 +519,7 @@ _RULES: dict[str, Callable[[_Checker], TensorType]] = {
     "concatenate": _concatenate,
     "dot": _dot,
     "dynamic_update_slice": _dynamic_update_slice,
-    "dynamic-update-slice": _dynamic_update_slice,
     "dynamic_slice": _dynamic_slice,
-    "dynamic-slice": _dynamic_slice,
 }
 for _op in UNARY_FLOAT | UNARY_ANY | UNARY_BITWISE:
     _RULES[_op] = _unary

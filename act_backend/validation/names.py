@@ -28,7 +28,8 @@ def check_identifier(report: Report, ctx: Context, what: str, name: object,
         report.error(ctx, "bad-name", f"the {what} {quote(name)} is not a Python identifier "
                      "(letters, digits and '_', not starting with a digit)", span)
         return False
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+    # Soft keywords (match, case, type, _) remain valid names and keyword arguments.
+    if keyword.iskeyword(name):
         report.error(ctx, "keyword-name", f"the {what} {quote(name)} is a Python keyword; "
                      "choose another name", span)
         return False
