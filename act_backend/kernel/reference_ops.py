@@ -65,7 +65,7 @@ def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     quotient = a // safe
     if signed:
         rest = a - quotient * safe
-        quotient = np.where((rest != 0) & ((rest < 0) != (safe < 0)), quotient + 1, quotient)
+        quotient = np.where((rest != 0) & ((a < 0) != (safe < 0)), quotient + 1, quotient)
     quotient = np.where(overflow, a, quotient)
     return np.where(b == 0, np.array(-1).astype(a.dtype), quotient).astype(a.dtype)
 
