@@ -140,6 +140,29 @@ def test_debug_info_tables_and_metadata_are_read_and_kept_raw():
     assert add.attrs["metadata"].startswith("{op_name=")
 
 
+def test_index_comments_precision_and_six_outputs():
+    def program(x, y):
+        z = jnp.dot(x, y, precision=lax.Precision.HIGHEST)
+        return z, x, y, z + x, z - y, z * x
+
+    text = jax_hlo(program, (4, 4), (4, 4))
+    assert "/*index=5*/" in text and "operand_precision={highest,highest}" in text
+    module = parse_hlo(text)
+    assert len(module.entry.root.operands) == 6
+    dot = next(i for i in module.entry.instructions if i.opcode == "dot")
+    assert dot.attrs["operand_precision"] == "{highest,highest}"
+
+
+def test_an_optimised_module_with_fusions_parses():
+    x = jax.ShapeDtypeStruct((8, 8), BF16)
+    text = jax.jit(lambda a, b: a @ b + 1).lower(x, x).compile().as_text()
+    assert "is_scheduled=true" in text and "backend_config=" in text
+    module = parse_hlo(text)
+    assert any(i.opcode == "fusion" for i in module.entry.instructions)
+    fused = [c for c in module.computations if c.name.startswith("fused_computation")]
+    assert fused and all(c.instructions for c in fused)
+
+
 def test_hyphenated_opcodes_and_exp_are_normalised():
     def program(x, i):
         window = lax.dynamic_slice(x, (i, 0), (2, 4))
