@@ -86,6 +86,11 @@ def _check_values(ctx: Context, module: Module, text_map: TextMap, attrs: Attrib
             report.error(vctx, code, message, _span(instr, where))
         for dim, key in _symbolic_places(instr):
             _check_dim_attrs(vctx, dim, text_map, attrs, report, _span(instr, key))
+        for k, dim in enumerate(instr.type.shape):
+            if ex.always_positive(ex.sub(1, dim)):
+                report.error(vctx, "non-positive-dim", f"dimension {k} of the type "
+                             f"{instr.type} is {dim}, which is never positive; dimensions "
+                             "must be positive", _span(instr, f"dim:{k}"))
         defined_at.setdefault(instr.name, instr)
         types.setdefault(instr.name, instr.type)
     return types
