@@ -1,0 +1,386 @@
+//! The candidate loop: for each candidate in selection order, schedule, allocate, emit and
+//! cost it, keeping the cheapest (ties to the earlier). The loop stops when every candidate
+//! was tried, or when none improved on the best for as many candidates again as the best
+//! took (at least `min_patience`), or when the wall-clock safety net fires.
+
+use crate::alloc::{self, Outcome, Prepared};
+use crate::cost::{self, CostError};
+use crate::emit::{self, Step};
+use crate::isa::Isa;
+use crate::layout::{HbmLayout, LayoutError, Signature};
+use crate::pii::{PiiGraph, PiiNode};
+use crate::schedule::{self, Schedule};
+use crate::value::{self, Value};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How the loop runs. Only `deadline` and `cancel` involve the wall clock; they end the loop
+/// early but never change which of the candidates tried wins.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub alloc: alloc::Limits,
+    /// Candidates tried without improvement before stopping, at least.
+    pub min_patience: usize,
+    pub deadline: Option<Instant>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { alloc: alloc::Limits::default(), min_patience: 8, deadline: None }
+    }
+}
+
+/// What happened to one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Solved,
+    Infeasible,
+    OutOfBudget,
+    /// No order honours its in-place writes.
+    Unschedulable,
+    /// It breaks the selection contract (a selection bug).
+    Malformed,
+    /// The allocator called its request invalid (a bug in the request builder).
+    Invalid,
+    /// The safety net fired before an order was found.
+    TimeLimit,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Solved => "solved",
+            Status::Infeasible => "infeasible",
+            Status::OutOfBudget => "out_of_budget",
+            Status::Unschedulable => "unschedulable",
+            Status::Malformed => "malformed",
+            Status::Invalid => "invalid",
+            Status::TimeLimit => "time_limit",
+        }
+    }
+}
+
+/// Wall-clock time spent per phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    pub schedule: Duration,
+    pub allocate: Duration,
+    pub emit: Duration,
+    pub cost: Duration,
+}
+
+impl Phases {
+    fn add(&mut self, other: &Phases) {
+        self.schedule += other.schedule;
+        self.allocate += other.allocate;
+        self.emit += other.emit;
+        self.cost += other.cost;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateRecord {
+    pub index: usize,
+    /// Instructions in the program (those the output needs).
+    pub instructions: usize,
+    pub status: Status,
+    /// The heuristic of the order that was allocated, if one was.
+    pub order: Option<&'static str>,
+    /// Orders handed to the allocator, and orders skipped because their interference
+    /// contains that of an order already found infeasible.
+    pub orders_tried: usize,
+    pub orders_skipped: usize,
+    pub cost: Option<f64>,
+    /// The assembly file written for it.
+    pub file: Option<PathBuf>,
+    /// Why it failed, or the allocator's note.
+    pub message: String,
+    pub phases: Phases,
+}
+
+/// The cheapest candidate so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Best {
+    pub index: usize,
+    pub cost: f64,
+    pub assembly: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    AllTried,
+    NoImprovement,
+    TimeLimit,
+}
+
+impl StopReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::AllTried => "all candidates tried",
+            StopReason::NoImprovement => "no improvement",
+            StopReason::TimeLimit => "time limit",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub records: Vec<CandidateRecord>,
+    pub best: Option<Best>,
+    pub stop: StopReason,
+    pub phases: Phases,
+}
+
+/// Errors that end the compile.
+#[derive(Debug)]
+pub enum DriverError {
+    /// The cost model failed on a candidate.
+    Cost { candidate: usize, path: PathBuf, error: CostError },
+    /// The kernel's types have no HBM layout.
+    Layout(LayoutError),
+    /// A candidate's assembly could not be written.
+    Io { path: PathBuf, error: std::io::Error },
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::Cost { candidate, path, error } => write!(
+                f,
+                "cost model failed on candidate {candidate} ({}): {error}",
+                path.display()
+            ),
+            DriverError::Layout(e) => write!(f, "kernel signature: {e}"),
+            DriverError::Io { path, error } => write!(f, "cannot write {}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+impl Run {
+    /// Why no candidate could be used, one line per candidate.
+    pub fn failure_summary(&self) -> String {
+        if self.records.is_empty() {
+            return "selection found no candidate".into();
+        }
+        let lines: Vec<String> = self
+            .records
+            .iter()
+            .map(|r| format!("candidate {}: {}: {}", r.index, r.status.name(), r.message))
+            .collect();
+        lines.join("\n")
+    }
+}
+
+/// Tries `candidates` in order; `dir` receives `candidate_<k>.py` for every candidate
+/// emitted; `observe` sees each record and the best so far, as they happen.
+pub fn run(
+    isa: &Isa,
+    sig: &Signature,
+    candidates: &[PiiGraph],
+    dir: &Path,
+    config: &Config,
+    cancel: &AtomicBool,
+    observe: &mut dyn FnMut(&CandidateRecord, Option<&Best>),
+) -> Result<Run, DriverError> {
+    let layout = HbmLayout::packed(sig).map_err(DriverError::Layout)?;
+    let ctx = Ctx { isa, sig, layout: &layout, dir, config, cancel };
+    let mut records = Vec::new();
+    let mut best: Option<Best> = None;
+    let mut phases = Phases::default();
+    let mut stop = StopReason::AllTried;
+    for (index, graph) in candidates.iter().enumerate() {
+        if ctx.out_of_time() {
+            stop = StopReason::TimeLimit;
+            break;
+        }
+        let (record, assembly) = ctx.candidate(index, graph)?;
+        phases.add(&record.phases);
+        if let (Some(cost), Some(text)) = (record.cost, assembly) {
+            if best.as_ref().is_none_or(|b| cost < b.cost) {
+                best = Some(Best { index, cost, assembly: text });
+            }
+        }
+        observe(&record, best.as_ref());
+        let timed_out = record.status == Status::TimeLimit;
+        records.push(record);
+        if timed_out {
+            stop = StopReason::TimeLimit;
+            break;
+        }
+        if let Some(b) = &best {
+            if index - b.index >= (b.index + 1).max(config.min_patience) {
+                stop = StopReason::NoImprovement;
+                break;
+            }
+        }
+    }
+    Ok(Run { records, best, stop, phases })
+}
+
+struct Ctx<'a> {
+    isa: &'a Isa,
+    sig: &'a Signature,
+    layout: &'a HbmLayout,
+    dir: &'a Path,
+    config: &'a Config,
+    cancel: &'a AtomicBool,
+}
+
+impl Ctx<'_> {
+    fn out_of_time(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+            || self.config.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn candidate(
+        &self,
+        index: usize,
+        graph: &PiiGraph,
+    ) -> Result<(CandidateRecord, Option<String>), DriverError> {
+        let mut record = CandidateRecord {
+            index,
+            instructions: graph.instruction_count(),
+            status: Status::Malformed,
+            order: None,
+            orders_tried: 0,
+            orders_skipped: 0,
+            cost: None,
+            file: None,
+            message: String::new(),
+            phases: Phases::default(),
+        };
+        let clock = Instant::now();
+        let values = match value::analyse(graph, self.isa) {
+            Ok(v) => v,
+            Err(e) => {
+                record.message = e.to_string();
+                return Ok((record, None));
+            }
+        };
+        let orders = schedule::orders(graph, self.isa, &values);
+        record.phases.schedule = clock.elapsed();
+        let orders = match orders {
+            Ok(o) => o,
+            Err(e) => {
+                record.status = Status::Unschedulable;
+                record.message = e.to_string();
+                return Ok((record, None));
+            }
+        };
+        record.instructions = orders[0].steps.len();
+        let Some((schedule, placement)) = self.allocate(graph, &values, &orders, &mut record)
+        else {
+            return Ok((record, None));
+        };
+        record.status = Status::Solved;
+        record.order = Some(schedule.heuristic);
+
+        let clock = Instant::now();
+        let addrs = &placement.addrs;
+        let steps: Vec<Step> = schedule
+            .steps
+            .iter()
+            .zip(addrs)
+            .map(|(&n, addr)| match &graph.nodes[n] {
+                PiiNode::Instr { instr, comp, .. } => {
+                    Step { instr: &self.isa.instructions[*instr], comp, addr }
+                }
+                PiiNode::Input { .. } => unreachable!("schedules hold instruction nodes only"),
+            })
+            .collect();
+        let hbm = placement.hbm_end.max(self.layout.output.end());
+        let text = emit::assembly(self.sig, self.layout, hbm, &steps).map_err(DriverError::Layout)?;
+        let path = self.dir.join(format!("candidate_{index}.py"));
+        std::fs::write(&path, &text)
+            .map_err(|error| DriverError::Io { path: path.clone(), error })?;
+        record.phases.emit = clock.elapsed();
+
+        let clock = Instant::now();
+        let cost = cost::cost_of(&path)
+            .map_err(|error| DriverError::Cost { candidate: index, path: path.clone(), error })?;
+        record.phases.cost = clock.elapsed();
+        record.cost = Some(cost);
+        record.file = Some(path);
+        Ok((record, Some(text)))
+    }
+
+    /// Tries the orders until one is placed; fills the record's status and message otherwise.
+    fn allocate<'s>(
+        &self,
+        graph: &PiiGraph,
+        values: &[Value],
+        orders: &'s [Schedule],
+        record: &mut CandidateRecord,
+    ) -> Option<(&'s Schedule, alloc::Placement)> {
+        let clock = Instant::now();
+        let mut infeasible: Vec<BTreeSet<(usize, usize)>> = Vec::new();
+        let mut reasons: Vec<String> = Vec::new();
+        let mut out_of_budget = false;
+        // A failure that ends the search over orders: time limit, malformed, invalid.
+        let mut ended: Option<Status> = None;
+        let mut found = None;
+        for schedule in orders {
+            if self.out_of_time() {
+                ended = Some(Status::TimeLimit);
+                reasons.push("the time limit was reached".into());
+                break;
+            }
+            let interference = schedule.interference(values);
+            if infeasible.iter().any(|f| interference.is_superset(f)) {
+                record.orders_skipped += 1;
+                continue;
+            }
+            let prepared =
+                alloc::prepare(graph, self.isa, values, schedule, self.layout, self.config.alloc);
+            let plan = match prepared {
+                Ok(Prepared::Plan(plan)) => plan,
+                Ok(Prepared::Infeasible(why)) => {
+                    infeasible.push(interference);
+                    reasons.push(format!("{}: {why}", schedule.heuristic));
+                    continue;
+                }
+                Err(e) => {
+                    ended = Some(Status::Malformed);
+                    reasons.push(e.to_string());
+                    break;
+                }
+            };
+            record.orders_tried += 1;
+            match plan.solve() {
+                Ok(Outcome::Solved(placement)) => {
+                    record.message = placement.message.clone();
+                    found = Some((schedule, placement));
+                    break;
+                }
+                Ok(Outcome::Infeasible(why)) => {
+                    infeasible.push(interference);
+                    reasons.push(format!("{}: {why}", schedule.heuristic));
+                }
+                Ok(Outcome::OutOfBudget(why)) => {
+                    out_of_budget = true;
+                    reasons.push(format!("{}: {why}", schedule.heuristic));
+                }
+                Err(e) => {
+                    ended = Some(Status::Invalid);
+                    reasons.push(e.to_string());
+                    break;
+                }
+            }
+        }
+        record.phases.allocate = clock.elapsed();
+        if found.is_none() {
+            record.status = ended.unwrap_or(if out_of_budget {
+                Status::OutOfBudget
+            } else {
+                Status::Infeasible
+            });
+            record.message = reasons.join("; ");
+        }
+        found
+    }
+}

@@ -1,0 +1,103 @@
+//! What a compile did, as it goes: the phase it is in, selection's statistics, one record per
+//! candidate and the best so far. Read by the command line for `-v` lines, for the answer
+//! when the safety net fires, and for `report.json`.
+
+use crate::driver::{Best, CandidateRecord, Phases, StopReason};
+use crate::select::SelectStats;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+pub const FORMAT: &str = "act-backend-report/1";
+
+/// The compile so far.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// What the compile is doing, e.g. "instruction selection".
+    pub phase: &'static str,
+    pub module: Option<String>,
+    pub parse: Option<Duration>,
+    pub select: Option<Duration>,
+    pub stats: Option<SelectStats>,
+    pub candidates_found: Option<usize>,
+    pub records: Vec<CandidateRecord>,
+    pub best: Option<Best>,
+    pub stop: Option<StopReason>,
+    pub phases: Phases,
+}
+
+fn ms(d: Duration) -> f64 {
+    // Rounded to microseconds: enough for a report, and short to read.
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+impl Progress {
+    /// `report.json`: `status` is "ok", "time_limit" (best so far emitted) or "error".
+    pub fn to_json(
+        &self,
+        kernel: &str,
+        isa: &str,
+        status: &str,
+        error: Option<&str>,
+        total: Duration,
+    ) -> Value {
+        let candidates: Vec<Value> = self
+            .records
+            .iter()
+            .map(|r| {
+                json!({
+                    "index": r.index,
+                    "instructions": r.instructions,
+                    "status": r.status.name(),
+                    "order": r.order,
+                    "orders_tried": r.orders_tried,
+                    "orders_skipped": r.orders_skipped,
+                    "cost": r.cost,
+                    "file": r.file.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy()),
+                    "message": r.message,
+                    "timings_ms": phases_json(&r.phases),
+                })
+            })
+            .collect();
+        let mut timings = phases_json(&self.phases);
+        let extra = [("parse", self.parse), ("select", self.select), ("total", Some(total))];
+        for (name, d) in extra {
+            timings[name] = json!(d.map(ms));
+        }
+        if let Some(s) = &self.stats {
+            for (name, v) in [("rewrite", s.rewrite_ms), ("match", s.match_ms), ("extract", s.extract_ms)] {
+                timings[name] = json!(ms(Duration::from_secs_f64(v.max(0.0) / 1e3)));
+            }
+        }
+        json!({
+            "format": FORMAT,
+            "kernel": kernel,
+            "module": self.module,
+            "isa": isa,
+            "status": status,
+            "error": error,
+            "phase": self.phase,
+            "egraph": self.stats.as_ref().map(|s| json!({
+                "nodes": s.egraph_nodes,
+                "classes": s.egraph_classes,
+                "iterations": s.iterations,
+                "stop_reason": s.stop_reason,
+            })),
+            "candidates_found": self.candidates_found,
+            "candidates_tried": self.records.len(),
+            "stop_reason": self.stop.map(StopReason::name),
+            "chosen": self.best.as_ref().map(|b| b.index),
+            "chosen_cost": self.best.as_ref().map(|b| b.cost),
+            "timings_ms": timings,
+            "candidates": candidates,
+        })
+    }
+}
+
+fn phases_json(p: &Phases) -> Value {
+    json!({
+        "schedule": ms(p.schedule),
+        "allocate": ms(p.allocate),
+        "emit": ms(p.emit),
+        "cost": ms(p.cost),
+    })
+}
