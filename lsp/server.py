@@ -335,10 +335,17 @@ def _command_handler(runner):
             raise JsonRpcInvalidParams(message=str(exc)) from exc
         if runner is generate_command.run and _supports_lens_refresh(ls):
             # A new backend changes what the kernels' "Compile kernel" lenses offer.
-            asyncio.ensure_future(ls.workspace_code_lens_refresh_async(None))
+            asyncio.ensure_future(_refresh_lenses(ls))
         return result
 
     return handler
+
+
+async def _refresh_lenses(ls: ActLanguageServer) -> None:
+    try:
+        await ls.workspace_code_lens_refresh_async(None)
+    except Exception as exc:  # a client that claims the capability but fails is harmless
+        log.info("workspace/codeLens/refresh failed: %s", exc)
 
 
 def _supports_lens_refresh(ls: ActLanguageServer) -> bool:

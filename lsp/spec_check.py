@@ -85,7 +85,14 @@ def check_static(text: str, path: str) -> SpecCheck:
         acc = replayed.real(ref)
         if acc is None:
             continue
-        problems = check(acc)
+        try:
+            problems = check(acc)
+        except Exception as exc:  # a checker bug must not hide the file's other problems
+            result.findings.append(Finding(
+                info.range, "error", "check-failed",
+                f"Checking accelerator '{info.name}' failed inside act_backend: "
+                f"{type(exc).__name__}: {exc}"))
+            continue
         if replayed.failure is not None:
             # What follows the failing call never ran: its absence is not a problem.
             problems = [p for p in problems if p.severity == "error"]

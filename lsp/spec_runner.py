@@ -175,8 +175,10 @@ async def exchange(process: asyncio.subprocess.Process, request: dict[str, Any],
             await asyncio.wait_for(asyncio.shield(stderr_task), 1.0)
         return ChildResult(payload, returncode, _decode(tail))
     finally:
-        # Also reached on cancellation: a child is never left running.
+        # Also reached on cancellation: a child is never left running (nor unreaped).
         kill_tree(process)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(process.wait(), 5)
         stderr_task.cancel()
         with contextlib.suppress(BaseException):
             await stderr_task

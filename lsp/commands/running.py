@@ -121,6 +121,8 @@ async def _stream(argv: list[str], cwd: str | None, on_line: Callable[[str], Non
         return await process.wait()
     finally:
         spec_runner.kill_tree(process)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(process.wait(), 5)
 
 
 def _client_supports_progress(server: Any) -> bool:
