@@ -125,6 +125,29 @@ def test_type_errors_come_from_inference_with_their_span():
     assert codes(shrunk) == [("declared-type-mismatch", 17, 13), ("bad-attribute", 18, 61)]
 
 
+def test_typed_operands_and_signatures_must_agree_with_the_definitions():
+    operand = only(ATTENTION.replace("transpose(bf16[64,64]{1,0} %K)",
+                                     "transpose(bf16[64,32]{1,0} %K)"))
+    assert (operand.code, operand.span.line, operand.span.column) == (
+        "operand-type-mismatch", 13, 36)
+    assert operand.message == "operand 0 of 'Kt' is written as bf16[64,32], but 'K' is " \
+        "bf16[64,64]"
+    result = only(ATTENTION.replace("-> bf16[64,64] {", "-> bf16[64,32] {"))
+    assert (result.code, result.span.line, result.span.column) == ("signature-mismatch", 9, 64)
+    assert "declares its result as bf16[64,32], but ROOT 'O' is bf16[64,64]" in result.message
+    param = only(ATTENTION.replace("K: bf16[64,64]", "K: bf16[64,32]"))
+    assert (param.code, param.span.column) == ("signature-mismatch", 29)
+    assert codes(ATTENTION.replace(", V: bf16[64,64])", ")")) == [("signature-mismatch", 9, 12)]
+
+
+def test_a_wrong_declared_type_is_reported_where_written_and_where_used():
+    # %E's type is wrong; every use of %E that writes its type disagrees with it as well.
+    text = ATTENTION.replace("%E = bf16[64,64]{1,0} exponential",
+                             "%E = bf16[64,32]{1,0} exponential")
+    assert codes(text) == [("declared-type-mismatch", 15, 8), ("operand-type-mismatch", 17, 32),
+                           ("operand-type-mismatch", 19, 32)]
+
+
 def test_calls_tuples_and_get_tuple_element_are_typed():
     text = """HloModule k
 sq {

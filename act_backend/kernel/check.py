@@ -15,7 +15,7 @@ from act_backend.hlo.infer import HloTypeError, infer_type
 from act_backend.hlo.ir import Computation, Instruction, Module, Span, TensorType
 from act_backend.kernel.errors import HloSyntaxError, KernelError
 from act_backend.kernel.opcodes import STRUCTURAL_OPCODES, SUPPORTED_OPCODES, supported_list
-from act_backend.kernel.parser import parse_hlo
+from act_backend.kernel.parser import Declarations, parse_with_declarations
 from act_backend.kernel.shapes import HloType, TupleType
 from act_backend.validation import Problem
 
@@ -23,15 +23,16 @@ from act_backend.validation import Problem
 def check_hlo(text: str, file: str | None = None) -> list[Problem]:
     """All problems of the kernel in ``text``, ordered by position."""
     try:
-        module = parse_hlo(text, file)
+        module, declarations = parse_with_declarations(text, file)
     except HloSyntaxError as err:
         return [Problem("error", err.code, err.message, err.span)]
-    return check_module(module)
+    return check_module(module, declarations)
 
 
-def check_module(module: Module) -> list[Problem]:
-    """All problems of a parsed kernel, ordered by position."""
-    problems = list(_ModuleChecker(module).problems())
+def check_module(module: Module, declarations: Declarations | None = None) -> list[Problem]:
+    """All problems of a parsed kernel, ordered by position; ``declarations`` (from
+    ``parse_with_declarations``) adds the checks of written operand types and signatures."""
+    problems = list(_ModuleChecker(module, declarations or Declarations()).problems())
     return sorted(problems, key=lambda p: (p.span.line, p.span.column) if p.span else (0, 0))
 
 
@@ -39,8 +40,8 @@ def load_kernel(path: str | Path) -> Module:
     """Parse and check the kernel at ``path``; raise its first error as ``KernelError``
     (``HloSyntaxError`` for text that does not parse), ``file:line:col: message``."""
     file = str(path)
-    module = parse_hlo(Path(path).read_text(), file)
-    for problem in check_module(module):
+    module, declarations = parse_with_declarations(Path(path).read_text(), file)
+    for problem in check_module(module, declarations):
         if problem.severity == "error":
             span = problem.span or Span(file, 1, 1, 1, 1)
             raise KernelError.at(span, problem.message, problem.code)
@@ -48,8 +49,9 @@ def load_kernel(path: str | Path) -> Module:
 
 
 class _ModuleChecker:
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, declarations: Declarations) -> None:
         self.module = module
+        self.declarations = declarations
         self.file = _file_of(module)
         self.by_name: dict[str, Computation] = {}
         for comp in module.computations:
@@ -130,6 +132,7 @@ class _ModuleChecker:
                                f"computation '{comp.name}'; '{roots[0].name}' is already "
                                "its ROOT", extra.spans["name"])
         yield from self.parameters(comp)
+        yield from self.signature(comp, roots[0] if len(roots) == 1 else None)
 
         where_defined = {}
         for instr in comp.instructions:
@@ -161,6 +164,29 @@ class _ModuleChecker:
                                f"parameters {sorted(by_index)}; they must be 0 to "
                                f"{len(by_index) - 1}, and {missing[0]} is missing", comp.span)
 
+    def signature(self, comp: Computation, root: Instruction | None) -> Iterator[Problem]:
+        """A written signature must agree with the parameters and the ROOT."""
+        signature = self.declarations.signature(comp)
+        if signature is None:
+            return
+        params = comp.parameters()
+        if len(signature.params) != len(params):
+            yield self.problem("signature-mismatch", f"computation '{comp.name}' declares "
+                               f"{len(signature.params)} parameter(s) but defines "
+                               f"{len(params)}", signature.span)
+            return
+        by_index = {p.attrs.get("index"): p for p in params}
+        for index, (declared, span) in enumerate(signature.params):
+            param = by_index.get(index)
+            if param is not None and param.type != declared:
+                yield self.problem("signature-mismatch", f"computation '{comp.name}' declares "
+                                   f"parameter {index} as {declared}, but '{param.name}' is "
+                                   f"{param.type}", span)
+        if root is not None and root.type != signature.result:
+            yield self.problem("signature-mismatch", f"computation '{comp.name}' declares its "
+                               f"result as {signature.result}, but ROOT '{root.name}' is "
+                               f"{root.type}", signature.result_span)
+
     # -- instructions ------------------------------------------------------------------
 
     def instruction(self, comp: Computation, instr: Instruction,
@@ -172,9 +198,18 @@ class _ModuleChecker:
                                instr.spans["opcode"])
             return
         operand_types: list[HloType] = []
+        contradicted = False
         for index, name in enumerate(instr.operands):
             if name in defined:
-                operand_types.append(defined[name].type)
+                actual = defined[name].type
+                written = self.declarations.operand_type(instr, index)
+                if written is not None and written != actual:
+                    yield self.problem("operand-type-mismatch", f"operand {index} of "
+                                       f"'{instr.name}' is written as {written}, but '{name}' "
+                                       f"is {actual}",
+                                       instr.spans.get(f"operand:{index}", instr.span))
+                    contradicted = True
+                operand_types.append(actual)
                 continue
             span = instr.spans.get(f"operand:{index}", instr.span)
             later = where_defined.get(name)
@@ -187,7 +222,8 @@ class _ModuleChecker:
                 yield self.problem("undefined-operand", f"operand {index} of '{instr.name}', "
                                    f"'{name}', is not defined in computation '{comp.name}'",
                                    span)
-        if len(operand_types) != len(instr.operands):
+        if len(operand_types) != len(instr.operands) or contradicted:
+            # Typing against operands the text contradicts would only repeat the problem.
             return
         if instr.opcode in STRUCTURAL_OPCODES:
             yield from self.structural(instr, operand_types)

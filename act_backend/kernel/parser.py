@@ -9,15 +9,17 @@ Layouts, module-header attributes and debug tables do not change what a kernel c
 are dropped. Every instruction records the span of its name, type, opcode, operands and
 attributes.
 
-What the text alone settles is checked here, as XLA's own parser does: element types, a
-declared operand type against the operand's definition, a computation's signature against
-its parameters and ROOT. Everything else (unknown operators, undefined operands, shapes) is
-left to ``act_backend.kernel.check`` so that all of it can be reported at once.
+Only what keeps a module from being built is refused here (grammar, element types,
+attribute values that do not decode). What the text states twice, a typed operand
+(``bf16[64] %x``) and a computation's signature, is recorded as ``Declarations`` for
+``act_backend.kernel.check`` to hold against the definitions, so that it is reported with
+every other problem instead of stopping the parse.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -44,13 +46,45 @@ def _lark() -> lark.Lark:
                      maybe_placeholders=True)
 
 
+@dataclass(frozen=True)
+class Signature:
+    """``(x: bf16[], y: bf16[]) -> bf16[]`` as written after a computation's name."""
+
+    params: tuple[tuple[HloType, Span], ...]
+    result: HloType
+    result_span: Span
+    span: Span
+
+
+@dataclass
+class Declarations:
+    """Types the text states besides the definitions, keyed by ``id()`` of the instruction
+    or computation they were written in (valid while the module lives)."""
+
+    operand_types: dict[int, list[HloType | None]] = field(default_factory=dict)
+    signatures: dict[int, Signature] = field(default_factory=dict)
+
+    def operand_type(self, instr: Instruction, index: int) -> HloType | None:
+        written = self.operand_types.get(id(instr), [])
+        return written[index] if index < len(written) else None
+
+    def signature(self, comp: Computation) -> Signature | None:
+        return self.signatures.get(id(comp))
+
+
 def parse_hlo(text: str, file: str | None = None) -> Module:
     """Parse HLO text into a module; raises ``HloSyntaxError`` (``file:line:col: message``)."""
+    return parse_with_declarations(text, file)[0]
+
+
+def parse_with_declarations(text: str, file: str | None = None) -> tuple[Module, Declarations]:
+    """``parse_hlo``, plus the operand types and signatures written in the text."""
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as err:
         raise syntax_error(err, text, file) from None
-    return _Builder(text, file).module(tree)
+    builder = _Builder(text, file)
+    return builder.module(tree), builder.declarations
 
 
 class _Builder:
@@ -59,9 +93,7 @@ class _Builder:
     def __init__(self, text: str, file: str | None) -> None:
         self.text = text
         self.file = file
-        # Operand types written in the text (``bf16[64] %x``), by instruction, checked once
-        # every instruction of the computation is known.
-        self._declared: dict[int, list[HloType | None]] = {}
+        self.declarations = Declarations()
 
     # -- spans -------------------------------------------------------------------------
 
@@ -84,71 +116,37 @@ class _Builder:
     def module(self, tree: Tree) -> Module:
         name = None
         computations = []
-        signatures: list[tuple[Computation, Tree | None]] = []
         for item in tree.children:
             if item.data == "module_header":
                 name = attributes.strip_percent(str(item.children[1]))
             elif item.data == "computation":
-                comp, signature = self.computation(item)
-                computations.append(comp)
-                signatures.append((comp, signature))
+                computations.append(self.computation(item))
         if name is None:
             entries = [c for c in computations if c.is_entry]
             name = entries[0].name if entries else (
                 computations[-1].name if computations else "module")
         module = Module(name=name, computations=computations, source=self.text)
-        for comp, signature in signatures:
-            self.check_declared_operand_types(comp)
-            if signature is not None:
-                self.check_signature(comp, signature)
         _annotate_reducers(module)
         return module
 
     # -- computations ------------------------------------------------------------------
 
-    def computation(self, tree: Tree) -> tuple[Computation, Tree | None]:
+    def computation(self, tree: Tree) -> Computation:
         entry_tok, name_tok, signature = tree.children[0], tree.children[1], tree.children[2]
         instructions = [self.instruction(c) for c in tree.children
                         if isinstance(c, Tree) and c.data == "instruction"]
         comp = Computation(name=attributes.strip_percent(str(name_tok)),
                            instructions=instructions, is_entry=entry_tok is not None,
                            span=self.tok_span(name_tok))
-        return comp, signature
-
-    def check_signature(self, comp: Computation, signature: Tree) -> None:
-        """A written signature must agree with the parameters and the ROOT, as in XLA."""
-        decls = [c for c in signature.children if isinstance(c, Tree) and c.data == "param_decl"]
-        params = [i for i in comp.instructions if i.opcode == "parameter"]
-        if len(decls) != len(params):
-            raise self.error(signature, f"computation '{comp.name}' declares {len(decls)} "
-                             f"parameter(s) but defines {len(params)}", "signature-mismatch")
-        by_index = {p.attrs.get("index"): p for p in params}
-        for index, decl in enumerate(decls):
-            declared = self.shape(decl.children[2])
-            param = by_index.get(index)
-            if param is not None and param.type != declared:
-                raise self.error(decl, f"computation '{comp.name}' declares parameter {index} "
-                                 f"as {declared}, but '{param.name}' is {param.type}",
-                                 "signature-mismatch")
-        declared_result = self.shape(signature.children[-1])
-        roots = [i for i in comp.instructions if i.is_root]
-        if len(roots) == 1 and roots[0].type != declared_result:
-            raise self.error(signature.children[-1],
-                             f"computation '{comp.name}' declares its result as "
-                             f"{declared_result}, but ROOT '{roots[0].name}' is "
-                             f"{roots[0].type}", "signature-mismatch")
-
-    def check_declared_operand_types(self, comp: Computation) -> None:
-        """``bf16[64,64] %K`` must name the type ``%K`` was defined with."""
-        types = {i.name: i.type for i in comp.instructions}
-        for instr in comp.instructions:
-            for index, (name, declared) in enumerate(
-                    zip(instr.operands, self._declared[id(instr)], strict=True)):
-                if declared is not None and name in types and types[name] != declared:
-                    raise self.error(instr.spans[f"operand:{index}"],
-                                     f"operand {index} of '{instr.name}' is written as "
-                                     f"{declared}, but '{name}' is {types[name]}",
-                                     "operand-type-mismatch")
+        if signature is not None:
+            decls = [c for c in signature.children
+                     if isinstance(c, Tree) and c.data == "param_decl"]
+            result = signature.children[-1]
+            self.declarations.signatures[id(comp)] = Signature(
+                params=tuple((self.shape(d.children[2]), self.node_span(d)) for d in decls),
+                result=self.shape(result), result_span=self.node_span(result),
+                span=self.node_span(signature))
+        return comp
 
     # -- instructions ------------------------------------------------------------------
 
@@ -188,7 +186,7 @@ class _Builder:
                 spans.pop(f"operand:{index}")
             key = "attr:index" if opcode == "parameter" else "attr:value"
             spans[key] = self.node_span(operand_trees[0])
-        self._declared[id(instr)] = declared
+        self.declarations.operand_types[id(instr)] = declared
 
         for attr in attr_trees:
             self.attribute(instr, attr)
