@@ -168,25 +168,21 @@ class _Builder:
                             operands=[], is_root=root_tok is not None,
                             span=self.node_span(tree), spans=spans)
 
-        declared: list[HloType | None] = []
-        for index, operand in enumerate(operand_trees):
-            spans[f"operand:{index}"] = self.node_span(operand)
+        # The parenthesised argument of parameter and constant is their index or value.
+        written: list[HloType | None] = []
         if opcode == "parameter":
             instr.attrs["index"] = self.parameter_index(instr, operand_trees, tree)
+            spans["attr:index"] = self.node_span(operand_trees[0])
         elif opcode == "constant":
             instr.attrs["value"] = self.constant_value(instr, operand_trees, tree)
+            spans["attr:value"] = self.node_span(operand_trees[0])
         else:
-            for operand in operand_trees:
-                ref, declared_type = self.operand_name(instr, operand)
+            for index, operand in enumerate(operand_trees):
+                ref, written_type = self.operand_name(instr, operand)
                 instr.operands.append(ref)
-                declared.append(declared_type)
-        if opcode in ("parameter", "constant"):
-            # Their parenthesised argument is not an operand but the index or the value.
-            for index in range(len(operand_trees)):
-                spans.pop(f"operand:{index}")
-            key = "attr:index" if opcode == "parameter" else "attr:value"
-            spans[key] = self.node_span(operand_trees[0])
-        self.declarations.operand_types[id(instr)] = declared
+                written.append(written_type)
+                spans[f"operand:{index}"] = self.node_span(operand)
+        self.declarations.operand_types[id(instr)] = written
 
         for attr in attr_trees:
             self.attribute(instr, attr)
