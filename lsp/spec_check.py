@@ -156,13 +156,17 @@ async def check_running(text: str, path: str, pool: ChildPool, timeout_s: float,
         model = spec_model.from_json(outcome.payload["accelerators"], path)
         _keep_static_ranges(model, static_model)
     fallback = static_model.accelerators[0].range if static_model.accelerators else None
-    failed = any(p.get("code", "").startswith("spec-") for p in outcome.problems)
+    failed = any(_is_run_failure(p) for p in outcome.problems)
     findings = []
     for problem in outcome.problems:
-        if failed and problem.get("severity") != "error":
+        if failed and problem.get("severity") != "error" and not _is_run_failure(problem):
             continue  # the spec stopped early: what it did not reach is not missing
         findings.append(from_problem(problem, lines, path, fallback=fallback))
     return SpecCheck(findings, model)
+
+
+def _is_run_failure(problem: dict) -> bool:
+    return str(problem.get("code", "")).startswith("spec-")
 
 
 def _keep_static_ranges(model: spec_model.SpecModel, static: spec_model.SpecModel) -> None:
