@@ -102,9 +102,8 @@ def compare(got: Any, want: Any) -> dict[str, Any]:
 
 
 def simulate(compiled: str, oracle_dir: str, data_files: list[str], hlo: str) -> dict[str, Any]:
-    from act_backend.kernel.reference import evaluate
-
     from act_backend.kernel import parse_hlo
+    from act_backend.kernel.reference import evaluate
 
     with open(hlo, encoding="utf-8") as handle:
         module = parse_hlo(handle.read(), file=hlo)
