@@ -441,6 +441,18 @@ ENTRY main {
         run(text, np.zeros(4, np.float32))
 
 
+def test_a_missing_attribute_is_named_with_its_instruction():
+    text = """HloModule k
+ENTRY main {
+  x = f32[2,2] parameter(0)
+  ROOT y = f32[2,2] transpose(x)
+}
+"""
+    with pytest.raises(ValueError, match=r"^k\.hlo:4:3: transpose 'y' needs the attribute "
+                                         r"'dimensions'"):
+        run(text, np.zeros((2, 2), np.float32))
+
+
 def test_inputs_must_match_the_parameters():
     text = (KERNELS / "matmul.hlo").read_text()
     a = random_bf16((64, 64))

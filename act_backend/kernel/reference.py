@@ -87,8 +87,12 @@ class _Evaluator:
                     raise ValueError(f"{instr.span}: operand '{name}' of '{instr.name}' has "
                                      f"no value before it is used in '{comp.name}'")
                 operands.append(env[name])
-            env[instr.name] = self.finish(instr, self.compute(instr, operands, args, batch),
-                                          batch)
+            try:
+                value = self.compute(instr, operands, args, batch)
+            except KeyError as missing:
+                raise ValueError(f"{instr.span}: {instr.opcode} '{instr.name}' needs the "
+                                 f"attribute {missing}") from None
+            env[instr.name] = self.finish(instr, value, batch)
         return env[comp.root.name]
 
     def apply(self, comp: Computation, args: Sequence[Value],
@@ -106,7 +110,10 @@ class _Evaluator:
     def finish(self, instr: Instruction, value: Value, batch: tuple[int, ...]) -> Value:
         """Round to the instruction's element type and check the shape it was declared."""
         if isinstance(instr.type, TupleType):
-            return tuple(value)
+            if not isinstance(value, tuple) or len(value) != len(instr.type.elements):
+                raise ValueError(f"{instr.span}: '{instr.name}' ({instr.opcode}) is declared "
+                                 f"{instr.type} but does not compute a tuple of that size")
+            return value
         array = np.asarray(value)
         shape = batch + tuple(instr.type.shape)
         if array.shape != shape:
