@@ -256,6 +256,18 @@ def test_typed_operands_and_signatures_are_recorded_for_the_checker():
     assert nothing.operand_type(bare.entry.root, 0) is None
 
 
+def test_comments_and_taidl_style_semicolons_are_accepted():
+    text = """HloModule k  // a kernel
+ENTRY %k {
+  /* the input */ %x = f32[4] parameter(0);
+  ROOT %y = f32[4] negate(%x);
+}
+"""
+    module = parse_hlo(text)
+    assert [(i.name, i.opcode) for i in module.entry.instructions] == [
+        ("x", "parameter"), ("y", "negate")]
+
+
 def test_a_module_without_header_takes_its_entry_name():
     module = parse_hlo("ENTRY %k { ROOT %c = f32[] constant(1) }")
     assert module.name == "k"
