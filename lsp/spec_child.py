@@ -47,8 +47,7 @@ def main(argv: list[str]) -> int:
     mode = argv[1]
     results = _claim_stdout()
     try:
-        import act_backend  # noqa: F401 - warm the imports before the request arrives
-        import act_backend.validation  # noqa: F401
+        warm_up()
     except Exception as exc:  # the package itself is broken: say so, do not crash
         request = _read_request()
         _emit(results, {"fatal": f"cannot import act_backend: {type(exc).__name__}: {exc}",
@@ -101,8 +100,9 @@ class Recorder:
 
     def install(self) -> None:
         """Record every Accelerator created, and put validate-only stand-ins in place of
-        the generators, in every act_backend module that exposes them, so that the spec
-        finds them whichever way it imports them."""
+        the generators: in the modules that define them and in every act_backend module
+        that exposes them (``act_backend`` itself first), so that the spec finds them
+        whichever way it imports them."""
         import act_backend
         from act_backend.spec import Accelerator
 
@@ -124,13 +124,41 @@ class Recorder:
             recorder.oracle_requests.append(acc)
 
         stand_ins = {"generate_backend": generate_backend, "generate_oracle": generate_oracle}
-        self.real = {name: getattr(act_backend, name) for name in stand_ins}
+        self.real = {name: _real_generator(name) for name in stand_ins}
+        for attr, stand_in in stand_ins.items():
+            setattr(act_backend, attr, stand_in)
         for name, module in list(sys.modules.items()):
-            if module is None or not (name == "act_backend" or name.startswith("act_backend.")):
+            if module is None or not name.startswith("act_backend."):
                 continue
             for attr, stand_in in stand_ins.items():
-                if getattr(module, attr, None) is self.real[attr]:
+                real = self.real[attr]
+                if real is not None and vars(module).get(attr) is real:
                     setattr(module, attr, stand_in)
+
+
+# Where each generator is defined (``act_backend`` imports them lazily).
+_GENERATOR_MODULES = {"generate_backend": "act_backend.build",
+                      "generate_oracle": "act_backend.oracle"}
+
+
+def _real_generator(name: str) -> Any:
+    """The real generator, or None when its module cannot be imported (checking a spec
+    does not need it; generating reports the import error when it calls it)."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(_GENERATOR_MODULES[name]), name)
+    except Exception:
+        return None
+
+
+def warm_up() -> None:
+    """Import what a run needs before the request arrives, so a pre-started child is fast."""
+    import act_backend  # noqa: F401
+    import act_backend.validation  # noqa: F401
+
+    for name in _GENERATOR_MODULES:
+        _real_generator(name)
 
 
 def run_spec(path: str, text: str, recorder: Recorder, timeout_s: float | None,
@@ -330,6 +358,16 @@ def generate(path: str, text: str, only: str | None = None) -> dict[str, Any]:
         return {"error": {"kind": "no-accelerator",
                           "message": f"{path} creates no Accelerator: nothing to generate"}}
     generate_backend = recorder.real["generate_backend"]
+    if generate_backend is None:
+        import importlib
+
+        try:  # again, to report why it cannot be imported
+            module = importlib.import_module(_GENERATOR_MODULES["generate_backend"])
+            generate_backend = module.generate_backend
+        except Exception as exc:
+            return {"error": {"kind": "build-failed",
+                              "message": f"cannot import the backend generator: "
+                                         f"{type(exc).__name__}: {exc}"}}
     built = []
     for acc, cost in requests:
         name = spec_describe.name_of(acc)
