@@ -182,6 +182,12 @@ def test_broadcast_of_a_scalar_fills_the_result():
     np.testing.assert_array_equal(got, np.full((2, 3), 1.5, np.float32))
 
 
+def test_broadcast_stretches_a_size_one_dimension_as_xla_does():
+    x = rng_array((4, 1))
+    got = run([op("r", "broadcast", "f32", (4, 3), ["p0"], dimensions=[0, 1])], x)
+    np.testing.assert_array_equal(got, np.repeat(x, 3, axis=1))
+
+
 def test_broadcast_refuses_a_dimension_whose_size_differs():
     x = rng_array((2, 3))
     with pytest.raises(OracleError, match=r"probe: %r = broadcast\(%p0\): operand dim 0 "

@@ -298,7 +298,8 @@ def _broadcast(op: _Op, args, inputs, env):
         raise op.fail(f"dimensions={dims} must map each of the operand's {x.ndim} dims to a "
                       f"distinct dim of the {len(op.shape)}-dim result")
     for i, d in enumerate(dims):
-        if x.shape[i] != op.shape[d]:
+        # As in XLA, a size-1 operand dim stretches to its result dim.
+        if x.shape[i] not in (1, op.shape[d]):
             raise op.fail(f"operand dim {i} (size {x.shape[i]}) maps to result dim {d} "
                           f"(size {op.shape[d]})")
     # Operand dim i lands on result dim dims[i]; ordering the operand's dims by their target
