@@ -359,12 +359,16 @@ def test_binary_operators_match_jax(fn, dtype):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 @pytest.mark.parametrize("fn", [lax.exp, lax.log, lax.sqrt, lax.rsqrt, lax.tanh, lax.abs,
                                 lax.neg, lax.floor, lax.ceil, lax.sign, lax.sin, lax.cos,
-                                lax.logistic, lax.cbrt],
-                         ids=lambda f: f.__name__)
+                                lax.logistic, lax.cbrt, lax.expm1, lax.log1p,
+                                lax.round,
+                                lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)],
+                         ids=lambda f: f.__name__.replace("<lambda>", "round_even"))
 def test_unary_operators_match_jax(fn, dtype):
     x = (RNG.standard_normal(256) * 2).astype(dtype)
     if fn in (lax.log, lax.sqrt, lax.rsqrt):
         x = np.abs(x) + np.asarray(0.01, dtype)
+    if fn.__name__ in ("round", "<lambda>"):
+        x = np.concatenate([x, np.asarray([0.5, 1.5, 2.5, -0.5, -2.5], dtype)])
     ours, theirs = with_jax(fn, x)
     assert ours.dtype == theirs.dtype
     if dtype == jnp.bfloat16:

@@ -13,8 +13,9 @@ _ALIASES = {
 }
 
 ELEMENTWISE_UNARY = frozenset({
-    "abs", "cbrt", "ceil", "copy", "cosine", "exponential", "floor", "log", "logistic",
-    "negate", "not", "rsqrt", "sign", "sine", "sqrt", "tanh",
+    "abs", "cbrt", "ceil", "copy", "cosine", "exponential", "exponential_minus_one", "floor",
+    "log", "log_plus_one", "logistic", "negate", "not", "round_nearest_afz",
+    "round_nearest_even", "rsqrt", "sign", "sine", "sqrt", "tanh",
 })
 ELEMENTWISE_BINARY = frozenset({
     "add", "and", "atan2", "divide", "maximum", "minimum", "multiply", "or", "power",

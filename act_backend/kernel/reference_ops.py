@@ -33,6 +33,10 @@ def _logistic(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
 def _not(x: np.ndarray) -> np.ndarray:
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
@@ -44,11 +48,15 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "copy": lambda x: x.copy(),
     "cosine": np.cos,
     "exponential": np.exp,
+    "exponential_minus_one": np.expm1,
     "floor": np.floor,
     "log": np.log,
+    "log_plus_one": np.log1p,
     "logistic": _logistic,
     "negate": np.negative,
     "not": _not,
+    "round_nearest_afz": _round_half_away,
+    "round_nearest_even": np.rint,
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "sign": np.sign,
     "sine": np.sin,
