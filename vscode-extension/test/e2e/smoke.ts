@@ -1,0 +1,411 @@
+// End-to-end smoke test: the packaged extension in a real VS Code (code-server), driven through
+// headless Chromium the way a user would click through it.
+//
+// In a fresh copy of examples/QKV whose spec has one refused instruction, it
+//   1. opens QKV.py and waits for the refusal in the Problems panel, then deletes the line;
+//   2. runs "ACT: Generate Backend" and waits for backends/QKV;
+//   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
+//   4. runs "ACT: Simulate Kernel" on it;
+// and, in a second, untrusted window, checks that Restricted Mode hides the build commands.
+// Each step saves a screenshot into the results folder; a failure saves one more and the logs.
+//
+// Configuration (environment): ACT_E2E_CODE_SERVER, ACT_E2E_CHROMIUM, ACT_E2E_PYTHON,
+// ACT_E2E_VSIX, ACT_E2E_RESULTS, ACT_E2E_UNTIL (diagnostic|generate|compile|simulate),
+// ACT_E2E_RESTRICTED (1 to run the Restricted Mode check), ACT_E2E_KEEP (1 keeps the temp dir),
+// ACT_E2E_GENERATE_TIMEOUT_S. scripts/e2e.sh fills them in.
+
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+
+import { type Browser, chromium, type Page } from "playwright-core";
+
+const STEPS = ["diagnostic", "generate", "compile", "simulate"] as const;
+type Step = (typeof STEPS)[number];
+
+interface Options {
+  codeServer: string;
+  chromium: string;
+  python: string;
+  vsix: string;
+  repo: string;
+  results: string;
+  until: Step;
+  restricted: boolean;
+  keep: boolean;
+  generateTimeoutMs: number;
+}
+
+/** The refused instruction: it reads a buffer the accelerator does not have. */
+const REFUSED_LINE = 'qkv.add_instruction("zero", ["n"], ["addr"]).set_inputs([["d9", ["@a.addr"], ["@c.n"]]])';
+
+function env(name: string, fallback?: string): string {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined || value === "") {
+    throw new Error(`set ${name} (scripts/e2e.sh sets it)`);
+  }
+  return value;
+}
+
+function options(): Options {
+  const until = env("ACT_E2E_UNTIL", "simulate") as Step;
+  if (!STEPS.includes(until)) {
+    throw new Error(`ACT_E2E_UNTIL must be one of ${STEPS.join(", ")}, got ${until}`);
+  }
+  const extension = path.resolve(__dirname, "../..");
+  return {
+    codeServer: env("ACT_E2E_CODE_SERVER"),
+    chromium: env("ACT_E2E_CHROMIUM", "/usr/bin/chromium"),
+    python: env("ACT_E2E_PYTHON", "python3"),
+    vsix: env("ACT_E2E_VSIX", path.join(extension, "act-backend.vsix")),
+    repo: path.resolve(extension, ".."),
+    results: env("ACT_E2E_RESULTS", path.join(extension, "test-results")),
+    until,
+    restricted: process.env.ACT_E2E_RESTRICTED === "1",
+    keep: process.env.ACT_E2E_KEEP === "1",
+    generateTimeoutMs: Number(env("ACT_E2E_GENERATE_TIMEOUT_S", "1800")) * 1000,
+  };
+}
+
+function log(message: string): void {
+  process.stdout.write(`[e2e] ${message}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workspace and the editor
+
+/** A copy of examples/QKV (spec, kernels, data) with the refused line before the generate calls. */
+function makeWorkspace(opts: Options, root: string): { folder: string; refusedLine: number } {
+  const folder = path.join(root, "workspace", "QKV");
+  const example = path.join(opts.repo, "examples", "QKV");
+  fs.mkdirSync(folder, { recursive: true });
+  for (const entry of ["kernels", "data"]) {
+    fs.cpSync(path.join(example, entry), path.join(folder, entry), { recursive: true });
+  }
+  const lines = fs.readFileSync(path.join(example, "QKV.py"), "utf8").split("\n");
+  const at = lines.findIndex((l) => l.startsWith("generate_oracle("));
+  if (at < 0) {
+    throw new Error("examples/QKV/QKV.py has no generate_oracle(...) line to insert before");
+  }
+  lines.splice(at, 0, REFUSED_LINE);
+  fs.writeFileSync(path.join(folder, "QKV.py"), lines.join("\n"));
+  return { folder, refusedLine: at + 1 };
+}
+
+function userSettings(opts: Options, trusted: boolean): Record<string, unknown> {
+  return {
+    "act.pythonPath": opts.python,
+    "security.workspace.trust.enabled": !trusted,
+    "security.workspace.trust.startupPrompt": "never",
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.colorTheme": "Default Dark Modern",
+    "telemetry.telemetryLevel": "off",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "update.mode": "none",
+    "editor.minimap.enabled": false,
+    "files.autoSave": "off",
+    "window.zoomLevel": 0,
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+interface Editor {
+  process: ChildProcess;
+  url: string;
+  userData: string;
+  output: string[];
+}
+
+async function startCodeServer(opts: Options, root: string, name: string, trusted: boolean, folder: string): Promise<Editor> {
+  const userData = path.join(root, `${name}-user-data`);
+  const extensions = path.join(root, "extensions");
+  const config = path.join(root, "code-server.yaml");
+  fs.mkdirSync(path.join(userData, "User"), { recursive: true });
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(userSettings(opts, trusted), null, 2));
+  fs.writeFileSync(config, "");
+  const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--config", config];
+  if (!fs.existsSync(path.join(extensions, "extensions.json"))) {
+    log(`installing ${opts.vsix}`);
+    execFileSync(opts.codeServer, [...common, "--install-extension", opts.vsix], { stdio: "inherit" });
+  }
+  const port = await freePort();
+  const args = [...common, "--auth", "none", "--disable-telemetry", "--disable-update-check", "--bind-addr", `127.0.0.1:${port}`];
+  // detached: the server gets its own process group, so stopping it stops its extension hosts.
+  const child = spawn(opts.codeServer, args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const output: string[] = [];
+  const listening = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`code-server did not listen within 60 s:\n${output.join("")}`)), 60_000);
+    const onData = (data: Buffer) => {
+      output.push(data.toString());
+      if (output.join("").includes("HTTP server listening")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`code-server exited with ${code}:\n${output.join("")}`)));
+  });
+  await listening;
+  log(`code-server (${name}) on port ${port}`);
+  return { process: child, url: `http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`, userData, output };
+}
+
+function stopCodeServer(editor: Editor): void {
+  if (editor.process.pid !== undefined && editor.process.exitCode === null) {
+    try {
+      process.kill(-editor.process.pid, "SIGTERM");
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+async function openWorkbench(browser: Browser, editor: Editor): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(editor.url);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  // The ACT status item appears once the extension has activated.
+  await page.locator(".statusbar").waitFor({ timeout: 30_000 });
+  return page;
+}
+
+const ACT_STATUS = '[id="act-compiler.act-backend.act.status"]';
+
+async function openFile(page: Page, relative: string): Promise<void> {
+  await page.keyboard.press("Control+P");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(relative);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: path.basename(relative) }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press("Enter");
+  await page.locator(".tabs-container .tab.active", { hasText: path.basename(relative) }).waitFor({ timeout: 15_000 });
+}
+
+/** Runs a palette command by its full title ("ACT: Generate Backend"). */
+async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press("Enter");
+}
+
+/** Palette entries whose label contains `text`. */
+async function paletteEntries(page: Page, text: string): Promise<string[]> {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`>${text}`);
+  // Fuzzy matching always leaves some rows (e.g. "Accounts: ..."), so there is a row to wait for.
+  await page.locator(".quick-input-list .monaco-list-row").first().waitFor({ timeout: 15_000 });
+  const labels = await page.locator(".quick-input-list .monaco-list-row").evaluateAll((rows) =>
+    rows.map((row) => row.getAttribute("aria-label") ?? row.textContent ?? ""),
+  );
+  await page.keyboard.press("Escape");
+  return labels;
+}
+
+function notification(page: Page, text: string | RegExp) {
+  return page.locator(".notifications-toasts .notification-list-item", { hasText: text });
+}
+
+async function screenshot(page: Page, opts: Options, name: string): Promise<void> {
+  const file = path.join(opts.results, name);
+  // Finished animations: a toast caught mid fade-in is unreadable.
+  await page.screenshot({ path: file, animations: "disabled" });
+  log(`screenshot ${file}`);
+}
+
+async function waitForFile(file: string, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!fs.existsSync(file)) {
+    if (Date.now() > deadline) {
+      throw new Error(`${what}: ${file} did not appear within ${timeoutMs / 1000} s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The steps
+
+async function diagnosticStep(page: Page, opts: Options, refusedLine: number): Promise<void> {
+  await openFile(page, "QKV/QKV.py");
+  await page.keyboard.press("Control+Shift+M");
+  const problem = page.locator(".markers-panel .monaco-list-row", { hasText: "d9" });
+  await problem.first().waitFor({ timeout: 180_000 });
+  log(`diagnostic: ${(await problem.first().textContent())?.trim()}`);
+  // The squiggle is on the refused line in the editor too.
+  await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: 30_000 });
+  await screenshot(page, opts, "01-refused-instruction.png");
+
+  // Fix the spec: delete the refused line and save; the problem goes away.
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+G");
+  await page.locator(".quick-input-widget input").waitFor({ timeout: 15_000 });
+  await page.keyboard.type(String(refusedLine));
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Control+Shift+K");
+  await page.keyboard.press("Control+S");
+  await problem.first().waitFor({ state: "detached", timeout: 180_000 });
+  log("diagnostic cleared after the fix");
+}
+
+async function generateStep(page: Page, opts: Options, folder: string): Promise<void> {
+  await openFile(page, "QKV/QKV.py");
+  await runCommand(page, "ACT: Generate Backend");
+  const progress = notification(page, "Generating backend");
+  await progress.first().waitFor({ timeout: 60_000 });
+  await page.locator(ACT_STATUS, { hasText: "generating" }).waitFor({ timeout: 30_000 });
+  await screenshot(page, opts, "02-generating-backend.png");
+  const done = notification(page, /ACT: .*(generat|backend)/i).filter({ hasNotText: "Generating backend from" });
+  await page.locator(ACT_STATUS, { hasText: /ACT: QKV$|failed|cancelled/ }).waitFor({ timeout: opts.generateTimeoutMs });
+  const statusText = (await page.locator(ACT_STATUS).textContent())?.trim() ?? "";
+  if (!/ACT: QKV$/.test(statusText)) {
+    await page.keyboard.press("Control+Shift+U");
+    throw new Error(`generation did not succeed: status bar says '${statusText}'`);
+  }
+  await done.first().waitFor({ timeout: 30_000 });
+  await waitForFile(path.join(folder, "backends", "QKV"), 10_000, "Generate Backend");
+  await screenshot(page, opts, "03-backend-generated.png");
+}
+
+async function compileStep(page: Page, opts: Options, folder: string): Promise<void> {
+  await openFile(page, "QKV/kernels/attention.hlo");
+  await runCommand(page, "ACT: Compile Kernel");
+  const done = notification(page, /ACT: (compiled|compiling)/);
+  await done.first().waitFor({ timeout: 600_000 });
+  const text = (await done.first().textContent()) ?? "";
+  if (!text.includes("ACT: compiled attention.hlo")) {
+    throw new Error(`compile did not succeed: ${text}`);
+  }
+  await waitForFile(path.join(folder, "kernels", "attention.py"), 10_000, "Compile Kernel");
+  await screenshot(page, opts, "04-kernel-compiled.png");
+}
+
+async function simulateStep(page: Page, opts: Options): Promise<void> {
+  await openFile(page, "QKV/kernels/attention.hlo");
+  await runCommand(page, "ACT: Simulate Kernel");
+  const done = notification(page, /ACT: (simulated|simulating)/);
+  await done.first().waitFor({ timeout: 600_000 });
+  const text = (await done.first().textContent()) ?? "";
+  if (!text.includes("ACT: simulated attention.py")) {
+    throw new Error(`simulation did not succeed: ${text}`);
+  }
+  await screenshot(page, opts, "05-kernel-simulated.png");
+}
+
+async function restrictedCheck(browser: Browser, opts: Options, root: string, folder: string): Promise<void> {
+  const editor = await startCodeServer(opts, root, "restricted", false, path.dirname(folder));
+  let page: Page | undefined;
+  try {
+    page = await openWorkbench(browser, editor);
+    // Opening a spec activates the extension.
+    await openFile(page, "QKV/QKV.py");
+    await page.locator(ACT_STATUS, { hasText: "Restricted" }).waitFor({ timeout: 60_000 });
+    const entries = await paletteEntries(page, "ACT:");
+    for (const hidden of ["Generate Backend", "Compile Kernel", "Simulate Kernel"]) {
+      if (entries.some((e) => e.includes(hidden))) {
+        throw new Error(`Restricted Mode: '${hidden}' is in the palette: ${entries.join(" | ")}`);
+      }
+    }
+    if (!entries.some((e) => e.includes("Why Are Build Commands Unavailable?"))) {
+      throw new Error(`Restricted Mode: no explanation command in the palette: ${entries.join(" | ")}`);
+    }
+    await page.locator(ACT_STATUS).click();
+    await notification(page, "Restricted Mode").first().waitFor({ timeout: 15_000 });
+    await screenshot(page, opts, "00-restricted-mode.png");
+  } catch (error) {
+    await page?.screenshot({ path: path.join(opts.results, "failed-restricted.png") }).catch(() => undefined);
+    saveLogs(opts, [editor]);
+    throw error;
+  } finally {
+    await page?.close();
+    stopCodeServer(editor);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function saveLogs(opts: Options, editors: Editor[]): void {
+  for (const editor of editors) {
+    const name = path.basename(editor.userData);
+    fs.writeFileSync(path.join(opts.results, `${name}-code-server.log`), editor.output.join(""));
+    const logs = path.join(editor.userData, "logs");
+    if (fs.existsSync(logs)) {
+      fs.cpSync(logs, path.join(opts.results, `${name}-logs`), { recursive: true });
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  fs.mkdirSync(opts.results, { recursive: true });
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "act-e2e-"));
+  log(`temp dir ${root}; steps up to '${opts.until}'${opts.restricted ? " and the Restricted Mode check" : ""}`);
+  const { folder, refusedLine } = makeWorkspace(opts, root);
+  const browser = await chromium.launch({
+    executablePath: opts.chromium,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const editors: Editor[] = [];
+  let page: Page | undefined;
+  let step = "setup";
+  try {
+    if (opts.restricted) {
+      step = "restricted";
+      await restrictedCheck(browser, opts, root, folder);
+    }
+    const editor = await startCodeServer(opts, root, "trusted", true, path.dirname(folder));
+    editors.push(editor);
+    page = await openWorkbench(browser, editor);
+    const upTo = STEPS.indexOf(opts.until);
+    for (const current of STEPS.slice(0, upTo + 1)) {
+      step = current;
+      log(`step ${current}`);
+      if (current === "diagnostic") {
+        await diagnosticStep(page, opts, refusedLine);
+      } else if (current === "generate") {
+        await generateStep(page, opts, folder);
+      } else if (current === "compile") {
+        await compileStep(page, opts, folder);
+      } else {
+        await simulateStep(page, opts);
+      }
+    }
+    log("all steps passed");
+  } catch (error) {
+    if (page !== undefined) {
+      await page.screenshot({ path: path.join(opts.results, `failed-${step}.png`) }).catch(() => undefined);
+    }
+    saveLogs(opts, editors);
+    throw new Error(`step '${step}' failed: ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    await browser.close();
+    editors.forEach(stopCodeServer);
+    if (!opts.keep) {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`[e2e] FAILED: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
