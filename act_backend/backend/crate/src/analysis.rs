@@ -1,0 +1,126 @@
+//! The e-graph of instruction selection: its per-class data (the element type and shape every
+//! member computes) and its starting point, the kernel with byte-flattened inputs and output.
+
+use crate::kernel::Kernel;
+use crate::lang::{DType, Node, Op, Ty};
+use egg::{Analysis, DidMerge, EGraph, Id};
+
+/// The e-graph instruction selection works on.
+pub type SelGraph = EGraph<Node, TypeAnalysis>;
+
+/// Every e-node carries its result type, and equal values have equal types, so a class's data
+/// is the type of any of its members. A merge of two types is a bug in a rewrite.
+#[derive(Debug, Default, Clone)]
+pub struct TypeAnalysis;
+
+impl Analysis<Node> for TypeAnalysis {
+    type Data = Ty;
+
+    fn make(_egraph: &mut SelGraph, enode: &Node) -> Ty {
+        enode.ty.clone()
+    }
+
+    fn merge(&mut self, a: &mut Ty, b: Ty) -> DidMerge {
+        assert_eq!(*a, b, "a rewrite equated values of types {a} and {b}");
+        DidMerge(false, false)
+    }
+}
+
+/// The kernel's e-graph and where its operations landed.
+pub struct KernelGraph {
+    pub egraph: SelGraph,
+    /// Class of kernel node `k` (not canonical after unions: use `egraph.find`).
+    pub node_class: Vec<Id>,
+    /// Class of the byte-flattened output, which must be produced in d0.
+    pub root: Id,
+    /// Class of the byte leaf of parameter `i`.
+    pub inputs: Vec<Id>,
+}
+
+/// `dtype[shape]` read from `u8[bytes]` at `bytes`: `bitcast_convert(reshape(bytes) :
+/// u8[shape..., width]) : dtype[shape]` (XLA's bitcast consumes the trailing width dimension);
+/// steps that would be identities are left out.
+pub fn from_bytes(egraph: &mut SelGraph, bytes: Id, ty: &Ty) -> Id {
+    let width = i64::from(ty.dtype.bytes());
+    let mut shape = ty.shape.clone();
+    if width > 1 {
+        shape.push(width);
+    }
+    let raw = Ty::new(DType::U8, shape);
+    let reshaped = if egraph[bytes].data == raw { bytes } else { egraph.add(Node::new(Op::Reshape, raw.clone(), vec![bytes])) };
+    if raw == *ty {
+        reshaped
+    } else {
+        egraph.add(Node::new(Op::BitcastConvert, ty.clone(), vec![reshaped]))
+    }
+}
+
+/// The bytes of `value`: `reshape(bitcast_convert(value) : u8[shape..., width]) : u8[bytes]`.
+pub fn to_bytes(egraph: &mut SelGraph, value: Id) -> Id {
+    let ty = egraph[value].data.clone();
+    let width = i64::from(ty.dtype.bytes());
+    let mut shape = ty.shape.clone();
+    if width > 1 {
+        shape.push(width);
+    }
+    let raw = Ty::new(DType::U8, shape);
+    let cast = if raw == ty { value } else { egraph.add(Node::new(Op::BitcastConvert, raw.clone(), vec![value])) };
+    let flat = Ty::new(DType::U8, vec![ty.bytes()]);
+    if raw == flat {
+        cast
+    } else {
+        egraph.add(Node::new(Op::Reshape, flat, vec![cast]))
+    }
+}
+
+/// The starting e-graph: every kernel operation, each parameter read from its bytes.
+pub fn build(kernel: &Kernel) -> KernelGraph {
+    let mut egraph = SelGraph::new(TypeAnalysis);
+    let mut node_class = Vec::with_capacity(kernel.nodes.len());
+    let mut inputs = vec![Id::from(0usize); kernel.param_nodes.len()];
+    for node in &kernel.nodes {
+        let id = match node.op {
+            Op::Parameter(i) => {
+                let bytes = egraph.add(Node::leaf(Op::Input(i), Ty::new(DType::U8, vec![node.ty.bytes()])));
+                inputs[i] = bytes;
+                from_bytes(&mut egraph, bytes, &node.ty)
+            }
+            _ => {
+                let children = node.operands.iter().map(|&k| node_class[k]).collect();
+                egraph.add(Node::new(node.op.clone(), node.ty.clone(), children))
+            }
+        };
+        node_class.push(id);
+    }
+    let root = to_bytes(&mut egraph, node_class[kernel.root]);
+    egraph.rebuild();
+    KernelGraph { egraph, node_class, root, inputs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::parse_kernel;
+
+    #[test]
+    fn parameters_are_bit_casts_of_their_bytes() {
+        let k = parse_kernel("HloModule m\nENTRY e {\n  a = bf16[4,8] parameter(0)\n  ROOT c = bf16[4,8] copy(a)\n}\n", "m.hlo").unwrap();
+        let g = build(&k);
+        let input = g.inputs[0];
+        assert_eq!(g.egraph[input].data, Ty::new(DType::U8, vec![64]));
+        let a = g.egraph.find(g.node_class[0]);
+        let cast = &g.egraph[a].nodes[0];
+        assert_eq!(cast.op, Op::BitcastConvert);
+        let reshape = &g.egraph[cast.children[0]].nodes[0];
+        assert_eq!(reshape.ty, Ty::new(DType::U8, vec![4, 8, 2]));
+        assert_eq!(g.egraph.find(reshape.children[0]), g.egraph.find(input));
+        assert_eq!(g.egraph[g.root].data, Ty::new(DType::U8, vec![64]));
+    }
+
+    #[test]
+    fn byte_types_need_no_bit_cast() {
+        let k = parse_kernel("HloModule m\nENTRY e {\n  a = u8[16] parameter(0)\n  ROOT c = u8[16] copy(a)\n}\n", "m.hlo").unwrap();
+        let g = build(&k);
+        assert_eq!(g.egraph.find(g.node_class[0]), g.egraph.find(g.inputs[0]));
+    }
+}

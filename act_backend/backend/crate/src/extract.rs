@@ -1,0 +1,266 @@
+//! Extraction of candidate PII graphs from the saturated e-graph.
+//!
+//! A *state* is a value placed somewhere: (e-class, buffer, slice sizes). A kernel input is
+//! available in d0 at cost 0; a PII node provides its class in its output slice and needs
+//! operand `i` in input slice `i` (same buffer, same sizes: the producer's output slice is the
+//! consumer's input slice). Best costs (instructions, counted as a tree) are found by
+//! fixed-point relaxation, so copy cycles such as `mov` back and forth neither loop nor hide
+//! a solution. Candidates are then enumerated best-first by their DAG instruction count: the
+//! best choice everywhere, then alternatives one state at a time.
+
+use crate::analysis::SelGraph;
+use crate::isa::Isa;
+use crate::isa_match;
+use crate::lang::Op;
+use crate::pii::{PiiGraph, PiiNode};
+use egg::Id;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct StateKey {
+    class: Id,
+    buffer: usize,
+    sizes: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum How {
+    Input { param: usize, bytes: u64 },
+    Instr { instr: usize, comp: Vec<i64> },
+}
+
+#[derive(Debug, Clone)]
+struct Provider {
+    how: How,
+    inputs: Vec<usize>,
+}
+
+const INF: u64 = u64::MAX;
+
+/// Key of the output's own choice among the overrides of a candidate.
+const OUTPUT: usize = usize::MAX;
+
+/// The states of an e-graph and the best ways to reach them.
+pub struct Extractor {
+    keys: Vec<StateKey>,
+    /// Providers of each state, in a deterministic order (class id, node order).
+    providers: Vec<Vec<Provider>>,
+    cost: Vec<u64>,
+    /// Providers of each state with a finite cost, best first.
+    alts: Vec<Vec<usize>>,
+    root: Option<usize>,
+}
+
+/// Ways an extraction can fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtractFailure {
+    /// The output cannot be produced in HBM by any instruction.
+    RootUnreachable,
+}
+
+impl Extractor {
+    /// Collects states and providers from `eg`; `root` is the byte-flattened output class.
+    pub fn new(eg: &SelGraph, isa: &Isa, root: Id) -> Result<Extractor, String> {
+        let hbm = isa.buffers.iter().position(|b| b.is_hbm()).ok_or("the ISA table has no HBM buffer")?;
+        let mut index: BTreeMap<StateKey, usize> = BTreeMap::new();
+        let mut keys: Vec<StateKey> = Vec::new();
+        let mut providers: Vec<Vec<Provider>> = Vec::new();
+        let mut state = |key: StateKey, keys: &mut Vec<StateKey>, providers: &mut Vec<Vec<Provider>>| -> usize {
+            *index.entry(key.clone()).or_insert_with(|| {
+                keys.push(key);
+                providers.push(Vec::new());
+                keys.len() - 1
+            })
+        };
+        let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
+        ids.sort();
+        for id in ids {
+            let class = &eg[id];
+            for node in &class.nodes {
+                match &node.op {
+                    Op::Input(param) => {
+                        let bytes = class.data.bytes();
+                        let s = state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
+                        providers[s].push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
+                    }
+                    Op::Pii { instr, comp } => {
+                        let ins = &isa.instructions[*instr];
+                        let env = ins.comp_env(comp);
+                        let sized = |slice| isa_match::slice_sizes(isa, slice, &env).ok_or_else(|| format!("instruction {} has a slice that does not fit", ins.name));
+                        let out_slice = &ins.outputs[0];
+                        let out = StateKey { class: id, buffer: isa.buffer_index(&out_slice.buffer).expect("checked table"), sizes: sized(out_slice)? };
+                        let mut inputs = Vec::new();
+                        for (slice, &child) in ins.inputs.iter().zip(&node.children) {
+                            let key = StateKey { class: eg.find(child), buffer: isa.buffer_index(&slice.buffer).expect("checked table"), sizes: sized(slice)? };
+                            inputs.push(state(key, &mut keys, &mut providers));
+                        }
+                        let s = state(out, &mut keys, &mut providers);
+                        providers[s].push(Provider { how: How::Instr { instr: *instr, comp: comp.clone() }, inputs });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()] };
+        let root = index.get(&root_key).copied();
+        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root };
+        ex.relax();
+        Ok(ex)
+    }
+
+    fn provider_cost(&self, p: &Provider) -> u64 {
+        let base = u64::from(matches!(p.how, How::Instr { .. }));
+        p.inputs.iter().try_fold(base, |acc, &i| (self.cost[i] != INF).then(|| acc + self.cost[i])).unwrap_or(INF)
+    }
+
+    /// Bellman-Ford style: every provider costs at least one per instruction, so costs only
+    /// fall and settle after at most one pass per state.
+    fn relax(&mut self) {
+        let n = self.keys.len();
+        self.cost = vec![INF; n];
+        for _ in 0..=n {
+            let mut changed = false;
+            for s in 0..n {
+                for p in &self.providers[s] {
+                    let c = self.provider_cost(p);
+                    if c < self.cost[s] {
+                        self.cost[s] = c;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.alts = (0..n)
+            .map(|s| {
+                let mut v: Vec<(u64, usize)> =
+                    self.providers[s].iter().enumerate().map(|(k, p)| (self.provider_cost(p), k)).filter(|(c, _)| *c != INF).collect();
+                v.sort();
+                v.into_iter().map(|(_, k)| k).collect()
+            })
+            .collect();
+    }
+
+    /// Whether some state of `class` can be produced (in any buffer).
+    pub fn reachable(&self, class: Id) -> bool {
+        self.keys.iter().zip(&self.cost).any(|(k, &c)| k.class == class && c != INF)
+    }
+
+    /// Whether `class` can be produced by an instruction (not only given as an input).
+    pub fn computed(&self, class: Id) -> bool {
+        (0..self.keys.len()).any(|s| {
+            self.keys[s].class == class && self.alts[s].iter().any(|&k| matches!(self.providers[s][k].how, How::Instr { .. }))
+        })
+    }
+
+    /// Alternatives of the root state: instructions only (the output needs its own copy).
+    fn root_alts(&self, root: usize) -> Vec<usize> {
+        self.alts[root].iter().copied().filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. })).collect()
+    }
+
+    /// Builds the candidate that takes, in each state, its alternative of rank
+    /// `overrides[state]` (0 = best; the output's own choice is keyed [`OUTPUT`]). `None`
+    /// when the choices form a cycle.
+    fn build(&self, root: usize, overrides: &BTreeMap<usize, usize>) -> Option<(PiiGraph, Vec<usize>)> {
+        struct Walk<'e> {
+            ex: &'e Extractor,
+            overrides: &'e BTreeMap<usize, usize>,
+            node_of: Vec<Option<usize>>,
+            on_stack: Vec<bool>,
+            nodes: Vec<PiiNode>,
+            used: Vec<usize>,
+        }
+        impl Walk<'_> {
+            fn emit(&mut self, s: usize, p: &Provider) -> Option<usize> {
+                let mut operands = Vec::new();
+                for &i in &p.inputs {
+                    operands.push(self.visit(i)?);
+                }
+                self.nodes.push(match &p.how {
+                    How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
+                    How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
+                });
+                self.used.push(s);
+                Some(self.nodes.len() - 1)
+            }
+
+            fn visit(&mut self, s: usize) -> Option<usize> {
+                if let Some(n) = self.node_of[s] {
+                    return Some(n);
+                }
+                if self.on_stack[s] {
+                    return None;
+                }
+                self.on_stack[s] = true;
+                let rank = self.overrides.get(&s).copied().unwrap_or(0);
+                let p = &self.ex.providers[s][*self.ex.alts[s].get(rank)?];
+                let n = self.emit(s, p)?;
+                self.on_stack[s] = false;
+                self.node_of[s] = Some(n);
+                Some(n)
+            }
+
+            /// The output is written by an instruction of its own, even when its value is
+            /// also available elsewhere (an input the kernel returns unchanged): its state may
+            /// appear again below it as an ordinary operand.
+            fn output(&mut self, root: usize) -> Option<usize> {
+                let rank = self.overrides.get(&OUTPUT).copied().unwrap_or(0);
+                let p = &self.ex.providers[root][*self.ex.root_alts(root).get(rank)?];
+                self.emit(OUTPUT, p)
+            }
+        }
+        let n = self.keys.len();
+        let mut walk = Walk { ex: self, overrides, node_of: vec![None; n], on_stack: vec![false; n], nodes: Vec::new(), used: Vec::new() };
+        let r = walk.output(root)?;
+        Some((PiiGraph { nodes: walk.nodes, root: r }, walk.used))
+    }
+
+    /// Up to `max` distinct candidates, best first (DAG instruction count, then discovery
+    /// order); at most `budget` candidate graphs are built while searching.
+    pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
+        let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
+        let mut heap: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
+        let mut pending: Vec<(BTreeMap<usize, usize>, PiiGraph, Vec<usize>)> = Vec::new();
+        let mut tried: BTreeSet<Vec<(usize, usize)>> = BTreeSet::new();
+        let mut seen: HashSet<PiiGraph> = HashSet::new();
+        let mut out: Vec<(usize, usize, PiiGraph)> = Vec::new();
+        let mut built = 0usize;
+        let start = BTreeMap::new();
+        tried.insert(Vec::new());
+        let (g, used) = self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
+        built += 1;
+        heap.push(Reverse((g.instruction_count(), 0)));
+        pending.push((start, g, used));
+        while let Some(Reverse((count, seq))) = heap.pop() {
+            if out.len() >= max {
+                break;
+            }
+            let (overrides, graph, used) = pending[seq].clone();
+            if seen.insert(graph.clone()) {
+                out.push((count, seq, graph));
+            }
+            for s in used {
+                let rank = overrides.get(&s).copied().unwrap_or(0) + 1;
+                let available = if s == OUTPUT { self.root_alts(root).len() } else { self.alts[s].len() };
+                if rank >= available || built >= budget {
+                    continue;
+                }
+                let mut next = overrides.clone();
+                next.insert(s, rank);
+                if !tried.insert(next.iter().map(|(a, b)| (*a, *b)).collect()) {
+                    continue;
+                }
+                built += 1;
+                if let Some((g, u)) = self.build(root, &next) {
+                    heap.push(Reverse((g.instruction_count(), pending.len())));
+                    pending.push((next, g, u));
+                }
+            }
+        }
+        out.sort_by_key(|(count, seq, _)| (*count, *seq));
+        Ok(out.into_iter().map(|(_, _, g)| g).collect())
+    }
+}

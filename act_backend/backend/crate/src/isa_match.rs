@@ -1,0 +1,490 @@
+//! IR-to-ISA matching: each instruction's semantics, read from the ISA table at start-up,
+//! becomes a pattern DAG rooted at its ROOT; a match adds a partially instantiated
+//! instruction `Pii { instr, comp }(operand classes...)` to the class of the ROOT.
+//!
+//! A pattern node matches an e-node when the operators are equal, every attribute agrees
+//! (attribute expressions over `c.*` become equations), the class's element type is the
+//! node's and its shape unifies with the node's shape expressions. Parameters bind e-classes,
+//! and a value the semantics use twice must bind the same class both times. The equations are
+//! solved for the computational attributes (`solve.rs`), and every slice the instruction
+//! touches must then be non-empty, fit its buffer, and hold exactly its value's bytes.
+
+use crate::analysis::SelGraph;
+use crate::isa::{Expr, Isa};
+use crate::lang::{DType, Node, Op, Reducer, Ty};
+use crate::solve::{self, Equation};
+use egg::Id;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The operator test of one pattern node.
+#[derive(Debug, Clone)]
+enum PKind {
+    Param,
+    /// A constant: one value (a splat) or every value, row-major.
+    Const(Vec<f64>),
+    /// An operator without attributes, compared as is.
+    Plain(Op),
+    Transpose(Vec<Expr>),
+    Broadcast(Vec<Expr>),
+    Slice(Vec<[Expr; 3]>),
+    Concat(Expr),
+    /// lhs contracting, rhs contracting, lhs batch, rhs batch.
+    Dot([Vec<Expr>; 4]),
+    Reduce(Vec<Expr>, Reducer),
+    ReduceAdd(Vec<Expr>),
+}
+
+#[derive(Debug, Clone)]
+struct POp {
+    kind: PKind,
+    dtype: DType,
+    shape: Vec<Expr>,
+    operands: Vec<usize>,
+}
+
+/// The pattern of one instruction.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    pub instr: usize,
+    pub name: String,
+    ops: Vec<POp>,
+    root: usize,
+    /// Pattern nodes in the order the search binds them (each after one of its users).
+    order: Vec<usize>,
+    /// Pattern node of input slice `i`.
+    params: Vec<usize>,
+    /// `c.<attr>` in `comp_attrs` order.
+    unknowns: Vec<String>,
+}
+
+/// The patterns of an ISA, the operators its semantics use, and the instructions left out.
+#[derive(Debug, Clone)]
+pub struct Patterns {
+    pub list: Vec<Pattern>,
+    pub ops: BTreeSet<String>,
+    /// `instruction: reason` for each instruction no pattern could be made of.
+    pub skipped: Vec<String>,
+}
+
+fn json_expr(v: &Json) -> Result<Expr, String> {
+    match v.as_i64() {
+        Some(i) => Ok(Expr::Int(i)),
+        None => Expr::from_json(v),
+    }
+}
+
+fn json_exprs(attrs: &BTreeMap<String, Json>, key: &str) -> Result<Vec<Expr>, String> {
+    match attrs.get(key) {
+        None => Ok(Vec::new()),
+        Some(Json::Array(items)) => items.iter().map(json_expr).collect(),
+        Some(other) => Err(format!("attribute {key} must be a list, found {other}")),
+    }
+}
+
+fn json_number(v: &Json) -> Result<f64, String> {
+    match v {
+        Json::Number(n) => n.as_f64().ok_or_else(|| format!("bad number {n}")),
+        Json::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
+        Json::String(s) => match s.as_str() {
+            "inf" => Ok(f64::INFINITY),
+            "-inf" => Ok(f64::NEG_INFINITY),
+            "nan" => Ok(f64::NAN),
+            _ => Err(format!("bad constant {s:?}")),
+        },
+        other => Err(format!("bad constant {other}")),
+    }
+}
+
+fn flatten(v: &Json, out: &mut Vec<f64>) -> Result<(), String> {
+    match v {
+        Json::Array(items) => items.iter().try_for_each(|i| flatten(i, out)),
+        other => json_number(other).map(|x| out.push(x)),
+    }
+}
+
+fn plain(op: &str) -> Option<Op> {
+    Some(match op {
+        "reshape" => Op::Reshape,
+        "bitcast_convert" => Op::BitcastConvert,
+        "convert" => Op::Convert,
+        "copy" => Op::Copy,
+        "exponential" | "exp" => Op::Exponential,
+        "add" => Op::Add,
+        "subtract" => Op::Subtract,
+        "multiply" => Op::Multiply,
+        "divide" => Op::Divide,
+        "maximum" => Op::Maximum,
+        "minimum" => Op::Minimum,
+        "xor" => Op::Xor,
+        "select_lt" => Op::SelectLt,
+        "select_eq_var" => Op::SelectEqVar,
+        "dynamic_update_slice" => Op::DynamicUpdateSlice,
+        _ => return None,
+    })
+}
+
+fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
+    let a = &op.attrs;
+    Ok(match op.op.as_str() {
+        "parameter" => PKind::Param,
+        "constant" => {
+            let mut values = Vec::new();
+            flatten(a.get("value").ok_or("constant without a value")?, &mut values)?;
+            PKind::Const(values)
+        }
+        "transpose" => PKind::Transpose(json_exprs(a, "dimensions")?),
+        "broadcast" => PKind::Broadcast(json_exprs(a, "dimensions")?),
+        "concatenate" => match json_exprs(a, "dimensions")?.as_slice() {
+            [d] => PKind::Concat(d.clone()),
+            _ => return Err("concatenate needs one dimension".into()),
+        },
+        "slice" => {
+            let Some(Json::Array(ranges)) = a.get("slice") else { return Err("slice without ranges".into()) };
+            let mut out = Vec::new();
+            for r in ranges {
+                let parts: Vec<Expr> = r.as_array().ok_or("a slice range must be a list")?.iter().map(json_expr).collect::<Result<_, _>>()?;
+                match parts.as_slice() {
+                    [s, l] => out.push([s.clone(), l.clone(), Expr::Int(1)]),
+                    [s, l, st] => out.push([s.clone(), l.clone(), st.clone()]),
+                    _ => return Err("a slice range has a start, a limit and a stride".into()),
+                }
+            }
+            PKind::Slice(out)
+        }
+        "dot" => PKind::Dot([
+            json_exprs(a, "lhs_contracting_dims")?,
+            json_exprs(a, "rhs_contracting_dims")?,
+            json_exprs(a, "lhs_batch_dims")?,
+            json_exprs(a, "rhs_batch_dims")?,
+        ]),
+        "reduce" | "reduce_add" => {
+            let name = a.get("computation").and_then(Json::as_str).unwrap_or("add");
+            let reducer = Reducer::from_table_name(name).ok_or_else(|| format!("unknown reduce computation {name:?}"))?;
+            let dims = json_exprs(a, "dimensions")?;
+            if op.op == "reduce_add" {
+                if reducer != Reducer::Add {
+                    return Err(format!("reduce_add with computation {name:?}"));
+                }
+                PKind::ReduceAdd(dims)
+            } else {
+                PKind::Reduce(dims, reducer)
+            }
+        }
+        other => PKind::Plain(plain(other).ok_or_else(|| format!("operator {other:?} is not supported in semantics"))?),
+    })
+}
+
+/// The concrete operator and result type of one semantics op once the computational
+/// attributes are known (parameters become [`Op::Parameter`]); used to interpret semantics.
+pub fn instantiate(op: &crate::isa::Op, env: &BTreeMap<String, i64>) -> Result<(Op, Ty), String> {
+    let ev = |e: &Expr| e.eval(env).map_err(|err| format!("`{}`: {e}: {err}", op.name));
+    let evs = |es: &[Expr]| -> Result<Vec<usize>, String> {
+        es.iter().map(|e| ev(e).and_then(|v| usize::try_from(v).map_err(|_| format!("`{}`: negative dimension {v}", op.name)))).collect()
+    };
+    let dtype = DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+    let shape = op.shape.iter().map(ev).collect::<Result<Vec<i64>, String>>()?;
+    let concrete = match kind_of(op)? {
+        PKind::Param => Op::Parameter(op.attrs.get("index").and_then(Json::as_u64).ok_or("parameter without index")? as usize),
+        PKind::Const(values) => Op::Constant(crate::lang::Literal::from_values(&values)),
+        PKind::Plain(p) => p,
+        PKind::Transpose(es) => Op::Transpose(evs(&es)?),
+        PKind::Broadcast(es) => Op::Broadcast(evs(&es)?),
+        PKind::ReduceAdd(es) => Op::ReduceAdd(evs(&es)?),
+        PKind::Reduce(es, reducer) => Op::Reduce { dims: evs(&es)?, reducer },
+        PKind::Concat(e) => Op::Concatenate(evs(std::slice::from_ref(&e))?[0]),
+        PKind::Slice(ranges) => Op::Slice(
+            ranges.iter().map(|[s, l, st]| Ok((ev(s)?, ev(l)?, ev(st)?))).collect::<Result<Vec<_>, String>>()?,
+        ),
+        PKind::Dot([lc, rc, lb, rb]) => Op::Dot(crate::lang::DotDims {
+            lhs_contracting: evs(&lc)?,
+            rhs_contracting: evs(&rc)?,
+            lhs_batch: evs(&lb)?,
+            rhs_batch: evs(&rb)?,
+        }),
+    };
+    Ok((concrete, Ty::new(dtype, shape)))
+}
+
+fn mentions_addressing(e: &Expr) -> bool {
+    e.attrs().iter().any(|a| !a.starts_with("c."))
+}
+
+impl Pattern {
+    fn compile(isa: &Isa, index: usize) -> Result<Pattern, String> {
+        let instr = &isa.instructions[index];
+        if instr.outputs.len() != 1 {
+            return Err(format!("has {} output slices; one is supported", instr.outputs.len()));
+        }
+        let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut ops: Vec<POp> = Vec::new();
+        let mut param_of: BTreeMap<usize, usize> = BTreeMap::new();
+        for op in &instr.semantics {
+            let mut kind = kind_of(op).map_err(|e| format!("`{}`: {e}", op.name))?;
+            let dtype = DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+            let mut operands = op
+                .operands
+                .iter()
+                .map(|n| names.get(n.as_str()).copied().ok_or_else(|| format!("`{}` uses `{n}` before it is defined", op.name)))
+                .collect::<Result<Vec<usize>, String>>()?;
+            if op.shape.iter().any(mentions_addressing) {
+                return Err(format!("the shape of `{}` depends on addressing attributes", op.name));
+            }
+            if let PKind::Param = kind {
+                let i = op.attrs.get("index").and_then(Json::as_u64).ok_or_else(|| format!("parameter `{}` has no index", op.name))? as usize;
+                if param_of.insert(i, ops.len()).is_some() {
+                    return Err(format!("parameter({i}) is declared twice"));
+                }
+            }
+            // reduce(x, 0) with add is the reduce_add the kernels are normalised to.
+            if let PKind::Reduce(dims, Reducer::Add) = &kind {
+                let zero_init = operands.get(1).is_some_and(|&k| matches!(&ops[k].kind, PKind::Const(v) if v.iter().all(|x| *x == 0.0)));
+                if zero_init {
+                    kind = PKind::ReduceAdd(dims.clone());
+                    operands.truncate(1);
+                }
+            }
+            names.insert(op.name.as_str(), ops.len());
+            ops.push(POp { kind, dtype, shape: op.shape.clone(), operands });
+        }
+        if ops.is_empty() {
+            return Err("has empty semantics".into());
+        }
+        let root = instr.semantics.iter().position(|o| o.root).unwrap_or(ops.len() - 1);
+        let mut order = vec![root];
+        let mut seen = vec![false; ops.len()];
+        seen[root] = true;
+        let mut k = 0;
+        while k < order.len() {
+            for &o in &ops[order[k]].operands {
+                if !seen[o] {
+                    seen[o] = true;
+                    order.push(o);
+                }
+            }
+            k += 1;
+        }
+        let mut params = Vec::new();
+        for i in 0..instr.inputs.len() {
+            match param_of.get(&i) {
+                Some(&p) if seen[p] => params.push(p),
+                Some(_) => return Err(format!("input slice {i} (parameter {i}) does not reach the ROOT")),
+                None => return Err(format!("input slice {i} has no parameter({i})")),
+            }
+        }
+        if let Some((&extra, _)) = param_of.iter().find(|(&i, _)| i >= instr.inputs.len()) {
+            return Err(format!("parameter({extra}) has no input slice"));
+        }
+        Ok(Pattern {
+            instr: index,
+            name: instr.name.clone(),
+            ops,
+            root,
+            order,
+            params,
+            unknowns: instr.comp_attrs.iter().map(|a| format!("c.{a}")).collect(),
+        })
+    }
+}
+
+impl Patterns {
+    /// The patterns of every instruction of `isa`.
+    pub fn compile(isa: &Isa) -> Patterns {
+        let mut list = Vec::new();
+        let mut ops = BTreeSet::new();
+        let mut skipped = Vec::new();
+        for (index, instr) in isa.instructions.iter().enumerate() {
+            match Pattern::compile(isa, index) {
+                Ok(p) => {
+                    ops.extend(instr.semantics.iter().map(|o| if o.op == "exp" { "exponential".to_string() } else { o.op.clone() }));
+                    list.push(p);
+                }
+                Err(reason) => skipped.push(format!("{}: {reason}", instr.name)),
+            }
+        }
+        Patterns { list, ops, skipped }
+    }
+}
+
+/// A match: `node` (a PII) equals class `class`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    pub class: Id,
+    pub node: Node,
+}
+
+struct Search<'a> {
+    eg: &'a SelGraph,
+    isa: &'a Isa,
+    pat: &'a Pattern,
+    bind: Vec<Option<Id>>,
+    eqs: Vec<Equation>,
+    out: &'a mut Vec<Match>,
+}
+
+impl<'a> Search<'a> {
+    /// Records `e = v`; false when `e` is a constant other than `v`.
+    fn equate(&mut self, e: &Expr, v: i64) -> bool {
+        if e.attrs().is_empty() {
+            return e.eval(&BTreeMap::new()) == Ok(v);
+        }
+        self.eqs.push((e.clone(), v));
+        true
+    }
+
+    fn equate_all(&mut self, es: &[Expr], vs: impl ExactSizeIterator<Item = i64>) -> bool {
+        es.len() == vs.len() && es.iter().zip(vs).all(|(e, v)| self.equate(e, v))
+    }
+
+    fn kind_matches(&mut self, kind: &PKind, op: &Op) -> bool {
+        let us = |v: &Vec<usize>| v.iter().map(|&d| d as i64).collect::<Vec<i64>>().into_iter();
+        match (kind, op) {
+            (PKind::Plain(p), o) => p == o,
+            (PKind::Const(values), Op::Constant(lit)) => {
+                if let [v] = values.as_slice() {
+                    lit.splat().is_some_and(|s| s.to_bits() == v.to_bits())
+                } else {
+                    lit.bits.len() == values.len() && lit.bits.iter().zip(values).all(|(b, v)| *b == v.to_bits())
+                }
+            }
+            (PKind::Transpose(es), Op::Transpose(d)) | (PKind::Broadcast(es), Op::Broadcast(d)) | (PKind::ReduceAdd(es), Op::ReduceAdd(d)) => {
+                self.equate_all(es, us(d))
+            }
+            (PKind::Reduce(es, r), Op::Reduce { dims, reducer }) => r == reducer && self.equate_all(es, us(dims)),
+            (PKind::Concat(e), Op::Concatenate(d)) => self.equate(e, *d as i64),
+            (PKind::Slice(ranges), Op::Slice(actual)) => {
+                ranges.len() == actual.len()
+                    && ranges.iter().zip(actual).all(|(r, &(s, l, st))| self.equate(&r[0], s) && self.equate(&r[1], l) && self.equate(&r[2], st))
+            }
+            (PKind::Dot([lc, rc, lb, rb]), Op::Dot(d)) => {
+                self.equate_all(lc, us(&d.lhs_contracting))
+                    && self.equate_all(rc, us(&d.rhs_contracting))
+                    && self.equate_all(lb, us(&d.lhs_batch))
+                    && self.equate_all(rb, us(&d.rhs_batch))
+            }
+            _ => false,
+        }
+    }
+
+    fn step(&mut self, pos: usize) {
+        let eg = self.eg;
+        let pat = self.pat;
+        if pos == pat.order.len() {
+            self.finish();
+            return;
+        }
+        let o = pat.order[pos];
+        let pop = &pat.ops[o];
+        let class = self.bind[o].expect("bound by a user earlier in the order");
+        let ty = &eg[class].data;
+        let mark = self.eqs.len();
+        if ty.dtype == pop.dtype && self.equate_all(&pop.shape, ty.shape.iter().copied()) {
+            if let PKind::Param = pop.kind {
+                self.step(pos + 1);
+            } else {
+                for node in &eg[class].nodes {
+                    if node.children.len() != pop.operands.len() || node.is_pii() {
+                        continue;
+                    }
+                    let inner = self.eqs.len();
+                    if self.kind_matches(&pop.kind, &node.op) {
+                        let mut newly = Vec::new();
+                        let mut consistent = true;
+                        for (&p, &child) in pop.operands.iter().zip(&node.children) {
+                            let child = eg.find(child);
+                            match self.bind[p] {
+                                Some(b) if b != child => {
+                                    consistent = false;
+                                    break;
+                                }
+                                Some(_) => {}
+                                None => {
+                                    self.bind[p] = Some(child);
+                                    newly.push(p);
+                                }
+                            }
+                        }
+                        if consistent {
+                            self.step(pos + 1);
+                        }
+                        for p in newly {
+                            self.bind[p] = None;
+                        }
+                    }
+                    self.eqs.truncate(inner);
+                }
+            }
+        }
+        self.eqs.truncate(mark);
+    }
+
+    fn finish(&mut self) {
+        let Ok(env) = solve::solve(&self.eqs, &self.pat.unknowns) else { return };
+        let instr = &self.isa.instructions[self.pat.instr];
+        let class_of = |p: usize| self.bind[p].expect("every pattern node is bound");
+        let values: Vec<Id> = self.pat.params.iter().map(|&p| class_of(p)).collect();
+        let root = class_of(self.pat.root);
+        for (slice, value) in instr.inputs.iter().zip(&values).chain(instr.outputs.iter().zip(std::iter::once(&root))) {
+            let Some(bytes) = slice_bytes(self.isa, slice, &env) else { return };
+            if bytes != self.eg[*value].data.bytes() {
+                return;
+            }
+        }
+        let comp = self.pat.unknowns.iter().map(|u| env[u]).collect();
+        let ty: Ty = self.eg[root].data.clone();
+        self.out.push(Match { class: root, node: Node::new(Op::Pii { instr: self.pat.instr, comp }, ty, values) });
+    }
+}
+
+/// Bytes a slice holds once the computational attributes are known; `None` when a size is
+/// not positive, exceeds its buffer, or cannot be evaluated.
+pub fn slice_bytes(isa: &Isa, slice: &crate::isa::Slice, env: &BTreeMap<String, i64>) -> Option<i64> {
+    let buffer = isa.buffer(&slice.buffer);
+    if slice.size.len() != buffer.access_dims.len() {
+        return None;
+    }
+    let mut count: i64 = buffer.unit_dims.iter().product();
+    for (size, cap) in slice.size.iter().zip(&buffer.access_dims) {
+        let v = size.eval(env).ok()?;
+        if v <= 0 || cap.is_some_and(|c| v > c) {
+            return None;
+        }
+        count = count.checked_mul(v)?;
+    }
+    Some(count * i64::from(DType::parse(&buffer.dtype)?.bytes()))
+}
+
+/// Evaluated sizes of a slice (`None` as in [`slice_bytes`]).
+pub fn slice_sizes(isa: &Isa, slice: &crate::isa::Slice, env: &BTreeMap<String, i64>) -> Option<Vec<i64>> {
+    slice_bytes(isa, slice, env)?;
+    slice.size.iter().map(|s| s.eval(env).ok()).collect()
+}
+
+/// Every match of every pattern, over classes in increasing id order.
+pub fn find(eg: &SelGraph, isa: &Isa, patterns: &Patterns) -> Vec<Match> {
+    let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
+    ids.sort();
+    let mut out = Vec::new();
+    for id in ids {
+        for pat in &patterns.list {
+            let mut bind = vec![None; pat.ops.len()];
+            bind[pat.root] = Some(id);
+            let mut search = Search { eg, isa, pat, bind, eqs: Vec::new(), out: &mut out };
+            search.step(0);
+        }
+    }
+    out
+}
+
+/// Adds the matched PIIs to their classes and rebuilds; returns whether anything was new.
+pub fn apply(eg: &mut SelGraph, matches: &[Match]) -> bool {
+    let mut changed = false;
+    for m in matches {
+        let before = eg.total_size();
+        let id = eg.add(m.node.clone());
+        changed |= eg.total_size() != before;
+        changed |= eg.union(m.class, id);
+    }
+    eg.rebuild();
+    changed
+}

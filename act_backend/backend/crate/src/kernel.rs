@@ -1,0 +1,601 @@
+//! A kernel as a typed DAG of operators, built from the HLO syntax tree of its entry
+//! computation: operands resolved, attributes decoded, reducers recognised, every type
+//! checked with the rules of `infer.rs`. Normalisations that keep the meaning:
+//! `reduce(x, 0) to_apply=<add>` becomes `reduce_add(x)`, other reducers keep their init and
+//! name their computation (add, max, min, mul), `exp` is `exponential`, and
+//! `select(compare(a, b, direction), t, f)` becomes `select_lt` / `select_eq_var` where that is
+//! exact.
+
+use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
+use crate::infer;
+use crate::lang::{DType, DotDims, Literal, Op, Reducer, Ty};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A tensor type as the driver sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorTy {
+    pub dtype: String,
+    pub shape: Vec<i64>,
+}
+
+impl TensorTy {
+    pub fn from_ty(ty: &Ty) -> TensorTy {
+        TensorTy { dtype: ty.dtype.name().to_string(), shape: ty.shape.clone() }
+    }
+
+    /// Bytes the tensor occupies in HBM.
+    pub fn bytes(&self) -> u64 {
+        let width = DType::parse(&self.dtype).map_or(1, DType::bytes);
+        self.shape.iter().map(|&d| d as u64).product::<u64>() * u64::from(width)
+    }
+}
+
+impl fmt::Display for TensorTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(i64::to_string).collect();
+        write!(f, "{}[{}]", self.dtype, dims.join(","))
+    }
+}
+
+/// One operation of the kernel.
+#[derive(Debug, Clone)]
+pub struct KernelNode {
+    pub name: String,
+    pub op: Op,
+    pub ty: Ty,
+    pub operands: Vec<usize>,
+    pub line: usize,
+    pub col: usize,
+    /// The HLO text of the instruction.
+    pub text: String,
+}
+
+/// A kernel: its nodes in program order (operands first), parameters and output.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    pub file: String,
+    pub params: Vec<TensorTy>,
+    pub output: TensorTy,
+    pub nodes: Vec<KernelNode>,
+    /// Node of parameter `i`.
+    pub param_nodes: Vec<usize>,
+    pub root: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelErrorKind {
+    Syntax,
+    UnknownOperator,
+    UndefinedOperand,
+    Shape,
+    Unsupported,
+}
+
+/// A problem in a kernel file; `Display` is `file:line:col: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelError {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub kind: KernelErrorKind,
+    pub message: String,
+}
+
+impl fmt::Display for KernelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+    }
+}
+
+impl std::error::Error for KernelError {}
+
+/// XLA operators that a kernel may use but no instruction semantics can express; they are
+/// kept as opaque nodes so that selection can say which one has no instruction.
+const OPAQUE_OPS: &[&str] = &[
+    "abs", "and", "atan2", "bitcast", "cbrt", "ceil", "clamp", "compare", "convolution", "cosine",
+    "count-leading-zeros", "dynamic-slice", "erf", "exponential-minus-one", "floor", "gather",
+    "imag", "iota", "is-finite", "log", "log-plus-one", "logistic", "negate", "not", "or", "pad",
+    "popcnt", "power", "real", "reduce-precision", "reduce-window", "remainder", "reverse", "rng",
+    "rng-bit-generator", "round-nearest-afz", "round-nearest-even", "rsqrt", "scatter", "select",
+    "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt",
+    "stochastic-convert", "tan", "tanh", "cholesky", "triangular-solve", "fft", "clz",
+];
+
+/// XLA operators whose meaning is control flow, tuples or communication: refused.
+const UNSUPPORTED_OPS: &[&str] = &[
+    "add-dependency", "after-all", "all-gather", "all-reduce", "all-to-all", "batch-norm-grad",
+    "batch-norm-inference", "batch-norm-training", "call", "collective-permute", "complex",
+    "conditional", "copy-done", "copy-start", "custom-call", "domain", "dynamic-reshape", "fusion",
+    "get-dimension-size", "get-tuple-element", "infeed", "map", "optimization-barrier", "outfeed",
+    "partition-id", "recv", "recv-done", "reduce-scatter", "replica-id", "select-and-scatter",
+    "send", "send-done", "set-dimension-size", "sort", "top-k", "tuple", "while",
+];
+
+/// Attributes that carry no meaning for the computed values.
+const IGNORED_ATTRS: &[&str] = &[
+    "metadata", "frontend_attributes", "backend_config", "sharding", "operand_precision",
+    "precision_config", "algorithm", "statistics_viz", "origin",
+];
+
+/// Parses an HLO kernel; `file` is used in error messages.
+pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
+    let module = hlo_parse::parse_module(text).map_err(|e| KernelError {
+        file: file.to_string(),
+        line: e.pos.line,
+        col: e.pos.col,
+        kind: KernelErrorKind::Syntax,
+        message: e.message,
+    })?;
+    let builder = Builder { file, computations: &module.computations };
+    let entry = builder.entry()?;
+    let name = module.name.clone().unwrap_or_else(|| entry.name.clone());
+    builder.build(name, entry)
+}
+
+struct Builder<'a> {
+    file: &'a str,
+    computations: &'a [Computation],
+}
+
+fn int_of(word: &str) -> Option<i64> {
+    word.parse::<i64>().ok()
+}
+
+/// A literal number as HLO prints it (`1`, `-2.5e-3`, `inf`, `-nan`, `true`).
+fn number_of(word: &str) -> Option<f64> {
+    match word {
+        "true" => return Some(1.0),
+        "false" => return Some(0.0),
+        "inf" => return Some(f64::INFINITY),
+        "-inf" => return Some(f64::NEG_INFINITY),
+        "nan" | "-nan" => return Some(f64::NAN),
+        _ => {}
+    }
+    word.parse::<f64>().ok()
+}
+
+impl<'a> Builder<'a> {
+    fn err<T>(&self, pos: Pos, kind: KernelErrorKind, message: impl Into<String>) -> Result<T, KernelError> {
+        Err(KernelError { file: self.file.to_string(), line: pos.line, col: pos.col, kind, message: message.into() })
+    }
+
+    fn entry(&self) -> Result<&'a Computation, KernelError> {
+        let entries: Vec<&Computation> = self.computations.iter().filter(|c| c.entry).collect();
+        match entries.as_slice() {
+            [one] => Ok(one),
+            [] => match self.computations.last() {
+                Some(last) if self.computations.len() == 1 => Ok(last),
+                _ => self.err(Pos { line: 1, col: 1 }, KernelErrorKind::Syntax, "the module has no ENTRY computation"),
+            },
+            [_, second, ..] => self.err(second.pos, KernelErrorKind::Syntax, "the module has more than one ENTRY computation"),
+        }
+    }
+
+    fn tensor_ty(&self, ast: &TypeAst, what: &str) -> Result<Ty, KernelError> {
+        match ast {
+            TypeAst::Tensor { dtype, dims, pos } => match DType::parse(dtype) {
+                Some(d) => Ok(Ty::new(d, dims.clone())),
+                None => self.err(*pos, KernelErrorKind::Unsupported, format!("unknown element type `{dtype}`")),
+            },
+            TypeAst::Tuple { pos, .. } => self.err(
+                *pos,
+                KernelErrorKind::Unsupported,
+                format!("{what} has the tuple type {ast}; only single tensors are supported"),
+            ),
+        }
+    }
+
+    fn int_list(&self, instr: &Instr, name: &str, required: bool) -> Result<Vec<i64>, KernelError> {
+        let Some(attr) = instr.attr(name) else {
+            if required {
+                return self.err(instr.opcode_pos, KernelErrorKind::Syntax, format!("`{}` needs the attribute {name}={{...}}", instr.opcode));
+            }
+            return Ok(Vec::new());
+        };
+        let bad = || self.err(attr.pos, KernelErrorKind::Syntax, format!("{name} must be a list of integers such as {{1,0}}, found {}", attr.value));
+        match &attr.value {
+            Value::List(items, _) => items
+                .iter()
+                .map(|v| match v {
+                    Value::Word(w, _) => int_of(w).ok_or(()),
+                    _ => Err(()),
+                })
+                .collect::<Result<Vec<i64>, ()>>()
+                .or_else(|_| bad()),
+            Value::Word(w, _) => int_of(w).map(|v| vec![v]).map_or_else(bad, Ok),
+            _ => bad(),
+        }
+    }
+
+    fn dims(&self, instr: &Instr, name: &str, required: bool) -> Result<Vec<usize>, KernelError> {
+        let v = self.int_list(instr, name, required)?;
+        if let Some(neg) = v.iter().find(|&&d| d < 0) {
+            let pos = instr.attr(name).map_or(instr.opcode_pos, |a| a.pos);
+            return self.err(pos, KernelErrorKind::Shape, format!("{name} has the negative dimension {neg}"));
+        }
+        Ok(v.into_iter().map(|d| d as usize).collect())
+    }
+
+    fn slice_ranges(&self, instr: &Instr) -> Result<Vec<(i64, i64, i64)>, KernelError> {
+        let Some(attr) = instr.attr("slice") else {
+            return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`slice` needs the attribute slice={[start:limit], ...}");
+        };
+        let bad = || self.err(attr.pos, KernelErrorKind::Syntax, format!("slice must be a list of [start:limit(:stride)] ranges, found {}", attr.value));
+        let Value::List(items, _) = &attr.value else { return bad() };
+        let mut out = Vec::new();
+        for item in items {
+            let Value::Range(parts, _) = item else { return bad() };
+            let nums: Option<Vec<i64>> = parts.iter().map(|p| int_of(p)).collect();
+            match nums.as_deref() {
+                Some([s, l]) => out.push((*s, *l, 1)),
+                Some([s, l, st]) => out.push((*s, *l, *st)),
+                _ => return bad(),
+            }
+        }
+        Ok(out)
+    }
+
+    fn literal(&self, instr: &Instr, ty: &Ty) -> Result<Literal, KernelError> {
+        let Some(Arg::Literal(value)) = instr.args.first() else {
+            return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`constant` needs a literal, e.g. constant(0)");
+        };
+        fn flatten(v: &Value, depth: usize, shape: &mut Vec<i64>, out: &mut Vec<f64>) -> Result<(), (Pos, String)> {
+            match v {
+                Value::Word(w, p) => number_of(w).map(|x| out.push(x)).ok_or((*p, format!("`{w}` is not a number"))),
+                Value::List(items, p) => {
+                    if shape.len() <= depth {
+                        shape.push(items.len() as i64);
+                    } else if shape[depth] != items.len() as i64 {
+                        return Err((*p, "the literal's nested lists are ragged".into()));
+                    }
+                    items.iter().try_for_each(|i| flatten(i, depth + 1, shape, out))
+                }
+                other => Err((other.pos(), format!("`{other}` is not a literal"))),
+            }
+        }
+        let (mut shape, mut values) = (Vec::new(), Vec::new());
+        if let Err((pos, message)) = flatten(value, 0, &mut shape, &mut values) {
+            return self.err(pos, KernelErrorKind::Syntax, message);
+        }
+        let fits = if matches!(value, Value::List(..)) { shape == ty.shape } else { ty.shape.is_empty() };
+        if !fits {
+            return self.err(value.pos(), KernelErrorKind::Shape, format!("the literal {value} does not have the declared shape {ty}"));
+        }
+        if ty.dtype.is_int() || ty.dtype == DType::Pred {
+            if let Some(bad) = values.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
+                return self.err(value.pos(), KernelErrorKind::Shape, format!("{bad} is not a value of {}", ty.dtype));
+            }
+        }
+        Ok(Literal::from_values(&values))
+    }
+
+    /// The reducer a `to_apply` computation applies: a single add/maximum/minimum/multiply of
+    /// its two scalar parameters.
+    fn reducer(&self, instr: &Instr) -> Result<Reducer, KernelError> {
+        let Some(attr) = instr.attr("to_apply") else {
+            return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`reduce` needs to_apply=<computation>");
+        };
+        let name = attr.value.to_string();
+        let name = name.strip_prefix('%').unwrap_or(&name);
+        let Some(comp) = self.computations.iter().find(|c| c.name == name) else {
+            return self.err(attr.pos, KernelErrorKind::UndefinedOperand, format!("computation `{name}` is not defined"));
+        };
+        let unsupported = || {
+            self.err(
+                attr.pos,
+                KernelErrorKind::Unsupported,
+                format!("reducer `{name}` must be a single add, maximum, minimum or multiply of its two parameters"),
+            )
+        };
+        let params: HashMap<&str, i64> = comp
+            .instrs
+            .iter()
+            .filter(|i| i.opcode == "parameter")
+            .filter_map(|i| match i.args.first() {
+                Some(Arg::Literal(Value::Word(w, _))) => int_of(w).map(|k| (i.name.as_str(), k)),
+                _ => None,
+            })
+            .collect();
+        let root = comp.instrs.iter().find(|i| i.root).or(comp.instrs.last());
+        let Some(root) = root else { return unsupported() };
+        let reducer = match root.opcode.as_str() {
+            "add" => Reducer::Add,
+            "maximum" => Reducer::Max,
+            "minimum" => Reducer::Min,
+            "multiply" => Reducer::Mul,
+            _ => return unsupported(),
+        };
+        let mut idx: Vec<i64> = root
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Operand { name, .. } => params.get(name.as_str()).copied(),
+                Arg::Literal(_) => None,
+            })
+            .collect();
+        idx.sort_unstable();
+        if idx != [0, 1] || comp.instrs.len() != 3 {
+            return unsupported();
+        }
+        Ok(reducer)
+    }
+
+    fn build(&self, name: String, entry: &Computation) -> Result<Kernel, KernelError> {
+        let mut nodes: Vec<KernelNode> = Vec::new();
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let later: HashMap<&str, Pos> = entry.instrs.iter().map(|i| (i.name.as_str(), i.pos)).collect();
+        let mut params: Vec<Option<usize>> = Vec::new();
+        let mut root = None;
+        for instr in &entry.instrs {
+            if by_name.contains_key(&instr.name) {
+                return self.err(instr.pos, KernelErrorKind::Syntax, format!("`{}` is defined twice", instr.name));
+            }
+            let is_root = instr.root;
+            let ty = self.tensor_ty(&instr.ty, if is_root { "the kernel's output" } else { "a value" })?;
+            let mut operands = Vec::new();
+            for arg in &instr.args {
+                if let Arg::Operand { name, pos } = arg {
+                    match by_name.get(name) {
+                        Some(&k) => operands.push(k),
+                        None if later.contains_key(name.as_str()) => {
+                            return self.err(*pos, KernelErrorKind::UndefinedOperand, format!("operand `{name}` is used before it is defined"))
+                        }
+                        None => return self.err(*pos, KernelErrorKind::UndefinedOperand, format!("operand `{name}` is not defined")),
+                    }
+                }
+            }
+            let (op, operands) = self.operator(instr, &ty, operands, &nodes)?;
+            let operand_tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
+            if let Err(message) = infer::check(&op, &operand_tys, &ty) {
+                return self.err(instr.opcode_pos, KernelErrorKind::Shape, format!("`{}`: {message}", instr.name));
+            }
+            if let Op::Parameter(i) = op {
+                if params.len() <= i {
+                    params.resize(i + 1, None);
+                }
+                if params[i].is_some() {
+                    return self.err(instr.pos, KernelErrorKind::Syntax, format!("parameter {i} is declared twice"));
+                }
+                params[i] = Some(nodes.len());
+            }
+            if is_root {
+                if root.is_some() {
+                    return self.err(instr.pos, KernelErrorKind::Syntax, "more than one instruction is marked ROOT");
+                }
+                root = Some(nodes.len());
+            }
+            by_name.insert(instr.name.clone(), nodes.len());
+            nodes.push(KernelNode {
+                name: instr.name.clone(),
+                op,
+                ty,
+                operands,
+                line: instr.pos.line,
+                col: instr.pos.col,
+                text: instr.text.clone(),
+            });
+        }
+        let root = match root.or_else(|| nodes.len().checked_sub(1)) {
+            Some(r) => r,
+            None => return self.err(entry.pos, KernelErrorKind::Syntax, format!("computation `{}` has no instructions", entry.name)),
+        };
+        let param_nodes = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p.ok_or(i))
+            .collect::<Result<Vec<usize>, usize>>()
+            .or_else(|missing| self.err(entry.pos, KernelErrorKind::Syntax, format!("parameter({missing}) is missing")))?;
+        Ok(Kernel {
+            name,
+            file: self.file.to_string(),
+            params: param_nodes.iter().map(|&k| TensorTy::from_ty(&nodes[k].ty)).collect(),
+            output: TensorTy::from_ty(&nodes[root].ty),
+            nodes,
+            param_nodes,
+            root,
+        })
+    }
+
+    /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
+    /// zero init drops it; select of compare takes the compared values).
+    fn operator(&self, instr: &Instr, ty: &Ty, operands: Vec<usize>, nodes: &[KernelNode]) -> Result<(Op, Vec<usize>), KernelError> {
+        let opcode = instr.opcode.as_str();
+        let op = match opcode {
+            "parameter" => match instr.args.as_slice() {
+                [Arg::Literal(Value::Word(w, _))] if int_of(w).is_some_and(|i| i >= 0) => Op::Parameter(int_of(w).unwrap_or(0) as usize),
+                _ => return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`parameter` needs its index, e.g. parameter(0)"),
+            },
+            "constant" => Op::Constant(self.literal(instr, ty)?),
+            "reshape" => Op::Reshape,
+            "convert" => Op::Convert,
+            "copy" => Op::Copy,
+            "bitcast-convert" | "bitcast_convert" => Op::BitcastConvert,
+            "transpose" => Op::Transpose(self.dims(instr, "dimensions", true)?),
+            "broadcast" => Op::Broadcast(self.dims(instr, "dimensions", true)?),
+            "slice" => Op::Slice(self.slice_ranges(instr)?),
+            "concatenate" => {
+                let d = self.dims(instr, "dimensions", true)?;
+                if d.len() != 1 {
+                    let pos = instr.attr("dimensions").map_or(instr.opcode_pos, |a| a.pos);
+                    return self.err(pos, KernelErrorKind::Shape, "concatenate takes exactly one dimension");
+                }
+                Op::Concatenate(d[0])
+            }
+            "dot" => Op::Dot(DotDims {
+                lhs_contracting: self.dims(instr, "lhs_contracting_dims", false)?,
+                rhs_contracting: self.dims(instr, "rhs_contracting_dims", false)?,
+                lhs_batch: self.dims(instr, "lhs_batch_dims", false)?,
+                rhs_batch: self.dims(instr, "rhs_batch_dims", false)?,
+            }),
+            "reduce" => {
+                if operands.len() != 2 {
+                    return self.err(
+                        instr.opcode_pos,
+                        KernelErrorKind::Unsupported,
+                        format!("a reduce of {} operands is not supported; reduce one tensor with one init value", operands.len()),
+                    );
+                }
+                let dims = self.dims(instr, "dimensions", true)?;
+                let reducer = self.reducer(instr)?;
+                let init_is_zero = matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat() == Some(0.0));
+                if reducer == Reducer::Add && init_is_zero {
+                    let x = operands[0];
+                    if nodes[operands[1]].ty.dtype != nodes[x].ty.dtype {
+                        return self.err(instr.opcode_pos, KernelErrorKind::Shape, "the init value of a reduce must have the operand's element type");
+                    }
+                    return Ok((Op::ReduceAdd(dims), vec![x]));
+                }
+                Op::Reduce { dims, reducer }
+            }
+            "reduce_add" => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
+            "exponential" | "exp" => Op::Exponential,
+            "add" => Op::Add,
+            "subtract" => Op::Subtract,
+            "multiply" => Op::Multiply,
+            "divide" => Op::Divide,
+            "maximum" => Op::Maximum,
+            "minimum" => Op::Minimum,
+            "xor" => Op::Xor,
+            "select_lt" => Op::SelectLt,
+            "select_eq_var" => Op::SelectEqVar,
+            "dynamic-update-slice" | "dynamic_update_slice" => Op::DynamicUpdateSlice,
+            "select" => {
+                if let Some(sel) = select_of_compare(&operands, nodes, ty) {
+                    return Ok(sel);
+                }
+                self.opaque(instr)
+            }
+            "compare" => {
+                let dir = instr.attr("direction").map(|a| a.value.to_string());
+                let ok = operands.len() == 2
+                    && nodes[operands[0]].ty == nodes[operands[1]].ty
+                    && ty.dtype == DType::Pred
+                    && ty.shape == nodes[operands[0]].ty.shape
+                    && matches!(dir.as_deref(), Some("EQ" | "NE" | "LT" | "LE" | "GT" | "GE"));
+                if !ok {
+                    return self.err(instr.opcode_pos, KernelErrorKind::Shape, "compare takes two operands of one type, a direction (EQ NE LT LE GT GE) and gives pred of their shape");
+                }
+                self.opaque(instr)
+            }
+            other if OPAQUE_OPS.contains(&other) => self.opaque(instr),
+            other if UNSUPPORTED_OPS.contains(&other) => {
+                return self.err(
+                    instr.opcode_pos,
+                    KernelErrorKind::Unsupported,
+                    format!("`{other}` is not supported in kernels: write the kernel as one computation over tensors"),
+                )
+            }
+            other => return self.err(instr.opcode_pos, KernelErrorKind::UnknownOperator, format!("unknown operator `{other}`")),
+        };
+        Ok((op, operands))
+    }
+
+    fn opaque(&self, instr: &Instr) -> Op {
+        let attrs: Vec<String> = instr
+            .attrs
+            .iter()
+            .filter(|a| !IGNORED_ATTRS.contains(&a.name.as_str()))
+            .map(|a| format!("{}={}", a.name, a.value))
+            .collect();
+        Op::Other { name: instr.opcode.clone(), attrs: attrs.join(", ") }
+    }
+}
+
+/// `select(compare(a, b, dir), t, f)` as `select_lt` / `select_eq_var`, for the directions
+/// where that is exact (LE and GE only on integers: with NaN they are not negations of LT).
+fn select_of_compare(operands: &[usize], nodes: &[KernelNode], ty: &Ty) -> Option<(Op, Vec<usize>)> {
+    let [p, t, f] = operands else { return None };
+    let pred = &nodes[*p];
+    let Op::Other { name, attrs } = &pred.op else { return None };
+    if name != "compare" || pred.ty.shape != ty.shape {
+        return None;
+    }
+    let [a, b] = pred.operands.as_slice() else { return None };
+    let direction = attrs.split(", ").find_map(|kv| kv.strip_prefix("direction="))?;
+    // A non-default comparison type (TOTALORDER) orders -0 and NaN differently.
+    if attrs.split(", ").any(|kv| kv.starts_with("type=") && !matches!(kv, "type=FLOAT" | "type=SIGNED" | "type=UNSIGNED")) {
+        return None;
+    }
+    let integer = !nodes[*a].ty.dtype.is_float();
+    let (a, b, t, f) = (*a, *b, *t, *f);
+    Some(match direction {
+        "LT" => (Op::SelectLt, vec![a, b, t, f]),
+        "GT" => (Op::SelectLt, vec![b, a, t, f]),
+        "EQ" => (Op::SelectEqVar, vec![a, b, t, f]),
+        "NE" => (Op::SelectEqVar, vec![a, b, f, t]),
+        "GE" if integer => (Op::SelectLt, vec![a, b, f, t]),
+        "LE" if integer => (Op::SelectLt, vec![b, a, f, t]),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = "HloModule small\n\
+        %sum (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n  %y = f32[] parameter(1)\n  ROOT %s = f32[] add(f32[] %x, f32[] %y)\n}\n\
+        %max (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n  %y = f32[] parameter(1)\n  ROOT %s = f32[] maximum(%y, %x)\n}\n\
+        ENTRY %e (a: f32[4,8]) -> f32[4] {\n  %a = f32[4,8]{1,0} parameter(0)\n  %z = f32[] constant(0)\n  \
+        %m = f32[] constant(-inf)\n  %r = f32[4]{0} reduce(f32[4,8]{1,0} %a, f32[] %z), dimensions={1}, to_apply=%sum\n  \
+        %q = f32[4]{0} reduce(%a, %m), dimensions={1}, to_apply=%max\n  ROOT %o = f32[4] add(%r, %q)\n}\n";
+
+    #[test]
+    fn reduce_with_zero_init_and_add_is_reduce_add() {
+        let k = parse_kernel(SMALL, "small.hlo").unwrap();
+        assert_eq!(k.name, "small");
+        assert_eq!(k.params, vec![TensorTy { dtype: "f32".into(), shape: vec![4, 8] }]);
+        let r = k.nodes.iter().find(|n| n.name == "r").unwrap();
+        assert_eq!(r.op, Op::ReduceAdd(vec![1]));
+        assert_eq!(r.operands.len(), 1);
+        let q = k.nodes.iter().find(|n| n.name == "q").unwrap();
+        assert_eq!(q.op, Op::Reduce { dims: vec![1], reducer: Reducer::Max });
+        assert_eq!(q.operands.len(), 2);
+        assert_eq!(k.nodes[k.root].name, "o");
+    }
+
+    fn error_of(text: &str) -> KernelError {
+        parse_kernel(text, "k.hlo").unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT q = f32[4] frobnicate(p)\n}\n");
+        assert_eq!(e.kind, KernelErrorKind::UnknownOperator);
+        assert_eq!(e.to_string(), "k.hlo:4:19: unknown operator `frobnicate`");
+        let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT q = f32[4] add(p, r)\n}\n");
+        assert_eq!(e.kind, KernelErrorKind::UndefinedOperand);
+        assert_eq!(e.to_string(), "k.hlo:4:26: operand `r` is not defined");
+        let e = error_of("HloModule m\nENTRY e {\n  p = f32[4,2] parameter(0)\n  ROOT q = f32[4,2] transpose(p), dimensions={1,0}\n}\n");
+        assert_eq!(e.kind, KernelErrorKind::Shape);
+        assert!(e.to_string().starts_with("k.hlo:4:21: `q`: declared type f32[4,2] but transpose produces f32[2,4]"), "{e}");
+        let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT t = (f32[4], f32[4]) tuple(p, p)\n}\n");
+        assert_eq!(e.kind, KernelErrorKind::Unsupported);
+        assert_eq!((e.line, e.col), (4, 12));
+        let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT q = f32[4] add(p p)\n}\n");
+        assert_eq!(e.kind, KernelErrorKind::Syntax);
+    }
+
+    #[test]
+    fn select_of_compare_becomes_select_lt() {
+        let k = parse_kernel(
+            "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n  \
+             c = pred[4] compare(a, b), direction=GT\n  ROOT s = f32[4] select(c, a, b)\n}\n",
+            "m.hlo",
+        )
+        .unwrap();
+        let s = &k.nodes[k.root];
+        assert_eq!(s.op, Op::SelectLt);
+        assert_eq!(s.operands, vec![1, 0, 0, 1]);
+        // GE on floats is not a negated LT (NaN): kept as an opaque select.
+        let k = parse_kernel(
+            "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n  \
+             c = pred[4] compare(a, b), direction=GE\n  ROOT s = f32[4] select(c, a, b)\n}\n",
+            "m.hlo",
+        )
+        .unwrap();
+        assert!(matches!(&k.nodes[k.root].op, Op::Other { name, .. } if name == "select"));
+    }
+}

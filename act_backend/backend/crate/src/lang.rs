@@ -1,0 +1,430 @@
+//! The e-graph language of instruction selection: tensor operators that carry their attributes
+//! and their result type, kernel input leaves, and partially instantiated instructions (PIIs).
+//!
+//! Every e-node holds its full result type and every attribute that changes its meaning, so two
+//! e-nodes are equal only when they compute the same thing: `transpose {1,0}` never matches
+//! `transpose {0,1}`, and a dot's dimension numbers are part of the dot.
+
+use egg::{Id, Language};
+use std::fmt;
+
+/// An element type of XLA HLO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Pred,
+    S8,
+    S16,
+    S32,
+    S64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+const DTYPES: [(DType, &str, u32); 13] = [
+    (DType::Pred, "pred", 1),
+    (DType::S8, "s8", 1),
+    (DType::S16, "s16", 2),
+    (DType::S32, "s32", 4),
+    (DType::S64, "s64", 8),
+    (DType::U8, "u8", 1),
+    (DType::U16, "u16", 2),
+    (DType::U32, "u32", 4),
+    (DType::U64, "u64", 8),
+    (DType::F16, "f16", 2),
+    (DType::BF16, "bf16", 2),
+    (DType::F32, "f32", 4),
+    (DType::F64, "f64", 8),
+];
+
+impl DType {
+    pub fn parse(name: &str) -> Option<DType> {
+        DTYPES.iter().find(|(_, n, _)| *n == name).map(|(d, _, _)| *d)
+    }
+
+    pub fn name(self) -> &'static str {
+        DTYPES.iter().find(|(d, _, _)| *d == self).map(|(_, n, _)| *n).expect("every dtype is listed")
+    }
+
+    /// Bytes per element (pred takes one byte, as XLA stores it).
+    pub fn bytes(self) -> u32 {
+        DTYPES.iter().find(|(d, _, _)| *d == self).map(|(_, _, b)| *b).expect("every dtype is listed")
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Pred
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, DType::S8 | DType::S16 | DType::S32 | DType::S64)
+    }
+
+    /// Significand bits including the implicit one (floats only).
+    fn significand_bits(self) -> u32 {
+        match self {
+            DType::F16 => 11,
+            DType::BF16 => 8,
+            DType::F32 => 24,
+            DType::F64 => 53,
+            _ => 0,
+        }
+    }
+
+    /// Exponent bits (floats only).
+    fn exponent_bits(self) -> u32 {
+        match self {
+            DType::F16 => 5,
+            DType::BF16 | DType::F32 => 8,
+            DType::F64 => 11,
+            _ => 0,
+        }
+    }
+
+    /// Whether converting every value of `self` to `to` and back gives it back unchanged, so
+    /// that a round trip through `to` is the identity.
+    pub fn widens_exactly_to(self, to: DType) -> bool {
+        if self == to {
+            return true;
+        }
+        match (self.is_float(), to.is_float()) {
+            (true, true) => {
+                self.significand_bits() <= to.significand_bits()
+                    && self.exponent_bits() <= to.exponent_bits()
+            }
+            (false, false) => {
+                if self == DType::Pred {
+                    return true;
+                }
+                if to == DType::Pred {
+                    return false;
+                }
+                let (a, b) = (self.bytes(), to.bytes());
+                match (self.is_signed(), to.is_signed()) {
+                    (s, t) if s == t => a <= b,
+                    (false, true) => a < b,
+                    _ => false,
+                }
+            }
+            (false, true) => {
+                // Every integer of `self` must be representable: |x| < 2^significand.
+                let magnitude = if self == DType::Pred {
+                    1
+                } else if self.is_signed() {
+                    8 * self.bytes() - 1
+                } else {
+                    8 * self.bytes()
+                };
+                magnitude <= to.significand_bits()
+            }
+            (true, false) => false,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A tensor type: element type and dimensions (row-major).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ty {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+}
+
+impl Ty {
+    pub fn new(dtype: DType, shape: Vec<i64>) -> Ty {
+        Ty { dtype, shape }
+    }
+
+    pub fn elements(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    pub fn bytes(&self) -> i64 {
+        self.elements() * i64::from(self.dtype.bytes())
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn with_shape(&self, shape: Vec<i64>) -> Ty {
+        Ty { dtype: self.dtype, shape }
+    }
+
+    pub fn with_dtype(&self, dtype: DType) -> Ty {
+        Ty { dtype, shape: self.shape.clone() }
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(i64::to_string).collect();
+        write!(f, "{}[{}]", self.dtype, dims.join(","))
+    }
+}
+
+/// The reduction a `reduce` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reducer {
+    Add,
+    Max,
+    Min,
+    Mul,
+}
+
+impl Reducer {
+    /// The name the ISA table uses (`computation` attribute).
+    pub fn table_name(self) -> &'static str {
+        match self {
+            Reducer::Add => "add",
+            Reducer::Max => "max",
+            Reducer::Min => "min",
+            Reducer::Mul => "mul",
+        }
+    }
+
+    pub fn from_table_name(name: &str) -> Option<Reducer> {
+        match name {
+            "add" => Some(Reducer::Add),
+            "max" | "maximum" => Some(Reducer::Max),
+            "min" | "minimum" => Some(Reducer::Min),
+            "mul" | "multiply" => Some(Reducer::Mul),
+            _ => None,
+        }
+    }
+}
+
+/// Dot dimension numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct DotDims {
+    pub lhs_contracting: Vec<usize>,
+    pub rhs_contracting: Vec<usize>,
+    pub lhs_batch: Vec<usize>,
+    pub rhs_batch: Vec<usize>,
+}
+
+impl DotDims {
+    /// Dimensions of a `rank`-dimensional operand that are neither batch nor contracting, in
+    /// increasing order: the order in which they appear in the result.
+    pub fn free(rank: usize, batch: &[usize], contracting: &[usize]) -> Vec<usize> {
+        (0..rank).filter(|d| !batch.contains(d) && !contracting.contains(d)).collect()
+    }
+}
+
+/// A literal: its values as f64 bit patterns, row-major (one value for a scalar or a splat).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Literal {
+    pub bits: Vec<u64>,
+}
+
+impl Literal {
+    pub fn from_values(values: &[f64]) -> Literal {
+        Literal { bits: values.iter().map(|v| v.to_bits()).collect() }
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.bits.iter().map(|b| f64::from_bits(*b))
+    }
+
+    /// The single value every element has, if they all have the same one.
+    pub fn splat(&self) -> Option<f64> {
+        let first = *self.bits.first()?;
+        self.bits.iter().all(|b| *b == first).then(|| f64::from_bits(first))
+    }
+}
+
+/// An operator with its attributes. The result type lives beside it in [`Node`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// Kernel parameter `i` in its declared type (kernel graphs only; the e-graph replaces it
+    /// by the bit cast of [`Op::Input`]).
+    Parameter(usize),
+    /// Kernel parameter `i` as the bytes it occupies in HBM: `u8[bytes]`, available in d0.
+    Input(usize),
+    Constant(Literal),
+    Reshape,
+    BitcastConvert,
+    Convert,
+    Copy,
+    Transpose(Vec<usize>),
+    /// `(start, limit, stride)` per dimension.
+    Slice(Vec<(i64, i64, i64)>),
+    Concatenate(usize),
+    Dot(DotDims),
+    Broadcast(Vec<usize>),
+    /// Operands `[x, init]`.
+    Reduce { dims: Vec<usize>, reducer: Reducer },
+    /// A sum with init 0, one operand.
+    ReduceAdd(Vec<usize>),
+    Exponential,
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Maximum,
+    Minimum,
+    Xor,
+    /// Operands `[a, b, on_true, on_false]`: `a < b ? on_true : on_false`.
+    SelectLt,
+    /// Operands `[a, b, on_true, on_false]`: `a == b ? on_true : on_false`.
+    SelectEqVar,
+    /// Operands `[operand, update, index...]`.
+    DynamicUpdateSlice,
+    /// A kernel operator that no instruction semantics can contain (`tanh`, `log`...): kept
+    /// with its attributes' text so that selection can name it.
+    Other { name: String, attrs: String },
+    /// An instruction of the ISA table with its computational attributes fixed; children are
+    /// the classes of its input slices, in order.
+    Pii { instr: usize, comp: Vec<i64> },
+}
+
+impl Op {
+    /// The HLO spelling of the operator, as a user would recognise it in a message.
+    pub fn hlo_name(&self) -> &str {
+        match self {
+            Op::Parameter(_) => "parameter",
+            Op::Input(_) => "parameter",
+            Op::Constant(_) => "constant",
+            Op::Reshape => "reshape",
+            Op::BitcastConvert => "bitcast-convert",
+            Op::Convert => "convert",
+            Op::Copy => "copy",
+            Op::Transpose(_) => "transpose",
+            Op::Slice(_) => "slice",
+            Op::Concatenate(_) => "concatenate",
+            Op::Dot(_) => "dot",
+            Op::Broadcast(_) => "broadcast",
+            Op::Reduce { .. } => "reduce",
+            Op::ReduceAdd(_) => "reduce",
+            Op::Exponential => "exponential",
+            Op::Add => "add",
+            Op::Subtract => "subtract",
+            Op::Multiply => "multiply",
+            Op::Divide => "divide",
+            Op::Maximum => "maximum",
+            Op::Minimum => "minimum",
+            Op::Xor => "xor",
+            Op::SelectLt => "select",
+            Op::SelectEqVar => "select",
+            Op::DynamicUpdateSlice => "dynamic-update-slice",
+            Op::Other { name, .. } => name,
+            Op::Pii { .. } => "instruction",
+        }
+    }
+
+    /// Elementwise operators: the result has the operands' shape and each element depends on
+    /// the same element of every operand.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            Op::Exponential
+                | Op::Add
+                | Op::Subtract
+                | Op::Multiply
+                | Op::Divide
+                | Op::Maximum
+                | Op::Minimum
+                | Op::Xor
+                | Op::SelectLt
+                | Op::SelectEqVar
+        )
+    }
+}
+
+/// An e-node: operator, result type, operand classes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Node {
+    pub op: Op,
+    pub ty: Ty,
+    pub children: Vec<Id>,
+}
+
+impl Node {
+    pub fn new(op: Op, ty: Ty, children: Vec<Id>) -> Node {
+        Node { op, ty, children }
+    }
+
+    pub fn leaf(op: Op, ty: Ty) -> Node {
+        Node { op, ty, children: Vec::new() }
+    }
+
+    pub fn is_pii(&self) -> bool {
+        matches!(self.op, Op::Pii { .. })
+    }
+}
+
+impl Language for Node {
+    type Discriminant = std::mem::Discriminant<Op>;
+
+    fn discriminant(&self) -> Self::Discriminant {
+        std::mem::discriminant(&self.op)
+    }
+
+    fn matches(&self, other: &Self) -> bool {
+        self.op == other.op && self.ty == other.ty && self.children.len() == other.children.len()
+    }
+
+    fn children(&self) -> &[Id] {
+        &self.children
+    }
+
+    fn children_mut(&mut self) -> &mut [Id] {
+        &mut self.children
+    }
+}
+
+impl fmt::Display for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.ty, self.op.hlo_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for (d, name, bytes) in DTYPES {
+            assert_eq!(DType::parse(name), Some(d));
+            assert_eq!(d.name(), name);
+            assert_eq!(d.bytes(), bytes);
+        }
+        assert_eq!(DType::parse("f8"), None);
+    }
+
+    #[test]
+    fn exact_widening() {
+        assert!(DType::BF16.widens_exactly_to(DType::F32));
+        assert!(DType::F16.widens_exactly_to(DType::F32));
+        assert!(!DType::F32.widens_exactly_to(DType::BF16));
+        assert!(!DType::F16.widens_exactly_to(DType::BF16));
+        assert!(!DType::BF16.widens_exactly_to(DType::F16));
+        assert!(DType::S8.widens_exactly_to(DType::BF16));
+        assert!(!DType::S16.widens_exactly_to(DType::BF16));
+        assert!(DType::U8.widens_exactly_to(DType::S16));
+        assert!(!DType::S8.widens_exactly_to(DType::U32));
+        assert!(!DType::F32.widens_exactly_to(DType::S32));
+    }
+
+    #[test]
+    fn nodes_differ_by_attributes() {
+        let t = Ty::new(DType::BF16, vec![4, 4]);
+        let a = Node::new(Op::Transpose(vec![1, 0]), t.clone(), vec![Id::from(0usize)]);
+        let b = Node::new(Op::Transpose(vec![0, 1]), t, vec![Id::from(0usize)]);
+        assert!(!a.matches(&b));
+    }
+}

@@ -1,0 +1,544 @@
+//! IR-to-IR rewrites: HLO algebraic identities, applied to the e-graph one pass at a time.
+//!
+//! Each rule reads one e-node (and the nodes of its operand classes), compares attributes, and
+//! proposes a term equal to the node's class. The set is the subset of identities that can
+//! lead to operators some instruction's semantics contains, plus the data-movement plumbing
+//! that connects layouts (copy, transpose, reshape, bit casts, converts); a rule whose result
+//! uses an operator no semantics contains is switched off (see [`RuleSet`]). Every proposed
+//! term is type-checked before it enters the e-graph.
+
+use crate::analysis::SelGraph;
+use crate::infer;
+use crate::lang::{DType, DotDims, Literal, Node, Op, Reducer, Ty};
+use egg::Id;
+use std::collections::BTreeSet;
+
+/// A term to add to the e-graph: an existing class or a new node over terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Term {
+    Class(Id),
+    Node(Op, Ty, Vec<Term>),
+}
+
+/// "Class `class` also equals `term`", found by rule `rule`.
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    pub rule: &'static str,
+    pub class: Id,
+    pub term: Term,
+}
+
+/// Which families of rules are on, decided by the operators the ISA's semantics use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    /// `x = copy(x)`: lets move instructions (semantics `copy`) implement any value.
+    pub copy: bool,
+    /// Dot layout normal forms, transpose folding and commutation.
+    pub dot: bool,
+    /// Accumulation precision: `convert(reduce(convert(x, wide)), narrow) = reduce(x)`.
+    pub reduce: bool,
+}
+
+impl RuleSet {
+    /// The rules useful for an ISA whose semantics use the operators `ops` (table names).
+    pub fn for_ops(ops: &BTreeSet<String>) -> RuleSet {
+        RuleSet {
+            copy: ops.contains("copy"),
+            dot: ops.contains("dot"),
+            reduce: ops.contains("reduce_add") || ops.contains("reduce"),
+        }
+    }
+
+    /// Every rule on (for tests of the rules themselves).
+    pub fn all() -> RuleSet {
+        RuleSet { copy: true, dot: true, reduce: true }
+    }
+}
+
+fn class_ty(eg: &SelGraph, id: Id) -> &Ty {
+    &eg[id].data
+}
+
+fn identity(perm: &[usize]) -> bool {
+    perm.iter().enumerate().all(|(i, &p)| i == p)
+}
+
+fn transpose_term(eg: &SelGraph, x: Id, perm: Vec<usize>) -> Term {
+    if identity(&perm) {
+        return Term::Class(x);
+    }
+    match infer::transpose_type(class_ty(eg, x), &perm) {
+        Ok(ty) => Term::Node(Op::Transpose(perm), ty, vec![Term::Class(x)]),
+        Err(_) => unreachable!("callers pass permutations of the operand's rank"),
+    }
+}
+
+fn reshape_term(x: Term, x_ty: &Ty, to: Ty) -> Term {
+    if *x_ty == to {
+        x
+    } else {
+        Term::Node(Op::Reshape, to, vec![x])
+    }
+}
+
+fn convert_term(eg: &SelGraph, x: Id, dtype: DType) -> Term {
+    let ty = class_ty(eg, x);
+    if ty.dtype == dtype {
+        Term::Class(x)
+    } else {
+        Term::Node(Op::Convert, ty.with_dtype(dtype), vec![Term::Class(x)])
+    }
+}
+
+/// Whether `v` is a value of `dtype` (so that converting a literal to it is exact).
+pub fn representable(v: f64, dtype: DType) -> bool {
+    if dtype.is_int() || dtype == DType::Pred {
+        let (lo, hi) = match dtype {
+            DType::Pred => (0.0, 1.0),
+            DType::S8 => (-128.0, 127.0),
+            DType::S16 => (-32768.0, 32767.0),
+            DType::S32 => (-2147483648.0, 2147483647.0),
+            DType::S64 => (-9.2e18, 9.2e18),
+            DType::U8 => (0.0, 255.0),
+            DType::U16 => (0.0, 65535.0),
+            DType::U32 => (0.0, 4294967295.0),
+            _ => (0.0, 1.8e19),
+        };
+        return v.fract() == 0.0 && v >= lo && v <= hi;
+    }
+    if v.is_nan() || v.is_infinite() || v == 0.0 || dtype == DType::F64 {
+        return true;
+    }
+    let f = v as f32;
+    if f64::from(f) != v {
+        return false;
+    }
+    match dtype {
+        DType::F32 => true,
+        DType::BF16 => f.to_bits() & 0xffff == 0,
+        DType::F16 => {
+            let exp = v.abs().log2().floor() as i32;
+            if exp > 15 {
+                return false;
+            }
+            // 11 significant bits for normals, a multiple of 2^-24 below 2^-14.
+            let quantum = if exp >= -14 { (exp - 10) as f64 } else { -24.0 };
+            (v / quantum.exp2()).fract() == 0.0
+        }
+        _ => false,
+    }
+}
+
+struct Finder<'a> {
+    eg: &'a SelGraph,
+    rules: &'a RuleSet,
+    out: Vec<Rewrite>,
+}
+
+impl<'a> Finder<'a> {
+    fn push(&mut self, rule: &'static str, class: Id, term: Term) {
+        if term != Term::Class(class) {
+            self.out.push(Rewrite { rule, class, term });
+        }
+    }
+
+    fn nodes(&self, id: Id) -> &'a [Node] {
+        &self.eg[id].nodes
+    }
+
+    fn class(&mut self, id: Id) {
+        let eg = self.eg;
+        let ty = class_ty(eg, id).clone();
+        if self.rules.copy && !self.nodes(id).iter().any(|n| n.op == Op::Copy && eg.find(n.children[0]) == id) {
+            self.push("copy-insert", id, Term::Node(Op::Copy, ty, vec![Term::Class(id)]));
+        }
+        for node in self.nodes(id) {
+            self.node(id, node);
+        }
+    }
+
+    fn node(&mut self, id: Id, node: &Node) {
+        let eg = self.eg;
+        match &node.op {
+            Op::Copy => self.push("copy-elim", id, Term::Class(node.children[0])),
+            Op::Transpose(p) => {
+                let x = node.children[0];
+                if identity(p) {
+                    self.push("transpose-identity", id, Term::Class(x));
+                }
+                for inner in self.nodes(x) {
+                    if let Op::Transpose(q) = &inner.op {
+                        let composed = p.iter().map(|&i| q[i]).collect();
+                        self.push("transpose-compose", id, transpose_term(eg, inner.children[0], composed));
+                    }
+                }
+            }
+            Op::Reshape => {
+                let x = node.children[0];
+                if *class_ty(eg, x) == node.ty {
+                    self.push("reshape-identity", id, Term::Class(x));
+                }
+                for inner in self.nodes(x) {
+                    match &inner.op {
+                        Op::Reshape => {
+                            let y = inner.children[0];
+                            self.push("reshape-compose", id, reshape_term(Term::Class(y), class_ty(eg, y), node.ty.clone()));
+                        }
+                        // Reshaping elements that were read from bytes is reshaping the bytes.
+                        Op::BitcastConvert => {
+                            let y = inner.children[0];
+                            let y_ty = class_ty(eg, y);
+                            let (a, b) = (y_ty.dtype.bytes(), node.ty.dtype.bytes());
+                            if a < b && y_ty.shape.last() == Some(&i64::from(b / a)) {
+                                let mut raw = node.ty.shape.clone();
+                                raw.push(i64::from(b / a));
+                                let raw_ty = Ty::new(y_ty.dtype, raw);
+                                let bytes = reshape_term(Term::Class(y), y_ty, raw_ty);
+                                self.push("reshape-of-bitcast", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![bytes]));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Op::BitcastConvert => {
+                let x = node.children[0];
+                if *class_ty(eg, x) == node.ty {
+                    self.push("bitcast-identity", id, Term::Class(x));
+                }
+                for inner in self.nodes(x) {
+                    if inner.op == Op::BitcastConvert {
+                        let y = inner.children[0];
+                        if *class_ty(eg, y) == node.ty {
+                            self.push("bitcast-round-trip", id, Term::Class(y));
+                        } else if infer::bitcast_type(class_ty(eg, y), node.ty.dtype).as_ref() == Ok(&node.ty) {
+                            self.push("bitcast-compose", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![Term::Class(y)]));
+                        }
+                    }
+                }
+            }
+            Op::Convert => self.convert(id, node),
+            Op::Broadcast(d) => self.broadcast(id, node, d),
+            Op::Constant(lit) => {
+                if !node.ty.shape.is_empty() {
+                    if let Some(v) = lit.splat() {
+                        let scalar = Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.with_shape(vec![]), vec![]);
+                        self.push("constant-splat", id, Term::Node(Op::Broadcast(vec![]), node.ty.clone(), vec![scalar]));
+                        if lit.bits.len() > 1 {
+                            self.push("constant-splat", id, Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.clone(), vec![]));
+                        }
+                    }
+                }
+            }
+            Op::ReduceAdd(dims) => {
+                let x = node.children[0];
+                let x_ty = class_ty(eg, x);
+                if dims.iter().all(|&d| x_ty.shape[d] == 1) {
+                    self.push("reduce-trivial", id, reshape_term(Term::Class(x), x_ty, node.ty.clone()));
+                }
+            }
+            Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
+            _ => {}
+        }
+    }
+
+    fn convert(&mut self, id: Id, node: &Node) {
+        let eg = self.eg;
+        let x = node.children[0];
+        let x_ty = class_ty(eg, x).clone();
+        let to = node.ty.dtype;
+        if x_ty.dtype == to {
+            self.push("convert-identity", id, Term::Class(x));
+        }
+        for inner in self.nodes(x) {
+            let y = inner.children.first().copied();
+            match (&inner.op, y) {
+                (Op::Convert, Some(y)) if class_ty(eg, y).dtype.widens_exactly_to(x_ty.dtype) => {
+                    self.push("convert-exact-round-trip", id, convert_term(eg, y, to));
+                }
+                // Converting commutes with moving data around; pushing it to the operand lets
+                // it meet the convert it cancels or the reduction it narrows.
+                (Op::Reshape, Some(y)) => {
+                    let c = convert_term(eg, y, to);
+                    self.push("convert-through-reshape", id, reshape_term(c, &class_ty(eg, y).with_dtype(to), node.ty.clone()));
+                }
+                (Op::Transpose(p), Some(y)) => {
+                    let c = convert_term(eg, y, to);
+                    self.push("convert-through-transpose", id, Term::Node(Op::Transpose(p.clone()), node.ty.clone(), vec![c]));
+                }
+                (Op::Broadcast(d), Some(y)) => {
+                    let c = convert_term(eg, y, to);
+                    self.push("convert-through-broadcast", id, Term::Node(Op::Broadcast(d.clone()), node.ty.clone(), vec![c]));
+                }
+                (Op::Constant(lit), None) if lit.values().all(|v| representable(v, to)) => {
+                    self.push("convert-constant", id, Term::Node(Op::Constant(lit.clone()), node.ty.clone(), vec![]));
+                }
+                (Op::ReduceAdd(dims), Some(y)) if self.rules.reduce => {
+                    // convert(reduce_add(convert(z, wide)), narrow) = reduce_add(z) in the narrow
+                    // type: the accumulation precision is left to the reduction.
+                    for widen in self.nodes(y) {
+                        if widen.op == Op::Convert {
+                            let z = widen.children[0];
+                            if class_ty(eg, z).dtype == to && to.widens_exactly_to(x_ty.dtype) {
+                                self.push("reduce-precision", id, Term::Node(Op::ReduceAdd(dims.clone()), node.ty.clone(), vec![Term::Class(z)]));
+                            }
+                        }
+                    }
+                }
+                (Op::Reduce { dims, reducer: r @ (Reducer::Max | Reducer::Min) }, Some(y)) if self.rules.reduce => {
+                    // Max and min commute with monotone rounding: exact in any precision.
+                    let init = inner.children[1];
+                    for widen in self.nodes(y) {
+                        if widen.op == Op::Convert {
+                            let z = widen.children[0];
+                            if class_ty(eg, z).dtype == to && to.widens_exactly_to(x_ty.dtype) {
+                                let op = Op::Reduce { dims: dims.clone(), reducer: *r };
+                                let narrow_init = convert_term(eg, init, to);
+                                self.push("reduce-precision", id, Term::Node(op, node.ty.clone(), vec![Term::Class(z), narrow_init]));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn broadcast(&mut self, id: Id, node: &Node, d: &[usize]) {
+        let eg = self.eg;
+        let x = node.children[0];
+        let x_ty = class_ty(eg, x).clone();
+        if identity(d) && x_ty.shape == node.ty.shape {
+            self.push("broadcast-identity", id, Term::Class(x));
+        }
+        for inner in self.nodes(x) {
+            match &inner.op {
+                Op::Broadcast(e) => {
+                    let y = inner.children[0];
+                    let composed: Vec<usize> = e.iter().map(|&i| d[i]).collect();
+                    if infer::broadcast_check(class_ty(eg, y), &composed, &node.ty.shape).is_ok() {
+                        self.push("broadcast-compose", id, Term::Node(Op::Broadcast(composed), node.ty.clone(), vec![Term::Class(y)]));
+                    }
+                }
+                Op::Constant(lit) if x_ty.shape.is_empty() => {
+                    self.push("broadcast-constant", id, Term::Node(Op::Constant(lit.clone()), node.ty.clone(), vec![]));
+                }
+                _ => {}
+            }
+        }
+        // Size-1 operand dimensions carry nothing the broadcast does not repeat anyway.
+        let kept: Vec<usize> = (0..x_ty.rank()).filter(|&i| x_ty.shape[i] != 1).collect();
+        if kept.len() < x_ty.rank() {
+            let squeezed = x_ty.with_shape(kept.iter().map(|&i| x_ty.shape[i]).collect());
+            let dims = kept.iter().map(|&i| d[i]).collect();
+            let operand = reshape_term(Term::Class(x), &x_ty, squeezed);
+            self.push("broadcast-squeeze", id, Term::Node(Op::Broadcast(dims), node.ty.clone(), vec![operand]));
+        }
+    }
+
+    fn dot(&mut self, id: Id, node: &Node, dd: &DotDims) {
+        let eg = self.eg;
+        let (a, b) = (node.children[0], node.children[1]);
+        let (ra, rb) = (class_ty(eg, a).rank(), class_ty(eg, b).rank());
+        let nb = dd.lhs_batch.len();
+        let lf = DotDims::free(ra, &dd.lhs_batch, &dd.lhs_contracting);
+        let rf = DotDims::free(rb, &dd.rhs_batch, &dd.rhs_contracting);
+        let nc = dd.lhs_contracting.len();
+        let span = |from: usize, n: usize| (from..from + n).collect::<Vec<usize>>();
+        // Layout normal forms: each operand transposed to [batch, free, contracting] or
+        // [batch, contracting, free], so that a matrix unit with fixed dimension numbers
+        // meets the product whichever way the kernel wrote it.
+        let lhs_forms = [
+            ([&dd.lhs_batch[..], &lf, &dd.lhs_contracting].concat(), span(nb + lf.len(), nc)),
+            ([&dd.lhs_batch[..], &dd.lhs_contracting, &lf].concat(), span(nb, nc)),
+        ];
+        let rhs_forms = [
+            ([&dd.rhs_batch[..], &dd.rhs_contracting, &rf].concat(), span(nb, nc)),
+            ([&dd.rhs_batch[..], &rf, &dd.rhs_contracting].concat(), span(nb + rf.len(), nc)),
+        ];
+        for (lperm, lc) in &lhs_forms {
+            for (rperm, rc) in &rhs_forms {
+                let dims = DotDims { lhs_contracting: lc.clone(), rhs_contracting: rc.clone(), lhs_batch: span(0, nb), rhs_batch: span(0, nb) };
+                let term = Term::Node(
+                    Op::Dot(dims),
+                    node.ty.clone(),
+                    vec![transpose_term(eg, a, lperm.clone()), transpose_term(eg, b, rperm.clone())],
+                );
+                self.push("dot-normal-form", id, term);
+            }
+        }
+        // A transposed operand folds into the dimension numbers when its free dimensions keep
+        // their order (the result lists them in increasing order).
+        for (side, operand) in [(0usize, a), (1usize, b)] {
+            for inner in self.nodes(operand) {
+                let Op::Transpose(p) = &inner.op else { continue };
+                let (batch, contracting, free) = if side == 0 {
+                    (&dd.lhs_batch, &dd.lhs_contracting, &lf)
+                } else {
+                    (&dd.rhs_batch, &dd.rhs_contracting, &rf)
+                };
+                let mapped_free: Vec<usize> = free.iter().map(|&f| p[f]).collect();
+                if !mapped_free.windows(2).all(|w| w[0] < w[1]) {
+                    continue;
+                }
+                let mut dims = dd.clone();
+                let new_batch = batch.iter().map(|&x| p[x]).collect();
+                let new_contracting = contracting.iter().map(|&x| p[x]).collect();
+                let mut children = vec![Term::Class(a), Term::Class(b)];
+                children[side] = Term::Class(inner.children[0]);
+                if side == 0 {
+                    dims.lhs_batch = new_batch;
+                    dims.lhs_contracting = new_contracting;
+                } else {
+                    dims.rhs_batch = new_batch;
+                    dims.rhs_contracting = new_contracting;
+                }
+                self.push("dot-fold-transpose", id, Term::Node(Op::Dot(dims), node.ty.clone(), children));
+            }
+        }
+        // Commutation: dot(a, b) = transpose(dot(b, a)) with the free dimensions swapped back.
+        let swapped = DotDims {
+            lhs_contracting: dd.rhs_contracting.clone(),
+            rhs_contracting: dd.lhs_contracting.clone(),
+            lhs_batch: dd.rhs_batch.clone(),
+            rhs_batch: dd.lhs_batch.clone(),
+        };
+        let mut sshape: Vec<i64> = node.ty.shape[..nb].to_vec();
+        sshape.extend_from_slice(&node.ty.shape[nb + lf.len()..]);
+        sshape.extend_from_slice(&node.ty.shape[nb..nb + lf.len()]);
+        let perm: Vec<usize> = [span(0, nb), span(nb + rf.len(), lf.len()), span(nb, rf.len())].concat();
+        let inner = Term::Node(Op::Dot(swapped), node.ty.with_shape(sshape), vec![Term::Class(b), Term::Class(a)]);
+        self.push("dot-commute", id, Term::Node(Op::Transpose(perm), node.ty.clone(), vec![inner]));
+    }
+}
+
+/// All rewrites the rules find, over classes in increasing id order (deterministic).
+pub fn search(eg: &SelGraph, rules: &RuleSet) -> Vec<Rewrite> {
+    let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
+    ids.sort();
+    let mut finder = Finder { eg, rules, out: Vec::new() };
+    for id in ids {
+        finder.class(id);
+    }
+    finder.out
+}
+
+/// Adds a term, checking the type of every new node; `None` when a node is ill-typed (a bug
+/// in a rule, reported in debug builds).
+pub fn add_term(eg: &mut SelGraph, term: &Term) -> Option<Id> {
+    match term {
+        Term::Class(id) => Some(*id),
+        Term::Node(op, ty, kids) => {
+            let ids = kids.iter().map(|k| add_term(eg, k)).collect::<Option<Vec<Id>>>()?;
+            let tys: Vec<&Ty> = ids.iter().map(|&k| &eg[k].data).collect();
+            if let Err(e) = infer::check(op, &tys, ty) {
+                debug_assert!(false, "a rewrite built an ill-typed node: {e}");
+                return None;
+            }
+            Some(eg.add(Node::new(op.clone(), ty.clone(), ids)))
+        }
+    }
+}
+
+/// Applies rewrites and rebuilds; returns whether the e-graph changed.
+pub fn apply(eg: &mut SelGraph, rewrites: &[Rewrite]) -> bool {
+    let mut changed = false;
+    for rw in rewrites {
+        let before = eg.total_size();
+        let Some(id) = add_term(eg, &rw.term) else { continue };
+        changed |= eg.total_size() != before;
+        if eg[rw.class].data != eg[id].data {
+            debug_assert!(false, "rule {} equated {} with {}", rw.rule, eg[rw.class].data, eg[id].data);
+            continue;
+        }
+        changed |= eg.union(rw.class, id);
+    }
+    eg.rebuild();
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::TypeAnalysis;
+
+    fn ty(shape: &[i64]) -> Ty {
+        Ty::new(DType::BF16, shape.to_vec())
+    }
+
+    fn saturate(eg: &mut SelGraph, rules: &RuleSet) {
+        for _ in 0..10 {
+            let found = search(eg, rules);
+            if !apply(eg, &found) {
+                return;
+            }
+        }
+        panic!("did not saturate");
+    }
+
+    #[test]
+    fn transposes_compose_and_cancel() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(&[2, 3, 4])));
+        let t1 = eg.add(Node::new(Op::Transpose(vec![1, 2, 0]), ty(&[3, 4, 2]), vec![x]));
+        let t2 = eg.add(Node::new(Op::Transpose(vec![2, 0, 1]), ty(&[2, 3, 4]), vec![t1]));
+        saturate(&mut eg, &RuleSet::default());
+        assert_eq!(eg.find(t2), eg.find(x));
+        assert_ne!(eg.find(t1), eg.find(x));
+    }
+
+    #[test]
+    fn contracting_the_rhs_on_dim_1_is_a_product_with_its_transpose() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), ty(&[4, 8])));
+        let b = eg.add(Node::leaf(Op::Input(1), ty(&[6, 8])));
+        let abt = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![1], ..Default::default() };
+        let d = eg.add(Node::new(Op::Dot(abt), ty(&[4, 6]), vec![a, b]));
+        saturate(&mut eg, &RuleSet::all());
+        let bt = eg.lookup(Node::new(Op::Transpose(vec![1, 0]), ty(&[8, 6]), vec![b])).expect("b^T was built");
+        let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        let normal = eg.lookup(Node::new(Op::Dot(std.clone()), ty(&[4, 6]), vec![a, bt])).expect("a.(b^T) was built");
+        assert_eq!(eg.find(normal), eg.find(d));
+        // ...and never a product with b itself in the standard form (A.B^T is not A.B).
+        let wrong = eg.lookup(Node::new(Op::Dot(std), ty(&[4, 6]), vec![a, b]));
+        assert!(wrong.is_none() || eg.find(wrong.unwrap()) != eg.find(d));
+    }
+
+    #[test]
+    fn narrowing_an_accumulation_is_the_narrow_reduction() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(&[4, 8])));
+        let wide = eg.add(Node::new(Op::Convert, Ty::new(DType::F32, vec![4, 8]), vec![x]));
+        let sum = eg.add(Node::new(Op::ReduceAdd(vec![1]), Ty::new(DType::F32, vec![4]), vec![wide]));
+        let r = eg.add(Node::new(Op::Reshape, Ty::new(DType::F32, vec![4, 1]), vec![sum]));
+        let narrow = eg.add(Node::new(Op::Convert, ty(&[4, 1]), vec![r]));
+        let back = eg.add(Node::new(Op::Reshape, ty(&[4]), vec![narrow]));
+        saturate(&mut eg, &RuleSet::all());
+        let direct = eg.lookup(Node::new(Op::ReduceAdd(vec![1]), ty(&[4]), vec![x])).expect("built");
+        assert_eq!(eg.find(direct), eg.find(back));
+    }
+
+    #[test]
+    fn precision_rule_needs_an_exact_widening() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::F32, vec![4, 8])));
+        let narrow = eg.add(Node::new(Op::Convert, ty(&[4, 8]), vec![x]));
+        let sum = eg.add(Node::new(Op::ReduceAdd(vec![1]), ty(&[4]), vec![narrow]));
+        let _back = eg.add(Node::new(Op::Convert, Ty::new(DType::F32, vec![4]), vec![sum]));
+        saturate(&mut eg, &RuleSet::all());
+        assert!(eg.lookup(Node::new(Op::ReduceAdd(vec![1]), Ty::new(DType::F32, vec![4]), vec![x])).is_none());
+    }
+
+    #[test]
+    fn literals_convert_only_when_exact() {
+        assert!(representable(1.0, DType::BF16));
+        assert!(representable(f64::NEG_INFINITY, DType::F16));
+        assert!(!representable(0.1, DType::BF16));
+        assert!(representable(65504.0, DType::F16));
+        assert!(!representable(65536.0 * 2.0, DType::F16));
+        assert!(representable(2f64.powi(-24), DType::F16));
+        assert!(!representable(2f64.powi(-25), DType::F16));
+        assert!(!representable(1.5, DType::S32));
+        assert!(representable(-128.0, DType::S8));
+    }
+}

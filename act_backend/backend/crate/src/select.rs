@@ -1,0 +1,172 @@
+//! Instruction selection, start to end: the kernel's e-graph is grown by alternating one pass
+//! of IR-to-IR rewrites with one pass of IR-to-ISA matching until nothing changes or a limit
+//! is reached, then candidate PII graphs are extracted. Limits count iterations and e-nodes,
+//! never time, so the same kernel and ISA always give the same candidates.
+
+use crate::analysis::{self, KernelGraph};
+use crate::extract::{ExtractFailure, Extractor};
+use crate::isa::Isa;
+use crate::isa_match::{self, Patterns};
+use crate::kernel::Kernel;
+use crate::lang::Op;
+use crate::pii::PiiGraph;
+use crate::rewrites::{self, RuleSet};
+use std::fmt;
+use std::time::Instant;
+
+/// Budgets of the search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectLimits {
+    /// Rewrite-and-match iterations.
+    pub iter_limit: usize,
+    /// E-nodes after which no further iteration starts.
+    pub node_limit: usize,
+    /// Candidates returned at most.
+    pub max_candidates: usize,
+}
+
+impl Default for SelectLimits {
+    fn default() -> Self {
+        SelectLimits { iter_limit: 32, node_limit: 50_000, max_candidates: 16 }
+    }
+}
+
+/// What the search did (for reports; nothing here decides the result but the counts).
+#[derive(Debug, Clone, Default)]
+pub struct SelectStats {
+    pub egraph_nodes: usize,
+    pub egraph_classes: usize,
+    pub iterations: usize,
+    /// "saturated", "iteration limit" or "node limit".
+    pub stop_reason: String,
+    pub rewrite_ms: f64,
+    pub match_ms: f64,
+    pub extract_ms: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// Distinct candidates, best first.
+    pub candidates: Vec<PiiGraph>,
+    pub stats: SelectStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectError {
+    /// No candidate computes the kernel; `op` is the first kernel operation (program order)
+    /// that has no implementation, `line` its line, `message` the whole explanation.
+    NoInstruction { file: String, line: usize, op: String, message: String },
+    /// The ISA table cannot be used (a malformed buffer reference, no HBM).
+    BadTable(String),
+}
+
+impl fmt::Display for SelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectError::NoInstruction { file, line, message, .. } => write!(f, "{file}:{line}: {message}"),
+            SelectError::BadTable(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for SelectError {}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
+pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
+    let rules = RuleSet::for_ops(&patterns.ops);
+    let mut kg = analysis::build(kernel);
+    let mut stats = SelectStats::default();
+    let eg = &mut kg.egraph;
+    loop {
+        if stats.iterations >= limits.iter_limit {
+            stats.stop_reason = "iteration limit".into();
+            break;
+        }
+        stats.iterations += 1;
+        let t = Instant::now();
+        let found = rewrites::search(eg, &rules);
+        let rewrote = rewrites::apply(eg, &found);
+        stats.rewrite_ms += ms(t);
+        let t = Instant::now();
+        let matches = isa_match::find(eg, isa, patterns);
+        let matched = isa_match::apply(eg, &matches);
+        stats.match_ms += ms(t);
+        if !rewrote && !matched {
+            stats.stop_reason = "saturated".into();
+            break;
+        }
+        if eg.total_number_of_nodes() >= limits.node_limit {
+            stats.stop_reason = "node limit".into();
+            break;
+        }
+    }
+    stats.egraph_nodes = eg.total_number_of_nodes();
+    stats.egraph_classes = eg.number_of_classes();
+    (kg, stats)
+}
+
+/// Selects instructions of `isa` for `kernel`: distinct candidate PII graphs, best first.
+pub fn select(kernel: &Kernel, isa: &Isa, limits: &SelectLimits) -> Result<Selection, SelectError> {
+    if !isa.buffers.iter().any(|b| b.is_hbm()) {
+        return Err(SelectError::BadTable(format!("ISA table {}: no HBM buffer (d0)", isa.name)));
+    }
+    let patterns = Patterns::compile(isa);
+    let (kg, mut stats) = saturate(kernel, isa, &patterns, limits);
+    let t = Instant::now();
+    let ex = Extractor::new(&kg.egraph, isa, kg.root).map_err(|m| SelectError::BadTable(format!("ISA table {}: {m}", isa.name)))?;
+    // The search budget grows with the e-graph: more iterations, more alternatives to try.
+    let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
+    let found = ex.candidates(limits.max_candidates, budget);
+    stats.extract_ms = ms(t);
+    match found {
+        Ok(candidates) => Ok(Selection { candidates, stats }),
+        Err(ExtractFailure::RootUnreachable) => Err(no_instruction(kernel, isa, &kg, &ex)),
+    }
+}
+
+/// Names the kernel operation to blame: walking from the output through operations that
+/// cannot be produced, the first one (program order) whose operands all can.
+fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> SelectError {
+    let eg = &kg.egraph;
+    let ok = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
+    let error = |k: usize, what: String| {
+        let node = &kernel.nodes[k];
+        SelectError::NoInstruction {
+            file: kernel.file.clone(),
+            line: node.line,
+            op: node.op.hlo_name().to_string(),
+            message: format!("no instruction of {} {what} ({})", isa.name, node.text),
+        }
+    };
+    let root = kernel.root;
+    if ok(root) {
+        // The value exists somewhere but cannot reach HBM (or only as a kernel input).
+        let verb = if ex.computed(eg.find(kg.node_class[root])) { "stores" } else { "copies" };
+        return error(root, format!("{verb} the result of `{}` to HBM", kernel.nodes[root].op.hlo_name()));
+    }
+    let mut seen = vec![false; kernel.nodes.len()];
+    let mut stack = vec![root];
+    let mut blamed: Option<usize> = None;
+    while let Some(k) = stack.pop() {
+        if seen[k] {
+            continue;
+        }
+        seen[k] = true;
+        let bad: Vec<usize> = kernel.nodes[k].operands.iter().copied().filter(|&o| !ok(o)).collect();
+        if bad.is_empty() {
+            blamed = Some(blamed.map_or(k, |b| b.min(k)));
+        }
+        stack.extend(bad);
+    }
+    let k = blamed.unwrap_or(root);
+    let node = &kernel.nodes[k];
+    let what = match &node.op {
+        Op::Parameter(i) => format!("loads parameter {i} (`{}`, {})", node.name, node.ty),
+        op => format!("computes `{}`", op.hlo_name()),
+    };
+    error(k, what)
+}

@@ -1,0 +1,171 @@
+//! Matching soundness, as a table: `kernel, ISA => instructions of the best candidate` or
+//! `=> the kernel operation no instruction computes`. Every candidate of every row that
+//! selects is run by the reference interpreter and must compute the kernel bit for bit.
+
+mod select_support;
+
+use act_compiler::isa::Isa;
+use act_compiler::pii::{PiiGraph, PiiNode};
+use act_compiler::select::SelectError;
+use select_support::{
+    assert_candidates_compute_kernel, eval_candidate, eval_kernel, isa, kernel_file, kernel_text, multiset, random_bf16, run,
+    sorted, without,
+};
+
+enum Expect {
+    /// The best candidate's instructions (a multiset).
+    Instrs(&'static [&'static str]),
+    /// Any best candidate of this many instructions.
+    Count(usize),
+    /// `NoInstruction` naming this operator on this line.
+    Missing(&'static str, usize),
+}
+use Expect::*;
+
+fn two(body: &str) -> String {
+    format!("HloModule k\nENTRY e {{\n  a = bf16[64,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n{body}}}\n")
+}
+
+const DOT: &str = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
+
+fn qkv() -> Isa {
+    isa("qkv_isa.json")
+}
+
+/// QKV without its transposing load and store: a plain gemm is the only way to multiply.
+fn qkv_plain() -> Isa {
+    without(&qkv(), &["load_cm", "store_cm"])
+}
+
+fn softmax_kernel(reduce_dims: &str, bcast_dims: &str, second_exp_of: &str) -> String {
+    format!(
+        "HloModule k\n%add (x: bf16[], y: bf16[]) -> bf16[] {{\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n  ROOT %s = bf16[] add(%x, %y)\n}}\n\
+         ENTRY e {{\n  q = bf16[64,64] parameter(0)\n  k = bf16[64,64] parameter(1)\n  v = bf16[64,64] parameter(2)\n  \
+         s1 = bf16[64,64] dot(q, k), {DOT}\n  s2 = bf16[64,64] dot(q, v), {DOT}\n  e1 = bf16[64,64] exponential(s1)\n  \
+         e2 = bf16[64,64] exponential({second_exp_of})\n  z = bf16[] constant(0)\n  \
+         r = bf16[64] reduce(e2, z), dimensions={reduce_dims}, to_apply=%add\n  d = bf16[64,64] broadcast(r), dimensions={bcast_dims}\n  \
+         p = bf16[64,64] divide(e1, d)\n  ROOT o = bf16[64,64] dot(p, v), {DOT}\n}}\n"
+    )
+}
+
+fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
+    vec![
+        ("A.B", two(&format!("  ROOT d = bf16[64,64] dot(a, b), {DOT}\n")), qkv(), Instrs(&["load_rm", "load_rm", "gemm", "mov", "store_rm"])),
+        (
+            "A.B^T by dimension numbers uses the transposing load",
+            two("  ROOT d = bf16[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"),
+            qkv(),
+            Instrs(&["load_rm", "load_cm", "gemm", "mov", "store_rm"]),
+        ),
+        (
+            "A.B^T never compiles as A.B",
+            two("  ROOT d = bf16[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"),
+            qkv_plain(),
+            Missing("dot", 5),
+        ),
+        (
+            "A.transpose(B) never compiles as A.B",
+            two(&format!("  t = bf16[64,64] transpose(b), dimensions={{1,0}}\n  ROOT d = bf16[64,64] dot(a, t), {DOT}\n")),
+            qkv_plain(),
+            Missing("transpose", 5),
+        ),
+        (
+            "A^T.B by dimension numbers",
+            two("  ROOT d = bf16[64,64] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"),
+            qkv(),
+            Instrs(&["load_cm", "load_rm", "gemm", "mov", "store_rm"]),
+        ),
+        ("(A.B)^T", two(&format!("  d = bf16[64,64] dot(a, b), {DOT}\n  ROOT t = bf16[64,64] transpose(d), dimensions={{1,0}}\n")), qkv(), Count(5)),
+        ("A.A shares one load", two(&format!("  ROOT d = bf16[64,64] dot(a, a), {DOT}\n")), qkv(), Instrs(&["load_rm", "gemm", "mov", "store_rm"])),
+        ("a transpose", two("  ROOT t = bf16[64,64] transpose(a), dimensions={1,0}\n"), qkv(), Count(2)),
+        ("a copy", two("  ROOT c = bf16[64,64] copy(a)\n"), qkv(), Instrs(&["load_rm", "store_rm"])),
+        ("the output is an input", two("  ROOT c = bf16[64,64] copy(b)\n"), qkv_plain(), Instrs(&["load_rm", "store_rm"])),
+        ("softmax of a product", softmax_kernel("{1}", "{0}", "s1"), qkv(), Instrs(&["load_rm", "load_rm", "load_rm", "gemm", "softmax", "mov", "gemm", "mov", "store_rm"])),
+        ("softmax operands must be one value", softmax_kernel("{1}", "{0}", "s2"), qkv(), Missing("exponential", 13)),
+        ("softmax over columns is not softmax", softmax_kernel("{0}", "{1}", "s1"), qkv(), Missing("exponential", 13)),
+        ("broadcast dimensions are compared", softmax_kernel("{1}", "{1}", "s1"), qkv(), Missing("exponential", 13)),
+        (
+            "a product larger than the matrix unit",
+            "HloModule k\nENTRY e {\n  a = bf16[128,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  ROOT d = bf16[128,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n".into(),
+            qkv(),
+            Missing("dot", 5),
+        ),
+        (
+            "a value larger than the buffer",
+            "HloModule k\nENTRY e {\n  a = bf16[256,64] parameter(0)\n  ROOT c = bf16[256,64] copy(a)\n}\n".into(),
+            qkv(),
+            Missing("parameter", 3),
+        ),
+        (
+            "element types are compared",
+            "HloModule k\nENTRY e {\n  a = f32[64,32] parameter(0)\n  ROOT c = f32[64,32] copy(a)\n}\n".into(),
+            qkv(),
+            Missing("parameter", 3),
+        ),
+    ]
+}
+
+#[test]
+fn matching_soundness_table() {
+    for (name, text, isa, expect) in rows() {
+        let k = kernel_text(&text);
+        let result = run(&k, &isa);
+        match (expect, result) {
+            (Instrs(names), Ok(sel)) => {
+                assert_eq!(multiset(&isa, &sel.candidates[0]), sorted(names), "{name}");
+                assert_candidates_compute_kernel(&isa, &k, &sel);
+            }
+            (Count(n), Ok(sel)) => {
+                assert_eq!(sel.candidates[0].instruction_count(), n, "{name}");
+                assert_candidates_compute_kernel(&isa, &k, &sel);
+            }
+            (Missing(op, line), Err(SelectError::NoInstruction { op: got, line: got_line, .. })) => {
+                assert_eq!((got.as_str(), got_line), (op, line), "{name}");
+            }
+            (_, Ok(sel)) => panic!("{name}: selected {:?}", multiset(&isa, &sel.candidates[0])),
+            (_, Err(e)) => panic!("{name}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn tanh_has_no_instruction() {
+    let err = run(&kernel_file("tanh_jax.hlo"), &qkv()).unwrap_err();
+    assert_eq!(err.to_string(), "tanh_jax.hlo:5: no instruction of QKV computes `tanh` (ROOT tanh.1 = bf16[64,64]{1,0} tanh(A.1))");
+}
+
+#[test]
+fn a_value_no_store_reaches_is_named() {
+    // Without stores nothing reaches HBM; the product itself is computable.
+    let isa = without(&qkv(), &["store_rm", "store_cm"]);
+    let err = run(&kernel_text(&two(&format!("  ROOT d = bf16[64,64] dot(a, b), {DOT}\n"))), &isa).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel.hlo:5: no instruction of QKV stores the result of `dot` to HBM (ROOT d = bf16[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})"
+    );
+}
+
+#[test]
+fn the_interpreter_tells_a_product_from_its_transpose() {
+    // The harness above must be able to fail: A.B computed as B.A is caught.
+    let isa = qkv();
+    let k = kernel_text(&two(&format!("  ROOT d = bf16[64,64] dot(a, b), {DOT}\n")));
+    let inputs = vec![random_bf16(8192, 1), random_bf16(8192, 2)];
+    let index = |name: &str| isa.instructions.iter().position(|i| i.name == name).unwrap();
+    let instr = |name: &str, comp: Vec<i64>, operands: Vec<usize>| PiiNode::Instr { instr: index(name), comp, operands };
+    let graph = |lhs: usize, rhs: usize| PiiGraph {
+        nodes: vec![
+            PiiNode::Input { param: 0, bytes: 8192 },
+            PiiNode::Input { param: 1, bytes: 8192 },
+            instr("load_rm", vec![64], vec![0]),
+            instr("load_rm", vec![64], vec![1]),
+            instr("gemm", vec![], vec![lhs, rhs]),
+            instr("mov", vec![64], vec![4]),
+            instr("store_rm", vec![64], vec![5]),
+        ],
+        root: 6,
+    };
+    let expected = eval_kernel(&k, &inputs);
+    assert_eq!(eval_candidate(&isa, &graph(2, 3), &inputs), expected);
+    assert_ne!(eval_candidate(&isa, &graph(3, 2), &inputs), expected);
+}

@@ -1,0 +1,428 @@
+//! Test support for instruction selection: fixtures, and a reference interpreter that runs a
+//! kernel and a candidate PII graph (each instruction by its semantics) on the same input
+//! bytes, so that tests can check every candidate computes what the kernel computes.
+//!
+//! Values travel between instructions as bytes, as they do in memory: an instruction's ROOT
+//! value is written row-major, and the consumer reads its parameter from those bytes. Every
+//! operator rounds its result to its element type; arithmetic is done in f64.
+
+#![allow(dead_code)]
+
+use act_compiler::isa::Isa;
+use act_compiler::isa_match::instantiate;
+use act_compiler::kernel::{parse_kernel, Kernel};
+use act_compiler::lang::{DType, Op, Reducer, Ty};
+use act_compiler::pii::{PiiGraph, PiiNode};
+use act_compiler::select::{select, SelectError, SelectLimits, Selection};
+use std::collections::BTreeMap;
+
+pub fn data(name: &str) -> String {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+pub fn isa(name: &str) -> Isa {
+    Isa::from_json(&data(name)).unwrap()
+}
+
+/// `isa` without the named instructions.
+pub fn without(isa: &Isa, names: &[&str]) -> Isa {
+    let mut out = isa.clone();
+    out.instructions.retain(|i| !names.contains(&i.name.as_str()));
+    out
+}
+
+pub fn kernel_file(name: &str) -> Kernel {
+    parse_kernel(&data(name), name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn kernel_text(text: &str) -> Kernel {
+    parse_kernel(text, "kernel.hlo").unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn run(kernel: &Kernel, isa: &Isa) -> Result<Selection, SelectError> {
+    select(kernel, isa, &SelectLimits::default())
+}
+
+/// Instruction names of a candidate, sorted (a multiset).
+pub fn multiset(isa: &Isa, g: &PiiGraph) -> Vec<String> {
+    let mut v: Vec<String> = g
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            PiiNode::Instr { instr, .. } => Some(isa.instructions[*instr].name.clone()),
+            PiiNode::Input { .. } => None,
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn sorted(names: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+/// A tensor of f64 values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    pub ty: Ty,
+    pub data: Vec<f64>,
+}
+
+fn bf16_bits(v: f64) -> u16 {
+    let f = v as f32;
+    if f.is_nan() {
+        return 0x7fc0;
+    }
+    let b = f.to_bits();
+    let round = 0x7fff + ((b >> 16) & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+fn f16_of(v: f64) -> f64 {
+    if !v.is_finite() || v == 0.0 {
+        return v;
+    }
+    let exp = v.abs().log2().floor() as i32;
+    if exp > 15 {
+        return v.signum() * f64::INFINITY;
+    }
+    let q = if exp >= -14 { (exp - 10) as f64 } else { -24.0 };
+    let scaled = v / q.exp2();
+    let r = scaled.round();
+    // Ties to even.
+    let r = if (scaled - scaled.trunc()).abs() == 0.5 && r % 2.0 != 0.0 { r - scaled.signum() } else { r };
+    r * q.exp2()
+}
+
+/// `v` rounded to a value of `dtype`.
+pub fn round(v: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => v,
+        DType::F32 => f64::from(v as f32),
+        DType::BF16 => f64::from(f32::from_bits(u32::from(bf16_bits(v)) << 16)),
+        DType::F16 => f16_of(v),
+        DType::Pred => f64::from(u8::from(v != 0.0)),
+        _ => {
+            let bits = 8 * dtype.bytes();
+            let t = v.trunc() as i128;
+            let m = 1i128 << bits;
+            let w = t.rem_euclid(m);
+            if dtype.is_signed() && w >= m / 2 {
+                (w - m) as f64
+            } else {
+                w as f64
+            }
+        }
+    }
+}
+
+pub fn encode(t: &Tensor) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &v in &t.data {
+        let v = round(v, t.ty.dtype);
+        match t.ty.dtype {
+            DType::BF16 => out.extend(bf16_bits(v).to_le_bytes()),
+            DType::F32 => out.extend((v as f32).to_le_bytes()),
+            DType::F64 => out.extend(v.to_le_bytes()),
+            DType::F16 => {
+                let f = v as f32;
+                let b = f.to_bits();
+                let sign = ((b >> 16) & 0x8000) as u16;
+                let h = if v == 0.0 {
+                    sign
+                } else if v.is_infinite() {
+                    sign | 0x7c00
+                } else if v.is_nan() {
+                    0x7e00
+                } else {
+                    let exp = v.abs().log2().floor() as i32;
+                    if exp >= -14 {
+                        let mant = ((v.abs() / (exp as f64).exp2() - 1.0) * 1024.0) as u16;
+                        sign | (((exp + 15) as u16) << 10) | mant
+                    } else {
+                        sign | (v.abs() / (-24f64).exp2()) as u16
+                    }
+                };
+                out.extend(h.to_le_bytes());
+            }
+            d => {
+                let n = d.bytes() as usize;
+                let bytes = (v as i128).to_le_bytes();
+                out.extend_from_slice(&bytes[..n]);
+            }
+        }
+    }
+    out
+}
+
+pub fn decode(bytes: &[u8], ty: &Ty) -> Tensor {
+    let w = ty.dtype.bytes() as usize;
+    assert_eq!(bytes.len() as i64, ty.bytes(), "{} bytes for {ty}", bytes.len());
+    let data = bytes
+        .chunks(w)
+        .map(|c| match ty.dtype {
+            DType::BF16 => f64::from(f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)),
+            DType::F32 => f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap()),
+            DType::F16 => {
+                let h = u16::from_le_bytes([c[0], c[1]]);
+                let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+                let e = i32::from((h >> 10) & 0x1f);
+                let m = f64::from(h & 0x3ff);
+                sign * match e {
+                    0 => m * (-24f64).exp2(),
+                    31 => if m == 0.0 { f64::INFINITY } else { f64::NAN },
+                    _ => (1.0 + m / 1024.0) * f64::from(e - 15).exp2(),
+                }
+            }
+            d => {
+                let mut buf = [0u8; 16];
+                buf[..w].copy_from_slice(c);
+                let mut v = i128::from_le_bytes(buf);
+                if d.is_signed() && c[w - 1] & 0x80 != 0 {
+                    v -= 1i128 << (8 * w);
+                }
+                v as f64
+            }
+        })
+        .collect();
+    Tensor { ty: ty.clone(), data }
+}
+
+fn strides(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * shape[k + 1];
+    }
+    s
+}
+
+fn unflat(mut i: i64, shape: &[i64]) -> Vec<i64> {
+    let mut idx = vec![0; shape.len()];
+    for k in (0..shape.len()).rev() {
+        idx[k] = i % shape[k];
+        i /= shape[k];
+    }
+    idx
+}
+
+fn flat(idx: &[i64], shape: &[i64]) -> usize {
+    idx.iter().zip(strides(shape)).map(|(i, s)| i * s).sum::<i64>() as usize
+}
+
+/// Applies one operator.
+pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
+    let n = ty.elements();
+    let each = |f: &dyn Fn(Vec<i64>) -> f64| -> Vec<f64> { (0..n).map(|i| f(unflat(i, &ty.shape))).collect() };
+    let data: Vec<f64> = match op {
+        Op::Constant(lit) => {
+            let v: Vec<f64> = lit.values().collect();
+            if v.len() == 1 { vec![v[0]; n as usize] } else { v }
+        }
+        Op::Reshape | Op::Copy => args[0].data.clone(),
+        Op::Convert => args[0].data.clone(),
+        Op::BitcastConvert => decode(&encode(args[0]), ty).data,
+        Op::Transpose(p) => each(&|o| {
+            let mut idx = vec![0; p.len()];
+            for (i, &pi) in p.iter().enumerate() {
+                idx[pi] = o[i];
+            }
+            args[0].data[flat(&idx, &args[0].ty.shape)]
+        }),
+        Op::Slice(r) => each(&|o| {
+            let idx: Vec<i64> = o.iter().zip(r).map(|(i, (s, _, st))| s + i * st).collect();
+            args[0].data[flat(&idx, &args[0].ty.shape)]
+        }),
+        Op::Concatenate(d) => each(&|mut o| {
+            for a in args {
+                if o[*d] < a.ty.shape[*d] {
+                    return a.data[flat(&o, &a.ty.shape)];
+                }
+                o[*d] -= a.ty.shape[*d];
+            }
+            unreachable!()
+        }),
+        Op::Broadcast(dims) => each(&|o| {
+            let src = &args[0].ty.shape;
+            let idx: Vec<i64> = dims.iter().enumerate().map(|(i, &d)| if src[i] == 1 { 0 } else { o[d] }).collect();
+            args[0].data[flat(&idx, src)]
+        }),
+        Op::Dot(d) => {
+            let (a, b) = (args[0], args[1]);
+            let nb = d.lhs_batch.len();
+            let lf: Vec<usize> = (0..a.ty.rank()).filter(|x| !d.lhs_batch.contains(x) && !d.lhs_contracting.contains(x)).collect();
+            let rf: Vec<usize> = (0..b.ty.rank()).filter(|x| !d.rhs_batch.contains(x) && !d.rhs_contracting.contains(x)).collect();
+            let cshape: Vec<i64> = d.lhs_contracting.iter().map(|&c| a.ty.shape[c]).collect();
+            let ccount: i64 = cshape.iter().product();
+            each(&|o| {
+                let mut ia = vec![0; a.ty.rank()];
+                let mut ib = vec![0; b.ty.rank()];
+                for k in 0..nb {
+                    ia[d.lhs_batch[k]] = o[k];
+                    ib[d.rhs_batch[k]] = o[k];
+                }
+                for (k, &f) in lf.iter().enumerate() {
+                    ia[f] = o[nb + k];
+                }
+                for (k, &f) in rf.iter().enumerate() {
+                    ib[f] = o[nb + lf.len() + k];
+                }
+                let mut sum = 0.0;
+                for c in 0..ccount {
+                    let ci = unflat(c, &cshape);
+                    for (k, &v) in ci.iter().enumerate() {
+                        ia[d.lhs_contracting[k]] = v;
+                        ib[d.rhs_contracting[k]] = v;
+                    }
+                    sum += a.data[flat(&ia, &a.ty.shape)] * b.data[flat(&ib, &b.ty.shape)];
+                }
+                sum
+            })
+        }
+        Op::ReduceAdd(dims) | Op::Reduce { dims, .. } => {
+            let (init, reducer) = match op {
+                Op::Reduce { reducer, .. } => (args[1].data[0], *reducer),
+                _ => (0.0, Reducer::Add),
+            };
+            let src = &args[0].ty.shape;
+            let rshape: Vec<i64> = dims.iter().map(|&d| src[d]).collect();
+            let kept: Vec<usize> = (0..src.len()).filter(|k| !dims.contains(k)).collect();
+            each(&|o| {
+                let mut idx = vec![0; src.len()];
+                for (k, &kk) in kept.iter().enumerate() {
+                    idx[kk] = o[k];
+                }
+                let mut acc = init;
+                for r in 0..rshape.iter().product::<i64>() {
+                    for (k, &v) in unflat(r, &rshape).iter().enumerate() {
+                        idx[dims[k]] = v;
+                    }
+                    let x = args[0].data[flat(&idx, src)];
+                    acc = match reducer {
+                        Reducer::Add => acc + x,
+                        Reducer::Mul => acc * x,
+                        Reducer::Max => acc.max(x),
+                        Reducer::Min => acc.min(x),
+                    };
+                }
+                acc
+            })
+        }
+        Op::Exponential => args[0].data.iter().map(|x| x.exp()).collect(),
+        Op::Add | Op::Subtract | Op::Multiply | Op::Divide | Op::Maximum | Op::Minimum | Op::Xor => args[0]
+            .data
+            .iter()
+            .zip(&args[1].data)
+            .map(|(&x, &y)| match op {
+                Op::Add => x + y,
+                Op::Subtract => x - y,
+                Op::Multiply => x * y,
+                Op::Divide => x / y,
+                Op::Maximum => x.max(y),
+                Op::Minimum => x.min(y),
+                _ => ((x as i64) ^ (y as i64)) as f64,
+            })
+            .collect(),
+        Op::SelectLt | Op::SelectEqVar => (0..n as usize)
+            .map(|i| {
+                let (a, b) = (args[0].data[i], args[1].data[i]);
+                let c = if *op == Op::SelectLt { a < b } else { a == b };
+                if c { args[2].data[i] } else { args[3].data[i] }
+            })
+            .collect(),
+        Op::DynamicUpdateSlice => {
+            let (base, upd) = (args[0], args[1]);
+            let starts: Vec<i64> = (0..base.ty.rank())
+                .map(|k| (args[2 + k].data[0] as i64).clamp(0, base.ty.shape[k] - upd.ty.shape[k]))
+                .collect();
+            each(&|o| {
+                let inside = o.iter().zip(&starts).zip(&upd.ty.shape).all(|((i, s), u)| *i >= *s && *i < s + u);
+                if inside {
+                    let idx: Vec<i64> = o.iter().zip(&starts).map(|(i, s)| i - s).collect();
+                    upd.data[flat(&idx, &upd.ty.shape)]
+                } else {
+                    base.data[flat(&o, &base.ty.shape)]
+                }
+            })
+        }
+        other => panic!("the reference interpreter cannot run {other:?}"),
+    };
+    Tensor { ty: ty.clone(), data: data.into_iter().map(|v| round(v, ty.dtype)).collect() }
+}
+
+/// The kernel's output bytes for `inputs` (one byte string per parameter).
+pub fn eval_kernel(k: &Kernel, inputs: &[Vec<u8>]) -> Vec<u8> {
+    let mut vals: Vec<Tensor> = Vec::new();
+    for node in &k.nodes {
+        let t = match node.op {
+            Op::Parameter(i) => decode(&inputs[i], &node.ty),
+            _ => {
+                let args: Vec<&Tensor> = node.operands.iter().map(|&o| &vals[o]).collect();
+                eval_op(&node.op, &node.ty, &args)
+            }
+        };
+        vals.push(t);
+    }
+    encode(&vals[k.root])
+}
+
+/// The output bytes a candidate produces: each instruction runs its semantics on the bytes of
+/// its operands.
+pub fn eval_candidate(isa: &Isa, g: &PiiGraph, inputs: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes: Vec<Vec<u8>> = Vec::new();
+    for node in &g.nodes {
+        let out = match node {
+            PiiNode::Input { param, bytes } => {
+                assert_eq!(inputs[*param].len() as u64, *bytes);
+                inputs[*param].clone()
+            }
+            PiiNode::Instr { instr, comp, operands } => {
+                let ins = &isa.instructions[*instr];
+                let env: BTreeMap<String, i64> = ins.comp_env(comp);
+                let mut named: BTreeMap<&str, Tensor> = BTreeMap::new();
+                for op in &ins.semantics {
+                    let (o, ty) = instantiate(op, &env).unwrap();
+                    let t = match o {
+                        Op::Parameter(i) => decode(&bytes[operands[i]], &ty),
+                        _ => {
+                            let args: Vec<&Tensor> = op.operands.iter().map(|n| &named[n.as_str()]).collect();
+                            eval_op(&o, &ty, &args)
+                        }
+                    };
+                    named.insert(op.name.as_str(), t);
+                }
+                let root = ins.semantics.iter().find(|o| o.root).unwrap_or_else(|| ins.semantics.last().unwrap());
+                let root = &named[root.name.as_str()];
+                encode(root)
+            }
+        };
+        bytes.push(out);
+    }
+    bytes[g.root].clone()
+}
+
+/// Deterministic pseudo-random bf16 bytes in [-1, 1) for a parameter of `bytes` bytes.
+pub fn random_bf16(bytes: u64, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut out = Vec::new();
+    for _ in 0..bytes / 2 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let v = ((state >> 33) as f64 / (1u64 << 31) as f64) * 2.0 - 1.0;
+        out.extend(bf16_bits(v).to_le_bytes());
+    }
+    out
+}
+
+/// Checks that every candidate computes the kernel's output bit for bit on random inputs.
+pub fn assert_candidates_compute_kernel(isa: &Isa, k: &Kernel, sel: &Selection) {
+    let inputs: Vec<Vec<u8>> = k.params.iter().enumerate().map(|(i, p)| random_bf16(p.bytes(), i as u64 + 7)).collect();
+    let expected = eval_kernel(k, &inputs);
+    for (c, g) in sel.candidates.iter().enumerate() {
+        g.check().unwrap();
+        let got = eval_candidate(isa, g, &inputs);
+        assert!(got == expected, "candidate {c} ({:?}) does not compute kernel {}", multiset(isa, g), k.name);
+    }
+}
