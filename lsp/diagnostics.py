@@ -123,7 +123,7 @@ class DiagnosticsScheduler:
         settings = self.server.settings
         if settings.execute_specs:
             result = await spec_check.check_running(
-                snap.text, snap.path, self.server.pool, settings.spec_timeout_s,
+                snap.text, snap.path, self.server.checker, settings.spec_timeout_s,
                 settings.spec_memory_mb)
         else:
             result = await asyncio.to_thread(spec_check.check_static, snap.text, snap.path)

@@ -32,7 +32,7 @@ from lsp.diagnostics import DiagnosticsScheduler
 from lsp.features import completion, definition, hover, lenses, symbols
 from lsp.findings import Finding
 from lsp.spec_reader import read_spec
-from lsp.spec_runner import ChildPool
+from lsp.spec_runner import new_checker
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class ActLanguageServer(LanguageServer):
         super().__init__("act-backend-lsp", VERSION, protocol_cls=ActProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.settings = settings.Settings()
-        self.pool = ChildPool()
+        self.checker = new_checker()
         self.scheduler = DiagnosticsScheduler(self)
 
     # ---- helpers the commands use ----------------------------------------------------
@@ -110,7 +110,7 @@ class ActLanguageServer(LanguageServer):
         for message in ignored:
             self.window_log_message(types.LogMessageParams(types.MessageType.Warning, message))
         if self.settings.execute_specs:
-            self.pool.prestart()
+            self.checker.prestart()
         if self.settings != before:
             for uri in self.scheduler.open_uris():
                 self.scheduler.schedule(uri)
@@ -206,7 +206,7 @@ def _register_documents(server: ActLanguageServer) -> None:
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: ActLanguageServer, params: None) -> None:
         await ls.scheduler.shutdown()
-        await ls.pool.close()
+        await ls.checker.close()
 
 
 _SYMBOL_KIND = {

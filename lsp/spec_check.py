@@ -23,7 +23,7 @@ from lsp import spec_model
 from lsp.convert import lines_of
 from lsp.findings import Finding, clamp, from_problem
 from lsp.spec_reader import ApiCall, Ref, read_spec
-from lsp.spec_runner import ChildPool, check_spec
+from lsp.spec_runner import Checker, check_spec
 from lsp.text_map import TextRange, line_range, node_range
 
 # Problems inside a semantics string that compare it with the instruction's slices: only
@@ -141,7 +141,7 @@ def _standalone_semantics(found: list[Finding], reading, acc_ref: Ref,
     return kept
 
 
-async def check_running(text: str, path: str, pool: ChildPool, timeout_s: float,
+async def check_running(text: str, path: str, checker: Checker, timeout_s: float,
                         memory_mb: int) -> SpecCheck:
     lines = lines_of(text)
     tree, failure = parse(text, path)
@@ -150,7 +150,7 @@ async def check_running(text: str, path: str, pool: ChildPool, timeout_s: float,
         return SpecCheck([failure])
     # The static model still serves navigation when the run reports nothing usable.
     static_model = spec_model.from_reading(read_spec(tree), lines)
-    outcome = await check_spec(pool, path, text, timeout_s, memory_mb)
+    outcome = await check_spec(checker, path, text, timeout_s, memory_mb)
     model = static_model
     if outcome.payload and outcome.payload.get("accelerators"):
         model = spec_model.from_json(outcome.payload["accelerators"], path)

@@ -1,11 +1,14 @@
-"""Run ``lsp.spec_child`` processes from the server's event loop, within limits.
+"""Run child processes from the server's event loop, within limits: spec checks, spec
+generation and kernel simulation.
 
 A check must answer within a few hundred milliseconds, and starting Python and importing
-``act_backend`` costs more than that, so ``ChildPool`` keeps one ``check`` child started
-ahead of time, its imports done, waiting for a request on stdin; each child serves one
-request and exits, so no state leaks from one run of a spec into the next.
+``act_backend`` costs more than that. ``ForkChecker`` keeps one fork server
+(``lsp.fork_server``) that has done the imports and forks a fresh process per check;
+where forking is not available, ``SpawnChecker`` keeps one ``lsp.spec_child`` process
+started ahead of need instead. Either way each process serves one check and exits, so no
+state leaks from one run of a spec into the next.
 
-Whatever the spec does, the server keeps answering: the child runs in its own session
+Whatever the spec does, the server keeps answering: each run has its own session
 (process group), is killed with everything it started when its wall-clock limit passes or
 the check is cancelled, and its output is bounded.
 """
@@ -14,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +49,7 @@ class ChildResult:
 
 # The child programs, by mode: running a spec (check, generate) and simulating a kernel.
 _CHILDREN = {
+    "serve": ("lsp.fork_server",),
     "check": ("lsp.spec_child", "check"),
     "generate": ("lsp.spec_child", "generate"),
     "simulate": ("lsp.simulate_child",),
@@ -85,8 +92,8 @@ def kill_tree(process: asyncio.subprocess.Process) -> None:
             process.kill()
 
 
-class ChildPool:
-    """Hands out ``check`` children, keeping one started ahead of need."""
+class SpawnChecker:
+    """Runs each check in a new ``check`` child, keeping one started ahead of need."""
 
     def __init__(self) -> None:
         self._warm: asyncio.Task[asyncio.subprocess.Process] | None = None
@@ -97,7 +104,10 @@ class ChildPool:
             return
         self._warm = asyncio.ensure_future(start_child("check"))
 
-    async def take(self) -> asyncio.subprocess.Process:
+    async def run(self, request: dict[str, Any], hard_limit_s: float) -> ChildResult:
+        return await exchange(await self._take(), request, hard_limit_s)
+
+    async def _take(self) -> asyncio.subprocess.Process:
         warm, self._warm = self._warm, None
         process = None
         if warm is not None:
@@ -188,13 +198,188 @@ def _decode(tail: bytearray) -> str:
     return bytes(tail).decode("utf-8", errors="replace")
 
 
-async def check_spec(pool: ChildPool, path: str, text: str, timeout_s: float,
+class _ChildGone(Exception):
+    """The fork server stopped (or never started) while a check was waiting on it."""
+
+
+class _Pending:
+    def __init__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.started: asyncio.Future[int] = loop.create_future()
+        self.exited: asyncio.Future[int] = loop.create_future()
+
+
+class ForkChecker:
+    """Runs each check in a process forked by one long-lived ``lsp.fork_server``."""
+
+    # How long the fork server may take to fork (it is otherwise idle: only when it is
+    # still importing, right after it was started, can this take a moment).
+    START_LIMIT_S = 60.0
+
+    def __init__(self) -> None:
+        self._process: asyncio.subprocess.Process | None = None
+        self._starting: asyncio.Task[asyncio.subprocess.Process] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._directory: str | None = None
+        self._stderr = bytearray()
+        self._closed = False
+
+    def prestart(self) -> None:
+        if self._closed or self._starting is not None:
+            return
+        if self._process is not None and self._process.returncode is None:
+            return
+        self._starting = asyncio.ensure_future(self._start())
+
+    async def _start(self) -> asyncio.subprocess.Process:
+        if self._directory is None:
+            self._directory = tempfile.mkdtemp(prefix="act-lsp-checks-")
+        process = await start_child("serve")
+        self._process = process
+        self._tasks = [asyncio.ensure_future(self._read_events(process)),
+                       asyncio.ensure_future(self._read_stderr(process))]
+        return process
+
+    async def _server(self) -> asyncio.subprocess.Process:
+        if self._process is None or self._process.returncode is not None:
+            if self._starting is None or self._starting.done():
+                self._starting = None
+                self.prestart()
+            assert self._starting is not None
+            await self._starting
+        assert self._process is not None
+        return self._process
+
+    async def _read_events(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None
+        while True:
+            line = await process.stdout.readline()
+            if not line:
+                break
+            event = json.loads(line)
+            pending = self._pending.get(event.get("id"))
+            if pending is None:
+                continue  # a check that was cancelled: nobody waits for it any more
+            kind = event.get("event")
+            if kind == "started" and not pending.started.done():
+                pending.started.set_result(int(event["pid"]))
+            elif kind == "exited" and not pending.exited.done():
+                pending.exited.set_result(int(event["status"]))
+            elif kind == "fatal" and not pending.started.done():
+                pending.started.set_exception(_ChildGone(event.get("message", "")))
+        gone = _ChildGone("the fork server stopped" + _last_lines(_decode(self._stderr)))
+        for pending in self._pending.values():
+            for future in (pending.started, pending.exited):
+                if not future.done():
+                    future.set_exception(gone)
+
+    async def _read_stderr(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stderr is not None
+        while True:
+            chunk = await process.stderr.read(4096)
+            if not chunk:
+                return
+            self._stderr.extend(chunk)
+            del self._stderr[:-STDERR_TAIL_BYTES]
+
+    async def run(self, request: dict[str, Any], hard_limit_s: float) -> ChildResult:
+        request_id = next(self._ids)
+        pending = _Pending()
+        self._pending[request_id] = pending
+        pid: int | None = None
+        result_path = log_path = ""
+        try:
+            process = await self._server()
+            assert process.stdin is not None and self._directory is not None
+            result_path = os.path.join(self._directory, f"{request_id}.json")
+            log_path = os.path.join(self._directory, f"{request_id}.log")
+            line = json.dumps({**request, "id": request_id, "result": result_path,
+                               "log": log_path})
+            process.stdin.write(line.encode("utf-8") + b"\n")
+            await process.stdin.drain()
+            pid = await asyncio.wait_for(asyncio.shield(pending.started), self.START_LIMIT_S)
+            timed_out = False
+            try:
+                status = await asyncio.wait_for(asyncio.shield(pending.exited), hard_limit_s)
+            except TimeoutError:
+                timed_out = True
+                _kill_group(pid)
+                status = await asyncio.wait_for(asyncio.shield(pending.exited), 10.0)
+            payload = _read_json(result_path)
+            return ChildResult(payload, status, _tail(log_path), timed_out)
+        except (_ChildGone, BrokenPipeError, ConnectionResetError) as exc:
+            message = str(exc) or "the fork server stopped"
+            if message.startswith("cannot import act_backend"):
+                return ChildResult({"fatal": message}, None)
+            return ChildResult(None, None, message)
+        finally:
+            if pid is not None and not pending.exited.done():
+                _kill_group(pid)  # cancelled, or the wait itself failed
+            self._pending.pop(request_id, None)
+            for path in (result_path, log_path, result_path + ".part"):
+                if path:
+                    with contextlib.suppress(OSError):
+                        os.remove(path)
+
+    async def close(self) -> None:
+        self._closed = True
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            with contextlib.suppress(BaseException):
+                await starting
+        if self._process is not None:
+            kill_tree(self._process)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._process.wait(), 5)
+        for task in self._tasks:
+            task.cancel()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+
+def _kill_group(pid: int) -> None:
+    """Kill a forked check and what it started (it leads its own session)."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def _read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - STDERR_TAIL_BYTES))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+Checker = ForkChecker | SpawnChecker
+
+
+def new_checker() -> Checker:
+    from lsp import fork_server
+
+    return ForkChecker() if fork_server.AVAILABLE else SpawnChecker()
+
+
+async def check_spec(checker: Checker, path: str, text: str, timeout_s: float,
                      memory_mb: int) -> ChildResult:
     """Run a spec validate-only in a child and return its problems (as dicts) and the
     description of what it built, or problems saying how the run failed."""
-    process = await pool.take()
     request = {"path": path, "text": text, "timeout_s": timeout_s, "memory_mb": memory_mb}
-    result = await exchange(process, request, timeout_s + HARD_LIMIT_GRACE_S)
+    result = await checker.run(request, timeout_s + HARD_LIMIT_GRACE_S)
     if result.timed_out:
         result.problems = [{
             "severity": "error", "code": "spec-timeout", "span": None,
@@ -206,7 +391,8 @@ async def check_spec(pool: ChildPool, path: str, text: str, timeout_s: float,
             "severity": "error", "code": "spec-crashed", "span": None,
             "message": "Running the spec stopped the process "
                        f"({_describe_exit(result.returncode)})"
-                       + (f": {_last_lines(result.stderr_tail)}" if result.stderr_tail else ""),
+                       + (f":{_last_lines(result.stderr_tail)}" if result.stderr_tail.strip()
+                          else ""),
         }]
     elif result.payload.get("fatal"):
         result.problems = [{"severity": "error", "code": "spec-environment", "span": None,
@@ -228,4 +414,4 @@ def _describe_exit(returncode: int | None) -> str:
 
 def _last_lines(text: str, count: int = 5) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(lines[-count:])
+    return ("\n" + "\n".join(lines[-count:])) if lines else ""

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from lsp import fork_server
 from lsp.convert import lines_of
 from lsp.spec_check import check_running, check_static
-from lsp.spec_runner import ChildPool
+from lsp.spec_runner import ForkChecker, SpawnChecker
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 QKV = (EXAMPLES / "QKV" / "QKV.py").read_text()
@@ -88,20 +89,31 @@ def test_a_python_syntax_error_stops_at_the_syntax(tmp_path):
 # ---- running the spec in a child -----------------------------------------------------------
 
 
-def run(text: str, path: Path, timeout_s: float = 2.0, memory_mb: int = 512):
+CHECKERS = [SpawnChecker]
+if fork_server.AVAILABLE:
+    CHECKERS.append(ForkChecker)
+
+
+@pytest.fixture(params=CHECKERS, ids=lambda kind: kind.__name__)
+def checker_kind(request):
+    return request.param
+
+
+def run(text: str, path: Path, timeout_s: float = 2.0, memory_mb: int = 512,
+        kind=ForkChecker if fork_server.AVAILABLE else SpawnChecker):
     async def go():
-        pool = ChildPool()
+        checker = kind()
         try:
-            return await check_running(text, str(path), pool, timeout_s, memory_mb)
+            return await check_running(text, str(path), checker, timeout_s, memory_mb)
         finally:
-            await pool.close()
+            await checker.close()
 
     return asyncio.run(go())
 
 
-def test_running_finds_what_the_static_check_finds(tmp_path):
+def test_running_finds_what_the_static_check_finds(tmp_path, checker_kind):
     text = QKV.replace("exponential(%In1)", "exponentia(%In1)")
-    ran = run(text, tmp_path / "QKV.py")
+    ran = run(text, tmp_path / "QKV.py", kind=checker_kind)
     read = check_static(text, str(tmp_path / "QKV.py"))
     assert [f.as_dict() for f in ran.findings] == [f.as_dict() for f in read.findings]
     assert [i.name for i in ran.model.accelerators[0].instructions][:2] == ["load_rm",
@@ -132,9 +144,10 @@ def test_running_sees_what_reading_cannot(tmp_path):
     # A crash has no line of its own: it is shown on the accelerator.
     ("import os\nos.kill(os.getpid(), 9)\n", "spec-crashed", 1, "killed by SIGKILL"),
 ])
-def test_a_failing_run_is_one_diagnostic_at_its_line(tmp_path, body, code, line, message):
+def test_a_failing_run_is_one_diagnostic_at_its_line(tmp_path, checker_kind, body, code, line,
+                                                     message):
     text = "from act_backend import Accelerator\nacc = Accelerator('F')\n\n" + body
-    result = run(text, tmp_path / "f.py", timeout_s=1.0, memory_mb=256)
+    result = run(text, tmp_path / "f.py", timeout_s=1.0, memory_mb=256, kind=checker_kind)
     assert codes(result) == [code]
     assert result.findings[0].range.start[0] == line
     assert message in result.findings[0].message
