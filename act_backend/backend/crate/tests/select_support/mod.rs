@@ -426,3 +426,107 @@ pub fn assert_candidates_compute_kernel(isa: &Isa, k: &Kernel, sel: &Selection) 
         assert!(got == expected, "candidate {c} ({:?}) does not compute kernel {}", multiset(isa, g), k.name);
     }
 }
+
+/// Deterministic pseudo-random bytes for a parameter of type `ty`: values in [-1, 1) for
+/// floats, small integers otherwise.
+pub fn random_input(ty: &Ty, seed: u64) -> Vec<u8> {
+    if ty.dtype == DType::BF16 {
+        return random_bf16(ty.bytes() as u64, seed);
+    }
+    let mut state = seed.wrapping_mul(0x9e3779b97f4a7c15).wrapping_add(1);
+    let data = (0..ty.elements())
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = (state >> 33) as f64 / (1u64 << 31) as f64;
+            if ty.dtype.is_float() { u * 2.0 - 1.0 } else { (u * 100.0).floor() }
+        })
+        .collect();
+    encode(&Tensor { ty: ty.clone(), data })
+}
+
+fn close(a: &Tensor, b: &Tensor) -> bool {
+    // Reassociated accumulations (a sum kept in f32 or in bf16) may differ in the last place.
+    let tol = match a.ty.dtype {
+        DType::BF16 => 1.0 / 64.0,
+        DType::F16 => 1.0 / 512.0,
+        DType::F32 => 1e-6,
+        _ => 0.0,
+    };
+    a.ty == b.ty
+        && a.data.iter().zip(&b.data).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * x.abs().max(1.0))
+}
+
+/// Runs instruction `instr` with computational attributes `comp` on operand bytes.
+pub fn run_instruction(isa: &Isa, instr: usize, comp: &[i64], operands: &[Vec<u8>]) -> Tensor {
+    let ins = &isa.instructions[instr];
+    let env: BTreeMap<String, i64> = ins.comp_env(comp);
+    let mut named: BTreeMap<&str, Tensor> = BTreeMap::new();
+    for op in &ins.semantics {
+        let (o, ty) = instantiate(op, &env).unwrap();
+        let t = match o {
+            Op::Parameter(i) => decode(&operands[i], &ty),
+            _ => {
+                let args: Vec<&Tensor> = op.operands.iter().map(|n| &named[n.as_str()]).collect();
+                eval_op(&o, &ty, &args)
+            }
+        };
+        named.insert(op.name.as_str(), t);
+    }
+    let root = ins.semantics.iter().find(|o| o.root).unwrap_or_else(|| ins.semantics.last().unwrap());
+    named[root.name.as_str()].clone()
+}
+
+/// Saturates the kernel's e-graph for `isa` and checks, on random inputs, that every e-node of
+/// every class computes the class's value: each IR node by the interpreter, each PII by its
+/// instruction's semantics (read from its operands' bytes, as the hardware would).
+/// Returns the number of e-nodes checked.
+pub fn assert_egraph_consistent(k: &Kernel, isa: &Isa) -> usize {
+    use act_compiler::isa_match::Patterns;
+    use act_compiler::select::saturate;
+    let patterns = Patterns::compile(isa);
+    let (kg, _) = saturate(k, isa, &patterns, &SelectLimits::default());
+    let eg = &kg.egraph;
+    let inputs: Vec<Vec<u8>> = k.param_nodes.iter().enumerate().map(|(i, &n)| random_input(&k.nodes[n].ty, i as u64 + 3)).collect();
+    let mut ids: Vec<egg::Id> = eg.classes().map(|c| c.id).collect();
+    ids.sort();
+    let mut value: BTreeMap<egg::Id, Tensor> = BTreeMap::new();
+    let eval_node = |node: &act_compiler::lang::Node, value: &BTreeMap<egg::Id, Tensor>| -> Option<Tensor> {
+        let args: Vec<&Tensor> = node.children.iter().map(|c| value.get(&eg.find(*c))).collect::<Option<_>>()?;
+        Some(match &node.op {
+            Op::Input(i) => decode(&inputs[*i], &node.ty),
+            Op::Pii { instr, comp } => {
+                let bytes: Vec<Vec<u8>> = args.iter().map(|t| encode(t)).collect();
+                let out = run_instruction(isa, *instr, comp, &bytes);
+                decode(&encode(&out), &node.ty)
+            }
+            op => eval_op(op, &node.ty, &args),
+        })
+    };
+    loop {
+        let mut progress = false;
+        for &id in &ids {
+            if value.contains_key(&id) {
+                continue;
+            }
+            // The first node (in class order) that is not a PII and can be evaluated gives the
+            // class its value; PIIs are what is being checked.
+            if let Some(t) = eg[id].nodes.iter().filter(|n| !n.is_pii()).find_map(|n| eval_node(n, &value)) {
+                value.insert(id, t);
+                progress = true;
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    assert_eq!(value.len(), ids.len(), "every class has a value");
+    let mut checked = 0;
+    for &id in &ids {
+        for node in &eg[id].nodes {
+            let got = eval_node(node, &value).expect("children have values");
+            assert!(close(&got, &value[&id]), "class {id} of {}: e-node {node:?} computes another value", k.name);
+            checked += 1;
+        }
+    }
+    checked
+}
