@@ -7,6 +7,7 @@ editor does, and waits (with a timeout, never a sleep) for the notifications it 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import shutil
 import stat
@@ -581,3 +582,55 @@ async def test_generate_backend_reports_a_refused_spec(static_client, tmp_path):
     assert result["ok"] is False and result["kind"] == "refused"
     assert "buffer 'd9' is not a data model" in result["message"]
     assert not (example / "backends").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_generate_compile_and_simulate_from_the_editor(static_client, tmp_path):
+    """The whole loop a user runs from the lenses: the real generator, backend and oracle."""
+    example = copy_example(tmp_path)
+    spec_uri = open_document(static_client, example / "QKV.py")
+    token = "generate-1"
+    static_client.progress_reports.setdefault(token, [])
+    generated = await execute(static_client, "act.generateBackend", [spec_uri, "QKV"], token)
+    assert generated["ok"] is True, generated["message"]
+    backend = example / "backends" / "QKV"
+    assert generated["backends"][0]["accelerator"] == "QKV" and backend.is_file()
+    # The build's own output reached the editor while it ran.
+    assert any("QKV backend" in m.message for m in static_client.log_messages)
+    reports = static_client.progress_reports[token]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin)
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+    assert any(isinstance(r, types.WorkDoneProgressReport) for r in reports)
+    assert not (example / "targets" / "QKV" / "oracle").exists()  # only the backend
+
+    kernel = example / "kernels" / "attention.hlo"
+    kernel_uri = open_document(static_client, kernel, language="hlo")
+    [lens] = await static_client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(kernel_uri)))
+    compiled = await execute(static_client, lens.command.command,
+                             list(lens.command.arguments))
+    assert compiled["ok"] is True, compiled["message"]
+    assembly = kernel.with_suffix(".py")
+    assert "api.gemm(" in assembly.read_text()
+
+    await generate_oracle_only(example / "QKV.py")
+    data = [str(example / "data" / f"{name}.dat") for name in "QKV"]
+    simulated = await execute(static_client, "act.simulateKernel",
+                              [str(assembly), str(example / "targets" / "QKV" / "oracle"), data])
+    assert simulated["ok"] is True, simulated["message"]
+    assert simulated["shape"] == [64, 64]
+    # Within two bf16 ulps of the largest reference magnitude (bf16 keeps 8 bits).
+    ulp = 2.0 ** (math.floor(math.log2(simulated["max_abs_reference"])) - 7)
+    assert simulated["max_abs_diff"] <= 2 * ulp
+
+
+async def generate_oracle_only(spec: Path) -> None:
+    """Run a spec as a user would, with the backend generator stubbed out (the backend was
+    generated through the server already), so that only its oracle is written."""
+    script = ("import runpy, act_backend\n"
+              "act_backend.generate_backend = lambda *args, **kwargs: None\n"
+              f"runpy.run_path({str(spec)!r}, run_name='__main__')\n")
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", script,
+                                                   cwd=str(spec.parent))
+    assert await process.wait() == 0
