@@ -1,0 +1,112 @@
+// allocator.cc: request -> model -> CP-SAT -> checked response.
+#include "allocator.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "capacity.h"
+#include "cp_model.h"
+#include "cp_sat.h"
+#include "formulate.h"
+#include "request.h"
+#include "verify.h"
+
+namespace act_alloc {
+namespace {
+
+Response answer(const char *status, std::string message,
+                std::vector<std::int64_t> values = {}) {
+    return Response{status, std::move(values), std::move(message)};
+}
+
+std::string show_number(double value) { return nlohmann::json(value).dump(); }
+
+// Said when the wall-clock safety net, not the deterministic budget, ended
+// the search: only then may two runs answer differently.
+std::string safety_net_note(const SolverResponse &solved, const SolveParameters &parameters) {
+    if (solved.wall_time < parameters.max_time_in_seconds) {
+        return "";
+    }
+    return " (stopped by the " + show_number(parameters.max_time_in_seconds) +
+           " s wall-clock safety net, not the deterministic budget, so this answer may differ "
+           "between runs)";
+}
+
+Response from_solver(const Request &request, const SolverResponse &solved,
+                     const SolveParameters &parameters) {
+    const std::string budget =
+        "max_deterministic_time " + show_number(parameters.max_deterministic_time);
+    switch (solved.status) {
+    case SolverStatus::kOptimal:
+    case SolverStatus::kFeasible:
+        if (auto violation = find_violation(request, solved.solution)) {
+            return answer(kInvalid, "CP-SAT returned a placement that breaks the request (" +
+                                        *violation +
+                                        "); the allocator encoded the model wrongly");
+        }
+        return answer(kSolved,
+                      solved.status == SolverStatus::kOptimal
+                          ? "optimal"
+                          : "feasible; " + budget + " ran out before optimality was proven" +
+                                safety_net_note(solved, parameters),
+                      solved.solution);
+    case SolverStatus::kInfeasible:
+        return answer(kInfeasible, "no placement satisfies the variable domains, the "
+                                   "equalities and the non-overlap of live blocks together");
+    case SolverStatus::kUnknown:
+        return answer(kOutOfBudget, "no placement found within " + budget +
+                                        safety_net_note(solved, parameters));
+    case SolverStatus::kModelInvalid:
+        return answer(kInvalid, "CP-SAT refused the model the allocator built (a bug in the "
+                                "allocator): " +
+                                    (solved.solution_info.empty() ? std::string("no reason given")
+                                                                  : solved.solution_info));
+    }
+    return answer(kInvalid, "CP-SAT answered with an unhandled status");
+}
+
+}  // namespace
+
+Response allocate(std::string_view request_json, std::string *encoded_model) {
+    if (encoded_model != nullptr) {
+        encoded_model->clear();
+    }
+    try {
+        const Request request = parse_request(request_json);
+        const Formulation formulation = formulate(request);
+        if (formulation.infeasible) {
+            return answer(kInfeasible, *formulation.infeasible);
+        }
+        if (auto conflict = capacity_conflict(request)) {
+            return answer(kInfeasible, *conflict);
+        }
+        SolveParameters parameters;
+        parameters.max_deterministic_time = request.limits.max_deterministic_time;
+        parameters.random_seed = request.limits.random_seed;
+        const std::string model = encode_model(formulation.model);
+        if (encoded_model != nullptr) {
+            *encoded_model = model;
+        }
+        return from_solver(request, solve(model, encode_parameters(parameters)), parameters);
+    } catch (const InvalidRequest &error) {
+        return answer(kInvalid, error.what());
+    } catch (const std::bad_alloc &) {
+        throw;
+    } catch (const std::exception &error) {
+        return answer(kInvalid, std::string("allocator failure: ") + error.what());
+    }
+}
+
+std::string to_json(const Response &response) {
+    nlohmann::ordered_json document;
+    document["status"] = response.status;
+    document["values"] = response.values;
+    document["message"] = response.message;
+    // replace: a solver message is not guaranteed to be valid UTF-8, and a
+    // response must be written whatever it holds.
+    return document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace act_alloc
