@@ -17,7 +17,7 @@ from collections.abc import Generator
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -111,6 +111,11 @@ class ActLanguageServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(types.MessageType.Warning, message))
         if self.settings.execute_specs:
             self.checker.prestart()
+        elif before.execute_specs:
+            # Running specs was turned off (the workspace lost its trust): stop the
+            # process that runs them; a new one starts if it is turned on again.
+            retired, self.checker = self.checker, new_checker()
+            asyncio.ensure_future(retired.close())
         if self.settings != before:
             for uri in self.scheduler.open_uris():
                 self.scheduler.schedule(uri)
@@ -353,6 +358,15 @@ def _supports_lens_refresh(ls: ActLanguageServer) -> bool:
     return bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support)
 
 
+class _ExpectedRequestErrors(logging.Filter):
+    """pygls logs every failed request with a traceback; a refused argument or a
+    cancellation is an answer, not a server fault, so it stays out of the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, (JsonRpcInvalidParams, JsonRpcRequestCancelled))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="act-backend-lsp",
@@ -367,6 +381,7 @@ def main(argv: list[str] | None = None) -> None:
                                 else logging.StreamHandler())
     logging.basicConfig(level=options.log_level, handlers=[handler],
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedRequestErrors())
     build().start_io()
 
 

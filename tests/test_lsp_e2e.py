@@ -330,6 +330,33 @@ async def test_static_mode_does_not_run_the_spec(static_client, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.asyncio
+async def test_running_specs_is_switched_by_the_workspace_setting(static_client, tmp_path):
+    (tmp_path / "dims.json").write_text("[128]")
+    text = textwrap.dedent("""\
+        import json
+        from act_backend import Accelerator
+
+        acc = Accelerator("Dims")
+        acc.add_data_model("d1", json.load(open("dims.json")), [64], "bf17")
+    """)
+    uri = open_document(static_client, tmp_path / "dims.py", text)
+    found = await diagnostics(static_client, uri, 1, where=bool)
+    assert [d.code for d in found] == ["partially-checked"]
+
+    def configure(act: dict[str, Any]) -> None:
+        static_client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"act": act}))
+
+    configure({"executeSpecs": True})
+    found = await diagnostics(static_client, uri, 1,
+                              where=lambda d: [x.code for x in d] == ["unknown-dtype"])
+    assert covered(text, found[0]) == '"bf17"'
+    configure({"executeSpecs": False})
+    await diagnostics(static_client, uri, 1,
+                      where=lambda d: [x.code for x in d] == ["partially-checked"])
+
+
 # ---- diagnostics on kernels ----------------------------------------------------------------
 
 
