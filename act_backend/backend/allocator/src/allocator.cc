@@ -69,9 +69,9 @@ Response from_solver(const Request &request, const SolverResponse &solved,
 
 }  // namespace
 
-Response allocate(std::string_view request_json, std::string *encoded_model) {
-    if (encoded_model != nullptr) {
-        encoded_model->clear();
+Response allocate(std::string_view request_json, Encoded *encoded) {
+    if (encoded != nullptr) {
+        *encoded = Encoded{};
     }
     try {
         const Request request = parse_request(request_json);
@@ -85,11 +85,12 @@ Response allocate(std::string_view request_json, std::string *encoded_model) {
         SolveParameters parameters;
         parameters.max_deterministic_time = request.limits.max_deterministic_time;
         parameters.random_seed = request.limits.random_seed;
-        const std::string model = encode_model(formulation.model);
-        if (encoded_model != nullptr) {
-            *encoded_model = model;
+        Encoded sent{encode_model(formulation.model), encode_parameters(parameters)};
+        const SolverResponse solved = solve(sent.model, sent.parameters);
+        if (encoded != nullptr) {
+            *encoded = std::move(sent);
         }
-        return from_solver(request, solve(model, encode_parameters(parameters)), parameters);
+        return from_solver(request, solved, parameters);
     } catch (const InvalidRequest &error) {
         return answer(kInvalid, error.what());
     } catch (const std::bad_alloc &) {

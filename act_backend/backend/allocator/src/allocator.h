@@ -22,11 +22,17 @@ struct Response {
     std::string message;
 };
 
+// The protobuf bytes handed to CP-SAT, kept for inspection (act-alloc-cli
+// --dump-model / --dump-parameters); empty when no model was built.
+struct Encoded {
+    std::string model;       // CpModelProto
+    std::string parameters;  // SatParameters
+};
+
 // Solves the request. Never throws for a bad request or a solver failure:
-// those become responses with status "invalid". When `encoded_model` is
-// given it receives the CpModelProto bytes handed to CP-SAT (left empty if
-// no model was built).
-Response allocate(std::string_view request_json, std::string *encoded_model = nullptr);
+// those become responses with status "invalid". When `encoded` is given it
+// receives what was sent to CP-SAT.
+Response allocate(std::string_view request_json, Encoded *encoded = nullptr);
 
 // {"status": ..., "values": [...], "message": ...} on one line.
 std::string to_json(const Response &response);
