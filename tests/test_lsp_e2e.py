@@ -640,6 +640,8 @@ async def test_generate_compile_and_simulate_from_the_editor(static_client, tmp_
     assert compiled["ok"] is True, compiled["message"]
     assembly = kernel.with_suffix(".py")
     assert "api.gemm(" in assembly.read_text()
+    # The default cost model counts instructions; the result carries the emitted one's cost.
+    assert compiled["cost"] == assembly.read_text().count("api.")
 
     await generate_oracle_only(example / "QKV.py")
     data = [str(example / "data" / f"{name}.dat") for name in "QKV"]

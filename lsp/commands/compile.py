@@ -2,13 +2,15 @@
 generated backend (``backendPath --input kernel.hlo --output kernel.py``).
 
 The kernel compiled is the editor's text (written to a scratch copy with the same name
-when the document is open), so that error locations match what the user sees. The
-output goes next to the kernel, with a ``.py`` suffix, unless ``outputPath`` says where.
-Errors the backend prints as ``file:line:col: message`` become diagnostics on the kernel.
+when the document is open), so that error locations match what the user sees. The output
+goes next to the kernel, with a ``.py`` suffix, unless ``outputPath`` says where. Errors
+the backend prints as ``file:line:col: message`` become diagnostics on the kernel. The
+backend's ``report.json`` (kept in the scratch folder) gives the emitted candidate's cost.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -61,6 +63,16 @@ def located_errors(output: list[str], compiled: str, kernel_text: str) -> list[F
     return findings
 
 
+def read_report(report_dir: str) -> dict[str, Any]:
+    """The backend's ``report.json`` (what it tried, what it chose), if it wrote one."""
+    try:
+        with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as handle:
+            report = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return report if isinstance(report, dict) else {}
+
+
 async def run(server: Any, values: list[Any] | None, token: types.ProgressToken | None
               ) -> dict[str, Any]:
     kernel, backend, output = parse_arguments(values, server.workspace_root())
@@ -71,14 +83,23 @@ async def run(server: Any, values: list[Any] | None, token: types.ProgressToken 
         source = os.path.join(scratch, os.path.basename(kernel))
         with open(source, "w", encoding="utf-8") as handle:
             handle.write(text)
+        report_dir = os.path.join(scratch, "report")
         async with CommandRun(server, NAME, title, token) as running:
             status = await running.process(
-                [backend, "--input", source, "--output", output], cwd=os.path.dirname(kernel))
+                [backend, "--input", source, "--output", output, "--report-dir", report_dir],
+                cwd=os.path.dirname(kernel))
         lines = [line.replace(source, kernel) for line in running.lines]
+        report = read_report(report_dir)
     if status == 0:
         server.set_command_findings(uri, NAME, [])
         summary = {"ok": True, "output": output,
                    "message": f"Compiled {os.path.basename(kernel)} -> {output}"}
+        cost = report.get("chosen_cost")
+        if isinstance(cost, (int, float)):
+            summary["cost"] = cost
+            summary["candidates"] = report.get("candidates_tried")
+            summary["message"] += f" (cost {cost:g}, {report.get('candidates_tried')} " \
+                                  "candidates tried)"
     else:
         findings = located_errors(lines, kernel, text)
         server.set_command_findings(uri, NAME, findings)
