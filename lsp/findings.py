@@ -9,10 +9,10 @@ accelerator's creation) or the first line when a problem has no place in this do
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from lsp.paths import same_file
 from lsp.text_map import TextRange, line_range, span_to_range
 
 SEVERITIES = ("error", "warning", "information", "hint")
@@ -49,7 +49,7 @@ def from_problem(problem: Any, lines: list[str], path: str | None,
     where = None
     if span_tuple is not None:
         file, line, column, end_line, end_column = span_tuple
-        if file is None or path is None or _same_file(file, path):
+        if file is None or path is None or same_file(file, path):
             where = clamp(span_to_range(line, column, end_line, end_column), lines)
         else:
             message = f"{file}:{line}:{column}: {message}"
@@ -84,7 +84,3 @@ def _widen(where: TextRange, lines: list[str]) -> TextRange:
         if column > 0:
             return TextRange((line, column - 1), (line, column))
     return line_range(lines, line)
-
-
-def _same_file(a: str, b: str) -> bool:
-    return a == b or os.path.realpath(a) == os.path.realpath(b)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 from collections.abc import Generator
 from typing import Any
 
@@ -31,6 +30,7 @@ from lsp.convert import Converter, lines_of
 from lsp.diagnostics import DiagnosticsScheduler
 from lsp.features import completion, definition, hover, lenses, symbols
 from lsp.findings import Finding
+from lsp.paths import same_file
 from lsp.spec_reader import read_spec
 from lsp.spec_runner import new_checker
 
@@ -87,10 +87,8 @@ class ActLanguageServer(LanguageServer):
             return handle.read()
 
     def uri_for(self, path: str) -> str:
-        wanted = os.path.realpath(path)
         for uri in self.workspace.text_documents:
-            candidate = documents.path_of(uri)
-            if candidate is not None and os.path.realpath(candidate) == wanted:
+            if same_file(documents.path_of(uri), path):
                 return uri
         return documents.uri_of(path)
 

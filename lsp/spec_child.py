@@ -31,6 +31,7 @@ import traceback
 from typing import Any
 
 from lsp import spec_describe
+from lsp.paths import same_file
 
 RESULT_PREFIX = "ACT-RESULT "
 
@@ -265,7 +266,7 @@ def _exception_problem(exc: BaseException, path: str, code: str, message: str,
         return _syntax_problem(exc, path)
     where = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if _same_file(frame.filename, path):
+        if same_file(frame.filename, path):
             where = frame
     span = None
     if where is not None and where.lineno:
@@ -295,12 +296,6 @@ def _span(path, line, column, end_line, end_column) -> dict[str, Any]:
             "end_column": end_column}
 
 
-def _same_file(a: str | None, b: str) -> bool:
-    if not a:
-        return False
-    return a == b or os.path.realpath(a) == os.path.realpath(b)
-
-
 # ---- the two modes -------------------------------------------------------------------
 
 
@@ -323,7 +318,7 @@ def check(path: str, text: str, timeout_s: float, memory_mb: int) -> dict[str, A
                 "severity": "error", "code": "check-failed",
                 "message": f"Checking accelerator {spec_describe.name_of(acc)!r} failed: "
                            f"{type(exc).__name__}: {exc}",
-                "span": creation if creation and _same_file(creation["file"], path) else None,
+                "span": creation if creation and same_file(creation["file"], path) else None,
             })
             continue
         for problem in found:

@@ -1,14 +1,12 @@
-"""Turn ``act_backend`` objects (accelerators, problems) into plain JSON-able dicts.
-
-Both the child process (after running a spec) and the in-process static replay describe
-what a spec built the same way, so every editor feature reads one shape of data
-(``spec_model.SpecModel.from_json``) whichever way it was obtained.
-"""
+"""Turn ``act_backend`` objects (accelerators, problems) into plain JSON-able dicts, for
+the child process that runs a spec to report what it built and what is wrong with it
+(``spec_model.from_json`` reads the accelerators back in the server)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from lsp.paths import same_file
 
 
 def name_of(acc: Any) -> str:
@@ -36,19 +34,13 @@ def problem_dict(problem: Any, path: str, fallback: dict[str, Any] | None) -> di
     """
     span = span_dict(problem.span)
     message = problem.message
-    if span is not None and not _same_file(span["file"], path):
+    if span is not None and not same_file(span["file"], path):
         message = f"{span['file']}:{span['line']}:{span['column']}: {message}"
         span = None
-    if span is None and fallback is not None and _same_file(fallback.get("file"), path):
+    if span is None and fallback is not None and same_file(fallback.get("file"), path):
         span = fallback
     return {"severity": problem.severity, "code": problem.code, "message": message,
             "span": span}
-
-
-def _same_file(a: str | None, b: str) -> bool:
-    if not a:
-        return False
-    return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
 def describe(acc: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp.paths import same_file
 from lsp.spec_reader import ApiCall, Ref, SpecReading
 from lsp.text_map import LiteralMap, TextRange, literal_map, node_range, span_to_range
 
@@ -265,10 +266,8 @@ def _range(span: dict[str, Any] | None, fallback: TextRange) -> TextRange:
 def from_json(accelerators: list[dict[str, Any]], path: str) -> SpecModel:
     """The model of what a run of the spec built (``spec_describe.describe`` dicts); parts
     recorded in other files are left without a place in this one."""
-    import os
-
     def here(span: dict[str, Any] | None) -> dict[str, Any] | None:
-        if span and span.get("file") and os.path.realpath(span["file"]) != os.path.realpath(path):
+        if span and span.get("file") and not same_file(span["file"], path):
             return None
         return span
 
