@@ -49,7 +49,6 @@ def _run_forked(request: dict[str, Any]) -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)  # the spec must not read the server's requests
         os.close(null)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         result = spec_child.check(request["path"], request["text"],
                                   float(request["timeout_s"]), int(request["memory_mb"]))
         partial = request["result"] + ".part"

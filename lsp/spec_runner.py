@@ -181,7 +181,7 @@ async def exchange(process: asyncio.subprocess.Process, request: dict[str, Any],
                                _decode(tail) + f"\nunreadable result from the child: {exc}")
         returncode = await process.wait()
         # Let the stderr reader drain what the child wrote before it exited.
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(stderr_task), 1.0)
         return ChildResult(payload, returncode, _decode(tail))
     finally:
