@@ -2,6 +2,7 @@
 #include "formulate.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <vector>

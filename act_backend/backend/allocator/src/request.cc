@@ -140,7 +140,9 @@ void check_magnitude(const std::vector<Term> &sum, std::int64_t constant,
     __int128 bound = constant < 0 ? -static_cast<__int128>(constant) : constant;
     for (const Term &t : sum) {
         const Variable &v = variables[t.var];
-        const __int128 reach = std::max(std::abs(v.lo), std::abs(v.hi));
+        // At least 1, so that coefficients summed over a fixed-zero variable
+        // (merged when the model is built) stay bounded too.
+        const __int128 reach = std::max({std::abs(v.lo), std::abs(v.hi), std::int64_t{1}});
         bound += static_cast<__int128>(std::abs(t.coef)) * reach;
         if (bound > kMaxLinearMagnitude) {
             fail(path, "its value can reach beyond 2^62 over the variable domains, which "
