@@ -170,7 +170,7 @@ def _is_run_failure(problem: dict) -> bool:
 
 
 def _keep_static_ranges(model: spec_model.SpecModel, static: spec_model.SpecModel) -> None:
-    """Literal maps and slice literal ranges only come from reading the syntax tree; carry
+    """Slice literal ranges and call ranges only come from reading the syntax tree; carry
     them over to the run's model for the instructions both know, by name."""
     known = {(a.name, i.name): i for a in static.accelerators for i in a.instructions}
     for acc in model.accelerators:
@@ -178,7 +178,6 @@ def _keep_static_ranges(model: spec_model.SpecModel, static: spec_model.SpecMode
             twin = known.get((acc.name, instr.name))
             if twin is None:
                 continue
-            instr.semantics_map = twin.semantics_map
             instr.slice_literals = twin.slice_literals
             instr.call_ranges = instr.call_ranges or twin.call_ranges
             if instr.semantics_range is None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from lsp.paths import same_file
 from lsp.spec_reader import ApiCall, Ref, SpecReading
-from lsp.text_map import LiteralMap, TextRange, literal_map, node_range, span_to_range
+from lsp.text_map import TextRange, node_range, span_to_range
 
 
 @dataclass
@@ -47,7 +47,6 @@ class InstructionInfo:
     outputs: list[SliceInfo] | None = None
     semantics: str | None = None
     semantics_range: TextRange | None = None
-    semantics_map: LiteralMap | None = None
     # Ranges of every call on this instruction (set_inputs, add_semantics...).
     call_ranges: list[TextRange] = field(default_factory=list)
     # String literals inside set_inputs/set_outputs, with the role of each.
@@ -212,13 +211,11 @@ def _add_call(call: ApiCall, whole: TextRange, lines: list[str],
         if node is not None:
             instr.slice_literals.extend(_slice_literals(node, lines))
     elif call.method == "add_semantics":
-        value, node, literal = _argument(call, "text")
+        value, node, _ = _argument(call, "text")
         if isinstance(value, str):
             instr.semantics = value
         if node is not None:
             instr.semantics_range = node_range(lines, node)
-        if literal is not None and literal is node:
-            instr.semantics_map = literal_map(lines, literal)
 
 
 def _slices(value: Any, node: ast.expr | None, lines: list[str]) -> list[SliceInfo] | None:

@@ -43,6 +43,23 @@ def test_a_problem_in_a_semantics_string_is_placed_on_its_token(tmp_path):
     assert covered(text, result.findings[0]) == "exponentia"
 
 
+def test_tokens_are_found_through_escapes_and_implicit_concatenation(tmp_path):
+    text = textwrap.dedent('''\
+        from act_backend import Accelerator
+
+        acc = Accelerator("Esc")
+        acc.add_data_model("d1", [8], [4], "bf16")
+        instr = acc.add_instruction("neg", [], ["a"])
+        instr.set_inputs([["d1", ["@a.a"], ["1"]]])
+        instr.set_outputs([["d1", ["@a.a"], ["1"]]])
+        instr.add_semantics("ENTRY neg {\\n\\t%In1 = bf16[1,4] parameter(0);\\n"
+                            "\\tROOT %Out0 = bf16[1,4] negat(%In1);\\n}")
+    ''')
+    result = check_static(text, str(tmp_path / "esc.py"))
+    assert codes(result) == ["unknown-operator"]
+    assert covered(text, result.findings[0]) == "negat"
+
+
 def test_a_spec_built_from_run_time_values_is_checked_in_its_semantics_only(tmp_path):
     text = textwrap.dedent('''\
         import json
