@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 from lsp import spec_model
 from lsp.convert import lines_of
-from lsp.findings import Finding, clamp, from_problem
+from lsp.findings import Finding, from_problem
+from lsp.spec_child import syntax_problem
 from lsp.spec_reader import ApiCall, Ref, read_spec
 from lsp.spec_runner import Checker, check_spec
-from lsp.text_map import TextRange, line_range, node_range
+from lsp.text_map import line_range, node_range
 
 # Problems inside a semantics string that compare it with the instruction's slices: only
 # meaningful when those slices were read.
@@ -38,23 +39,12 @@ class SpecCheck:
     model: spec_model.SpecModel | None = None  # None when the file does not parse
 
 
-def syntax_finding(exc: SyntaxError, lines: list[str]) -> Finding:
-    line = (exc.lineno or 1) - 1
-    column = max((exc.offset or 1) - 1, 0)
-    end_line = (exc.end_lineno or exc.lineno or 1) - 1
-    end_column = max((exc.end_offset or 0) - 1, column + 1) if end_line == line else \
-        max((exc.end_offset or 1) - 1, 0)
-    where = clamp(TextRange((line, column), (end_line, end_column)), lines)
-    if where.start == where.end:
-        where = line_range(lines, line)
-    return Finding(where, "error", "python-syntax", f"SyntaxError: {exc.msg}")
-
-
 def parse(text: str, path: str | None) -> tuple[ast.Module | None, Finding | None]:
     try:
         return ast.parse(text, path or "<spec>"), None
     except SyntaxError as exc:
-        return None, syntax_finding(exc, lines_of(text))
+        problem = syntax_problem(exc, path or "<spec>")
+        return None, from_problem(problem, lines_of(text), path or "<spec>")
     except ValueError as exc:  # null bytes in the source
         return None, Finding(line_range(lines_of(text), 0), "error", "python-syntax", str(exc))
 

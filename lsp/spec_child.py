@@ -173,7 +173,7 @@ def run_spec(path: str, text: str, recorder: Recorder, timeout_s: float | None,
     try:
         code = compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return _syntax_problem(exc, path)
+        return syntax_problem(exc, path)
     sys.argv = [path]
     sys.path.insert(0, directory)
     if os.path.isdir(directory):
@@ -247,7 +247,8 @@ def _mapped_bytes() -> int:
     return 0
 
 
-def _syntax_problem(exc: SyntaxError, path: str) -> dict[str, Any]:
+def syntax_problem(exc: SyntaxError, path: str) -> dict[str, Any]:
+    """A SyntaxError as a problem dict, covering at least one character."""
     line = exc.lineno or 1
     column = exc.offset or 1
     end_line = exc.end_lineno or line
@@ -263,7 +264,7 @@ def _exception_problem(exc: BaseException, path: str, code: str, message: str,
                        severity: str = "error") -> dict[str, Any]:
     """Place an exception on the innermost line of the spec that it went through."""
     if isinstance(exc, SyntaxError) and exc.filename == path:
-        return _syntax_problem(exc, path)
+        return syntax_problem(exc, path)
     where = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if same_file(frame.filename, path):
