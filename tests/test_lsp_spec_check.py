@@ -173,3 +173,17 @@ def test_a_failing_run_is_one_diagnostic_at_its_line(tmp_path, checker_kind, bod
 def test_prints_of_a_spec_do_not_disturb_the_result(tmp_path):
     text = QKV.replace("qkv = Accelerator", "print('{\"problems\": 1}')\nqkv = Accelerator")
     assert run(text, tmp_path / "QKV.py").findings == []
+
+
+def test_a_failure_inside_the_checker_is_shown_not_swallowed(tmp_path, monkeypatch):
+    import act_backend.validation
+
+    def broken(acc):
+        raise RuntimeError("checker bug")
+
+    monkeypatch.setattr(act_backend.validation, "check", broken)
+    result = check_static(QKV, str(tmp_path / "QKV.py"))
+    assert codes(result) == ["check-failed"]
+    assert result.findings[0].message == (
+        "Checking accelerator 'QKV' failed inside act_backend: RuntimeError: checker bug")
+    assert covered(QKV, result.findings[0]) == 'Accelerator("QKV")'
