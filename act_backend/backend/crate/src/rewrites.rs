@@ -167,9 +167,19 @@ impl<'a> Finder<'a> {
                     self.push("transpose-identity", id, Term::Class(x));
                 }
                 for inner in self.nodes(x) {
-                    if let Op::Transpose(q) = &inner.op {
-                        let composed = p.iter().map(|&i| q[i]).collect();
-                        self.push("transpose-compose", id, transpose_term(eg, inner.children[0], composed));
+                    match &inner.op {
+                        Op::Transpose(q) => {
+                            let composed = p.iter().map(|&i| q[i]).collect();
+                            self.push("transpose-compose", id, transpose_term(eg, inner.children[0], composed));
+                        }
+                        // Elementwise operators do not care about layout: transposing the result
+                        // is transposing every operand.
+                        op if op.is_elementwise() || *op == Op::Convert => {
+                            let args = inner.children.iter().map(|&a| transpose_term(eg, a, p.clone())).collect();
+                            self.push("transpose-through-elementwise", id, Term::Node(op.clone(), node.ty.clone(), args));
+                        }
+                        Op::Broadcast(d) => self.transpose_broadcast(id, node, p, d, inner.children[0]),
+                        _ => {}
                     }
                 }
             }
@@ -236,9 +246,59 @@ impl<'a> Finder<'a> {
                 if dims.iter().all(|&d| x_ty.shape[d] == 1) {
                     self.push("reduce-trivial", id, reshape_term(Term::Class(x), x_ty, node.ty.clone()));
                 }
+                self.reduce_layouts(id, node, dims);
             }
+            Op::Reduce { dims, .. } => self.reduce_layouts(id, node, dims),
             Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
             _ => {}
+        }
+    }
+
+    /// `transpose(broadcast(y, d), p)` is a broadcast of `y` (itself transposed when its
+    /// dimensions land out of order).
+    fn transpose_broadcast(&mut self, id: Id, node: &Node, p: &[usize], d: &[usize], y: Id) {
+        let mut inverse = vec![0; p.len()];
+        for (i, &pi) in p.iter().enumerate() {
+            inverse[pi] = i;
+        }
+        let moved: Vec<usize> = d.iter().map(|&dj| inverse[dj]).collect();
+        let mut order: Vec<usize> = (0..moved.len()).collect();
+        order.sort_by_key(|&k| moved[k]);
+        let dims = order.iter().map(|&k| moved[k]).collect();
+        let operand = transpose_term(self.eg, y, order);
+        self.push("transpose-through-broadcast", id, Term::Node(Op::Broadcast(dims), node.ty.clone(), vec![operand]));
+    }
+
+    /// A reduction in two layouts of its operand, reduced dimensions last or first, and with a
+    /// transposed operand folded in when the kept dimensions keep their order.
+    fn reduce_layouts(&mut self, id: Id, node: &Node, dims: &[usize]) {
+        let eg = self.eg;
+        let x = node.children[0];
+        let rank = class_ty(eg, x).rank();
+        let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
+        let with_dims = |op: &Op, dims: Vec<usize>| match op {
+            Op::Reduce { reducer, .. } => Op::Reduce { dims, reducer: *reducer },
+            _ => Op::ReduceAdd(dims),
+        };
+        let rest: Vec<Term> = node.children[1..].iter().map(|&c| Term::Class(c)).collect();
+        let forms = [
+            ([&kept[..], dims].concat(), (kept.len()..rank).collect::<Vec<usize>>()),
+            ([dims, &kept[..]].concat(), (0..dims.len()).collect()),
+        ];
+        for (perm, new_dims) in forms {
+            let mut children = vec![transpose_term(eg, x, perm)];
+            children.extend(rest.iter().cloned());
+            self.push("reduce-layout", id, Term::Node(with_dims(&node.op, new_dims), node.ty.clone(), children));
+        }
+        for inner in self.nodes(x) {
+            let Op::Transpose(p) = &inner.op else { continue };
+            if !kept.iter().map(|&k| p[k]).collect::<Vec<_>>().windows(2).all(|w| w[0] < w[1]) {
+                continue;
+            }
+            let mut children = vec![Term::Class(inner.children[0])];
+            children.extend(rest.iter().cloned());
+            let folded = with_dims(&node.op, dims.iter().map(|&d| p[d]).collect());
+            self.push("reduce-fold-transpose", id, Term::Node(folded, node.ty.clone(), children));
         }
     }
 
@@ -283,6 +343,15 @@ impl<'a> Finder<'a> {
                                 self.push("reduce-precision", id, Term::Node(Op::ReduceAdd(dims.clone()), node.ty.clone(), vec![Term::Class(z)]));
                             }
                         }
+                    }
+                }
+                (Op::Dot(dd), Some(a)) if self.rules.dot => {
+                    // convert(dot(a, b) : wide, narrow) = dot(a, b) : narrow for narrow operands:
+                    // like a reduction's, the accumulation precision is the matrix unit's.
+                    let b = inner.children[1];
+                    let narrow_operands = class_ty(eg, a).dtype == to && class_ty(eg, b).dtype == to;
+                    if narrow_operands && to.widens_exactly_to(x_ty.dtype) {
+                        self.push("dot-precision", id, Term::Node(Op::Dot(dd.clone()), node.ty.clone(), vec![Term::Class(a), Term::Class(b)]));
                     }
                 }
                 (Op::Reduce { dims, reducer: r @ (Reducer::Max | Reducer::Min) }, Some(y)) if self.rules.reduce => {

@@ -38,6 +38,17 @@ fn layout_plumbing_is_consistent() {
         "HloModule k\nENTRY e {\n  a = bf16[4,4,8] parameter(0)\n  b = bf16[8,4] parameter(1)\n  \
          t = bf16[4,4,8] transpose(a), dimensions={1,0,2}\n  \
          ROOT d = bf16[4,4,4] dot(t, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}\n}\n",
+        // a softmax over columns, a product accumulated in f32.
+        "HloModule k\n%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n  ROOT %s = bf16[] add(%x, %y)\n}\n\
+         ENTRY e {\n  q = bf16[64,64] parameter(0)\n  k = bf16[64,64] parameter(1)\n  \
+         s = f32[64,64] dot(q, k), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  n = bf16[64,64] convert(s)\n  \
+         e = bf16[64,64] exponential(n)\n  z = bf16[] constant(0)\n  r = bf16[64] reduce(e, z), dimensions={0}, to_apply=%add\n  \
+         d = bf16[64,64] broadcast(r), dimensions={1}\n  ROOT p = bf16[64,64] divide(e, d)\n}\n",
+        // reductions and broadcasts of transposed rank-3 values, where dimension order matters.
+        "HloModule k\n%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n  ROOT %s = bf16[] add(%x, %y)\n}\n\
+         ENTRY e {\n  a = bf16[4,6,4] parameter(0)\n  t = bf16[4,6,4] transpose(a), dimensions={2,1,0}\n  z = bf16[] constant(0)\n  \
+         r = bf16[4,4] reduce(t, z), dimensions={1}, to_apply=%add\n  b = bf16[4,6,4] broadcast(r), dimensions={0,2}\n  \
+         u = bf16[4,6,4] transpose(b), dimensions={2,1,0}\n  x = bf16[4,6,4] exponential(u)\n  ROOT o = bf16[4,6,4] add(x, a)\n}\n",
         // bit casts between widths.
         "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  u = u8[64,64,2] bitcast-convert(a)\n  \
          v = u8[64,128] reshape(u)\n  w = u8[64,64,2] reshape(v)\n  ROOT o = bf16[64,64] bitcast-convert(w)\n}\n",

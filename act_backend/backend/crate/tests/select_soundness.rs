@@ -82,7 +82,13 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
         ("the output is an input", two("  ROOT c = bf16[64,64] copy(b)\n"), qkv_plain(), Instrs(&["load_rm", "store_rm"])),
         ("softmax of a product", softmax_kernel("{1}", "{0}", "s1"), qkv(), Instrs(&["load_rm", "load_rm", "load_rm", "gemm", "softmax", "mov", "gemm", "mov", "store_rm"])),
         ("softmax operands must be one value", softmax_kernel("{1}", "{0}", "s2"), qkv(), Missing("exponential", 13)),
-        ("softmax over columns is not softmax", softmax_kernel("{0}", "{1}", "s1"), qkv(), Missing("exponential", 13)),
+        (
+            "softmax over columns runs on the transposes",
+            softmax_kernel("{0}", "{1}", "s1"),
+            qkv(),
+            Instrs(&["load_cm", "load_cm", "load_cm", "gemm", "softmax", "mov", "gemm", "mov", "store_cm"]),
+        ),
+        ("softmax over columns needs a transposing load", softmax_kernel("{0}", "{1}", "s1"), qkv_plain(), Missing("exponential", 13)),
         ("broadcast dimensions are compared", softmax_kernel("{1}", "{1}", "s1"), qkv(), Missing("exponential", 13)),
         (
             "a product larger than the matrix unit",
