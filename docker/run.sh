@@ -8,7 +8,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
-# shellcheck source=act.env
+# shellcheck source=docker/act.env
 . "$here/act.env"
 
 pick_tag() {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the test scripts: make .venv (a virtual environment with the package installed
 # editable and tests/requirements.txt) current, and export ACT_PYTHON, its interpreter.
 # Reinstalls only when pyproject.toml or tests/requirements.txt changed.

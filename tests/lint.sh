@@ -37,7 +37,7 @@ while read -r src; do
     [ -e "$src" ] || { echo "docker/Dockerfile copies $src, which does not exist" >&2; exit 1; }
 done < <(awk 'toupper($1) == "COPY" { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' docker/Dockerfile)
 if command -v hadolint >/dev/null 2>&1; then
-    hadolint --ignore DL3008 --ignore DL3013 docker/Dockerfile
+    hadolint --no-color --ignore DL3008 --ignore DL3013 docker/Dockerfile
 else
     echo "hadolint not installed: checked COPY sources only"
 fi

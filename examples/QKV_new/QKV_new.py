@@ -40,7 +40,8 @@ GEMM = """
 ENTRY {name} {{
     %In1 = bf16[64,64] parameter(0);
     %In2 = bf16[64,64] parameter(1);
-    ROOT %Out0 = bf16[64,64] dot(%In1, %In2), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}};
+    ROOT %Out0 = bf16[64,64] dot(%In1, %In2),
+        lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}};
 }}
 """
 
