@@ -23,21 +23,23 @@ Response answer(const char *status, std::string message,
 
 std::string show_number(double value) { return nlohmann::json(value).dump(); }
 
-// Said when the wall-clock safety net, not the deterministic budget, ended
-// the search: only then may two runs answer differently.
-std::string safety_net_note(const SolverResponse &solved, const SolveParameters &parameters) {
-    if (solved.wall_time < parameters.max_time_in_seconds) {
-        return "";
-    }
-    return " (stopped by the " + show_number(parameters.max_time_in_seconds) +
-           " s wall-clock safety net, not the deterministic budget, so this answer may differ "
-           "between runs)";
+// Whether the wall-clock safety net, not the deterministic budget, ended
+// the search: only then may two runs answer differently. The solver stops
+// close to the limit, not exactly on it, hence the margin.
+bool stopped_by_safety_net(const SolverResponse &solved, const SolveParameters &parameters) {
+    return solved.wall_time >= 0.95 * parameters.max_time_in_seconds;
 }
+
+}  // namespace
 
 Response from_solver(const Request &request, const SolverResponse &solved,
                      const SolveParameters &parameters) {
     const std::string budget =
         "max_deterministic_time " + show_number(parameters.max_deterministic_time);
+    const std::string safety_net = "the " + show_number(parameters.max_time_in_seconds) +
+                                   " s wall-clock safety net stopped the search";
+    const std::string may_differ = " (this answer may differ between runs)";
+    const bool wall_clock = stopped_by_safety_net(solved, parameters);
     switch (solved.status) {
     case SolverStatus::kOptimal:
     case SolverStatus::kFeasible:
@@ -46,18 +48,22 @@ Response from_solver(const Request &request, const SolverResponse &solved,
                                         *violation +
                                         "); the allocator encoded the model wrongly");
         }
+        if (solved.status == SolverStatus::kOptimal) {
+            return answer(kSolved, "optimal", solved.solution);
+        }
         return answer(kSolved,
-                      solved.status == SolverStatus::kOptimal
-                          ? "optimal"
-                          : "feasible; " + budget + " ran out before optimality was proven" +
-                                safety_net_note(solved, parameters),
+                      wall_clock ? "feasible; " + safety_net +
+                                       " before optimality was proven" + may_differ
+                                 : "feasible; " + budget +
+                                       " ran out before optimality was proven",
                       solved.solution);
     case SolverStatus::kInfeasible:
         return answer(kInfeasible, "no placement satisfies the variable domains, the "
                                    "equalities and the non-overlap of live blocks together");
     case SolverStatus::kUnknown:
-        return answer(kOutOfBudget, "no placement found within " + budget +
-                                        safety_net_note(solved, parameters));
+        return answer(kOutOfBudget, wall_clock ? "no placement found before " + safety_net +
+                                                     may_differ
+                                               : "no placement found within " + budget);
     case SolverStatus::kModelInvalid:
         return answer(kInvalid, "CP-SAT refused the model the allocator built (a bug in the "
                                 "allocator): " +
@@ -66,8 +72,6 @@ Response from_solver(const Request &request, const SolverResponse &solved,
     }
     return answer(kInvalid, "CP-SAT answered with an unhandled status");
 }
-
-}  // namespace
 
 Response allocate(std::string_view request_json, Encoded *encoded) {
     if (encoded != nullptr) {

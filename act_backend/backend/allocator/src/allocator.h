@@ -8,6 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cp_model.h"
+#include "cp_sat.h"
+#include "request.h"
+
 namespace act_alloc {
 
 // The values of Response::status.
@@ -33,6 +37,13 @@ struct Encoded {
 // those become responses with status "invalid". When `encoded` is given it
 // receives what was sent to CP-SAT.
 Response allocate(std::string_view request_json, Encoded *encoded = nullptr);
+
+// The response to CP-SAT's answer for `request` solved under `parameters`:
+// the status mapped, a solution checked against the request, the stop
+// reason said. Part of allocate(), separate so that every answer can be
+// tested without making the solver give it.
+Response from_solver(const Request &request, const SolverResponse &solved,
+                     const SolveParameters &parameters);
 
 // {"status": ..., "values": [...], "message": ...} on one line.
 std::string to_json(const Response &response);

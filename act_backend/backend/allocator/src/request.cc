@@ -92,17 +92,12 @@ std::int64_t integer(const json &value, const std::string &path, std::int64_t lo
     if (!value.is_number_integer()) {
         fail(path, "expected an integer in " + range + ", found " + show(value));
     }
-    bool in_range = false;
-    std::int64_t number = 0;
-    if (value.is_number_unsigned()) {
-        const auto unsigned_number = value.get<std::uint64_t>();
-        in_range = unsigned_number <= static_cast<std::uint64_t>(hi);
-        number = static_cast<std::int64_t>(unsigned_number);
-    } else {
-        number = value.get<std::int64_t>();
-        in_range = number >= lo && number <= hi;
-    }
-    if (!in_range) {
+    // nlohmann/json keeps integers above INT64_MAX as unsigned; none is in range.
+    const bool fits = !value.is_number_unsigned() ||
+                      value.get<std::uint64_t>() <=
+                          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    const std::int64_t number = fits ? value.get<std::int64_t>() : 0;
+    if (!fits || number < lo || number > hi) {
         fail(path, "expected an integer in " + range + ", found " + show(value));
     }
     return number;
