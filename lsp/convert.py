@@ -3,7 +3,6 @@ client's position encoding (UTF-16 unless negotiated otherwise), and back for po
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from lsprotocol import types
@@ -53,11 +52,3 @@ class Converter:
             source=SOURCE,
         )
 
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
-
-def lines_of(text: str) -> list[str]:
-    """Document lines, endings kept, split where the protocol and Python's tokenizer split
-    (CR, LF, CRLF only; ``str.splitlines`` would also split at form feeds and U+2028)."""
-    return _LINE.findall(text) or [""]

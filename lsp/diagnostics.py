@@ -21,9 +21,10 @@ from typing import Any
 from lsprotocol import types
 
 from lsp import documents, spec_check
-from lsp.convert import Converter, lines_of
+from lsp.convert import Converter
 from lsp.findings import Finding
 from lsp.spec_model import SpecModel
+from lsp.text_map import lines_of
 
 log = logging.getLogger(__name__)
 

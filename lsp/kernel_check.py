@@ -6,8 +6,8 @@ from the command line); this module only places its problems in the document.
 
 from __future__ import annotations
 
-from lsp.convert import lines_of
 from lsp.findings import Finding, from_problem
+from lsp.text_map import lines_of
 
 
 def check_kernel(text: str, path: str | None) -> list[Finding]:

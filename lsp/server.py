@@ -26,13 +26,14 @@ from lsp.commands import compile as compile_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
-from lsp.convert import Converter, lines_of
+from lsp.convert import Converter
 from lsp.diagnostics import DiagnosticsScheduler
 from lsp.features import completion, definition, hover, lenses, symbols
 from lsp.findings import Finding
 from lsp.paths import same_file
 from lsp.spec_reader import read_spec
 from lsp.spec_runner import new_checker
+from lsp.text_map import lines_of
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)

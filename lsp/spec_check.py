@@ -20,12 +20,11 @@ import ast
 from dataclasses import dataclass, field
 
 from lsp import spec_model
-from lsp.convert import lines_of
 from lsp.findings import Finding, from_problem
 from lsp.spec_child import syntax_problem
 from lsp.spec_reader import ApiCall, Ref, read_spec
 from lsp.spec_runner import Checker, check_spec
-from lsp.text_map import line_range, node_range
+from lsp.text_map import line_range, lines_of, node_range
 
 # Problems inside a semantics string that compare it with the instruction's slices: only
 # meaningful when those slices were read.

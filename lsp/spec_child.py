@@ -32,6 +32,7 @@ from typing import Any
 
 from lsp import spec_describe
 from lsp.paths import same_file
+from lsp.text_map import lines_of
 
 RESULT_PREFIX = "ACT-RESULT "
 
@@ -162,14 +163,13 @@ def warm_up() -> None:
         _real_generator(name)
 
 
-def run_spec(path: str, text: str, recorder: Recorder, timeout_s: float | None,
+def run_spec(path: str, text: str, timeout_s: float | None,
              memory_mb: int | None) -> dict[str, Any] | None:
     """Run the spec text as ``__main__`` of ``path``; return a problem dict describing
     how it failed, or None when it ran to the end."""
     directory = os.path.dirname(path) or "."
     # Tracebacks and anything that reads the source by file name see the editor's text.
-    lines = text.splitlines(keepends=True)
-    linecache.cache[path] = (len(text), None, lines, path)
+    linecache.cache[path] = (len(text), None, lines_of(text), path)
     try:
         code = compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -307,7 +307,7 @@ def check(path: str, text: str, timeout_s: float, memory_mb: int) -> dict[str, A
     recorder = Recorder()
     recorder.install()
     problems: list[dict[str, Any]] = []
-    failure = run_spec(path, text, recorder, timeout_s, memory_mb)
+    failure = run_spec(path, text, timeout_s, memory_mb)
     if failure is not None:
         problems.append(failure)
     for acc in recorder.accelerators:
@@ -337,7 +337,7 @@ def generate(path: str, text: str, only: str | None = None) -> dict[str, Any]:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
     recorder = Recorder()
     recorder.install()
-    failure = run_spec(path, text, recorder, None, None)
+    failure = run_spec(path, text, None, None)
     if failure is not None:
         return {"error": {"kind": "spec-failed", **failure}}
     requests = recorder.backend_requests or [(acc, None) for acc in recorder.accelerators]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp.spec_reader import ApiCall, Ref, SpecReading
+from lsp.text_map import lines_of
 
 # linecache and the front end's source cache are process-wide: one replay at a time.
 _LOCK = threading.Lock()
@@ -38,7 +39,7 @@ def replay(reading: SpecReading, path: str, text: str) -> Replay:
 
     result = Replay()
     with _LOCK:
-        linecache.cache[path] = (len(text), None, text.splitlines(keepends=True), path)
+        linecache.cache[path] = (len(text), None, lines_of(text), path)
         for call in reading.calls:
             if call.opaque:
                 continue

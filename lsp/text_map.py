@@ -10,7 +10,10 @@ arrive already placed.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 Position = tuple[int, int]  # (line, column), both 0-based, column in code points
 
@@ -24,6 +27,12 @@ class TextRange:
 
     def contains(self, pos: Position) -> bool:
         return self.start <= pos <= self.end
+
+
+def lines_of(text: str) -> list[str]:
+    """Document lines, endings kept, split where the protocol and Python's tokenizer split
+    (CR, LF, CRLF only; ``str.splitlines`` would also split at form feeds and U+2028)."""
+    return _LINE.findall(text) or [""]
 
 
 def span_to_range(line: int, column: int, end_line: int, end_column: int) -> TextRange:

@@ -7,11 +7,10 @@ import ast
 import stat
 from pathlib import Path
 
-from lsp.convert import lines_of
 from lsp.features import completion, definition, hover, lenses, symbols
 from lsp.spec_model import from_reading
 from lsp.spec_reader import read_spec
-from lsp.text_map import TextRange
+from lsp.text_map import TextRange, lines_of
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 QKV = (EXAMPLES / "QKV" / "QKV.py").read_text()

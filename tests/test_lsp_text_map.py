@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from lsp.convert import lines_of
-from lsp.text_map import TextRange, node_range, span_to_range, word_at
+from lsp.text_map import TextRange, lines_of, node_range, span_to_range, word_at
 
 
 def test_positions_count_code_points_not_bytes():

@@ -20,9 +20,8 @@ from lsprotocol import types
 
 from lsp.commands.arguments import Arguments
 from lsp.commands.running import CommandRun
-from lsp.convert import lines_of
 from lsp.findings import Finding, clamp
-from lsp.text_map import TextRange, line_range
+from lsp.text_map import TextRange, line_range, lines_of
 
 NAME = "act.compileKernel"
 ARGUMENTS = ("kernelUri", "backendPath", "outputPath")
