@@ -97,6 +97,23 @@ pub fn build(kernel: &Kernel) -> KernelGraph {
     KernelGraph { egraph, node_class, root, inputs }
 }
 
+/// Lets every kernel value also travel through HBM: `x = from_bytes(to_bytes(x))` (a bit cast
+/// and its inverse), so that store and load instructions can match on it and extraction can
+/// offer a spill and reload when on-chip buffers are too small to keep the value.
+pub fn add_spill_paths(kg: &mut KernelGraph, kernel: &Kernel) {
+    let eg = &mut kg.egraph;
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        if matches!(node.op, Op::Parameter(_) | Op::Constant(_)) || k == kernel.root {
+            continue;
+        }
+        let x = kg.node_class[k];
+        let bytes = to_bytes(eg, x);
+        let back = from_bytes(eg, bytes, &node.ty);
+        eg.union(x, back);
+    }
+    eg.rebuild();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

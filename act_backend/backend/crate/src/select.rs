@@ -79,6 +79,12 @@ fn ms(since: Instant) -> f64 {
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
     let rules = RuleSet::for_ops(&patterns.ops);
     let mut kg = analysis::build(kernel);
+    let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
+    let stores = isa.instructions.iter().any(|i| i.outputs.iter().any(hbm) && !i.inputs.iter().any(hbm));
+    let loads = isa.instructions.iter().any(|i| i.inputs.iter().any(hbm) && !i.outputs.iter().any(hbm));
+    if stores && loads {
+        analysis::add_spill_paths(&mut kg, kernel);
+    }
     let mut stats = SelectStats::default();
     let eg = &mut kg.egraph;
     loop {

@@ -135,6 +135,23 @@ fn matching_soundness_table() {
 }
 
 #[test]
+fn a_value_overwritten_in_place_and_used_again_has_spilling_alternatives() {
+    // softmax overwrites S in d2, and S.V needs S too: the best candidate keeps S in d1 (which
+    // may not fit); the alternatives go through HBM with a store and a load.
+    let isa = qkv();
+    let k = kernel_file("softmax_input_reused.hlo");
+    let sel = run(&k, &isa).unwrap();
+    assert_eq!(sel.candidates[0].instruction_count(), 12);
+    let spills = sel.candidates.iter().filter(|g| {
+        let names = multiset(&isa, g);
+        names.iter().filter(|n| n.starts_with("store")).count() > 1
+    });
+    assert!(spills.count() >= 1, "some candidate stores an intermediate value");
+    assert_candidates_compute_kernel(&isa, &k, &sel);
+    assert!(select_support::assert_egraph_consistent(&k, &isa) > 100);
+}
+
+#[test]
 fn tanh_has_no_instruction() {
     let err = run(&kernel_file("tanh_jax.hlo"), &qkv()).unwrap_err();
     assert_eq!(err.to_string(), "tanh_jax.hlo:5: no instruction of QKV computes `tanh` (ROOT tanh.1 = bf16[64,64]{1,0} tanh(A.1))");
