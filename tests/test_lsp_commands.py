@@ -87,7 +87,7 @@ def test_backend_errors_about_the_kernel_become_findings():
               "/scratch/attention.hlo:14:3: no instruction computes dot",
               "/scratch/attention.hlo:99: past the end",
               "other.hlo:1:1: not this kernel"]
-    found = compile_command.located_errors(output, "/work/attention.hlo",
+    found = compile_command.located_errors(output, "/project/kernels/attention.hlo",
                                            (EXAMPLES / "QKV" / "kernels" /
                                             "attention.hlo").read_text())
     assert [(f.range.start, f.message) for f in found] == [
