@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import runpy
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from act_backend.validation import check, validate
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 PRELUDE = """\
 from act_backend.spec import Accelerator
@@ -291,3 +294,21 @@ def test_every_error_is_in_the_refusal_one_per_line(tmp_path):
     with pytest.raises(ValueError) as refusal:
         validate(acc)
     assert str(refusal.value) == "\n".join(errors)
+
+
+def test_an_instruction_on_a_data_model_with_an_unknown_dtype_reports_the_dtype(tmp_path):
+    # The instructions reading d2 have no slice type; the problem is d2's dtype, said once.
+    import act_backend
+
+    source = (EXAMPLES / "QKV" / "QKV.py").read_text()
+    spec = tmp_path / "QKV.py"
+    spec.write_text(source.replace('add_data_model("d2", [64], [64], "bf16")',
+                                   'add_data_model("d2", [64], [64], "bf17")'))
+    saved = act_backend.generate_oracle, act_backend.generate_backend
+    act_backend.generate_oracle = act_backend.generate_backend = lambda acc, **_: None
+    try:
+        accelerator = runpy.run_path(str(spec))["qkv"]
+    finally:
+        act_backend.generate_oracle, act_backend.generate_backend = saved
+    codes = [p.code for p in check(accelerator) if p.severity == "error"]
+    assert codes == ["unknown-dtype"]

@@ -106,7 +106,10 @@ def _check_instruction(acc: Accelerator, instr: Instruction, index: int,
     _warn_unused(ctx, instr, attrs, module, report)
     if report.error_count() > errors_before or module is None or output is None:
         return None
-    assert inputs is not None and all(s is not None for s in inputs)
+    if inputs is None or any(s is None for s in inputs):
+        # A slice of a data model refused on its own (say, an unknown dtype) has no type; the
+        # data model's problem is already reported.
+        return None
     return CheckedInstruction(instr.name, attrs.comp, attrs.addr,
                               tuple(s for s in inputs if s is not None), (output,), module)
 
