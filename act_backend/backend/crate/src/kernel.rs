@@ -579,6 +579,25 @@ mod tests {
     }
 
     #[test]
+    fn literals_fill_their_declared_shape() {
+        let k = parse_kernel(
+            "HloModule m\nENTRY e {\n  a = f32[2,2] constant({ {1, 2.5}, {-inf, 4} })\n  \
+             b = pred[] constant(true)\n  ROOT c = f32[2,2] copy(a)\n}\n",
+            "m.hlo",
+        )
+        .unwrap();
+        let Op::Constant(lit) = &k.nodes[0].op else { panic!("not a constant") };
+        assert_eq!(lit.values().collect::<Vec<_>>(), vec![1.0, 2.5, f64::NEG_INFINITY, 4.0]);
+        assert!(matches!(&k.nodes[1].op, Op::Constant(l) if l.splat() == Some(1.0)));
+        let ragged = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2,2] constant({ {1, 2}, {3} })\n}\n", "m.hlo");
+        assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:40: the literal's nested lists are ragged");
+        let wrong = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[3] constant({1, 2})\n}\n", "m.hlo");
+        assert_eq!(wrong.unwrap_err().kind, KernelErrorKind::Shape);
+        let fraction = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = s32[] constant(1.5)\n}\n", "m.hlo");
+        assert_eq!(fraction.unwrap_err().to_string(), "m.hlo:3:27: 1.5 is not a value of s32");
+    }
+
+    #[test]
     fn select_of_compare_becomes_select_lt() {
         let k = parse_kernel(
             "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n  \

@@ -154,6 +154,16 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         let verb = if ex.computed(eg.find(kg.node_class[root])) { "stores" } else { "copies" };
         return error(root, format!("{verb} the result of `{}` to HBM", kernel.nodes[root].op.hlo_name()));
     }
+    // Values computed from constants alone are not blamed: an operation that needs one is
+    // what has no instruction (`x * 2` on an ISA without a multiply names the multiply).
+    let mut constant = vec![false; kernel.nodes.len()];
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        constant[k] = match node.op {
+            Op::Constant(_) => true,
+            Op::Parameter(_) => false,
+            _ => !node.operands.is_empty() && node.operands.iter().all(|&o| constant[o]),
+        };
+    }
     let mut seen = vec![false; kernel.nodes.len()];
     let mut stack = vec![root];
     let mut blamed: Option<usize> = None;
@@ -162,7 +172,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
             continue;
         }
         seen[k] = true;
-        let bad: Vec<usize> = kernel.nodes[k].operands.iter().copied().filter(|&o| !ok(o)).collect();
+        let bad: Vec<usize> = kernel.nodes[k].operands.iter().copied().filter(|&o| !ok(o) && (!constant[o] || constant[k])).collect();
         if bad.is_empty() {
             blamed = Some(blamed.map_or(k, |b| b.min(k)));
         }
@@ -172,6 +182,10 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     let node = &kernel.nodes[k];
     let what = match &node.op {
         Op::Parameter(i) => format!("loads parameter {i} (`{}`, {})", node.name, node.ty),
+        Op::Constant(_) => format!(
+            "uses the constant `{}` as an operand (a constant must be part of an instruction's semantics)",
+            node.name
+        ),
         op => format!("computes `{}`", op.hlo_name()),
     };
     error(k, what)

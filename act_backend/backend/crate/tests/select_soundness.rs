@@ -103,6 +103,19 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Missing("parameter", 3),
         ),
         (
+            "an operation on a constant is what has no instruction",
+            "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  c = bf16[] constant(2)\n  \
+             b = bf16[64,64] broadcast(c), dimensions={}\n  ROOT m = bf16[64,64] multiply(a, b)\n}\n".into(),
+            qkv(),
+            Missing("multiply", 6),
+        ),
+        (
+            "a constant output",
+            "HloModule k\nENTRY e {\n  c = bf16[] constant(2)\n  ROOT b = bf16[64,64] broadcast(c), dimensions={}\n}\n".into(),
+            qkv(),
+            Missing("constant", 3),
+        ),
+        (
             "element types are compared",
             "HloModule k\nENTRY e {\n  a = f32[64,32] parameter(0)\n  ROOT c = f32[64,32] copy(a)\n}\n".into(),
             qkv(),
