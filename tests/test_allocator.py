@@ -1,7 +1,8 @@
 """The C++ memory allocator (act_backend/backend/allocator), built with CMake and driven through
-act-alloc-cli: what the build reports and exports, the answers to placement requests, that the
-bytes sent to CP-SAT follow OR-Tools' own schema, and that 40 blocks are placed optimally, fast
-and identically run to run.
+act-alloc-cli: what the build reports and exports, that it links and runs against an OR-Tools
+directory laid out like the Docker image's, the answers to placement requests, that the bytes
+sent to CP-SAT follow OR-Tools' own schema, and that 40 blocks are placed optimally, fast and
+identically run to run.
 
 The placements are checked here by Python code that knows only the request format, and the
 optimum of the 40-block request is recomputed with OR-Tools' Python API from the request alone.
@@ -10,6 +11,7 @@ optimum of the 40-block request is recomputed with OR-Tools' Python API from the
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -24,6 +26,7 @@ import act_backend
 pytestmark = pytest.mark.slow
 
 ALLOCATOR = Path(act_backend.__file__).parent / "backend" / "allocator"
+REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,34 @@ def test_the_unit_tests_pass_under_ctest(build: Build):
                            capture_output=True, text=True, check=False, timeout=300)
     assert ctest.returncode == 0, ctest.stdout + ctest.stderr
     assert "tests passed" in ctest.stdout
+
+
+def test_an_ortools_dir_laid_out_like_the_docker_image_links_and_runs(tmp_path: Path):
+    # The image lays the wheel's libraries out as links in /opt/ortools/lib
+    # (docker/install-ortools.sh). The wheel's own relative run paths miss from there, so the
+    # executable's run path has to find every library OR-Tools loads.
+    layout = tmp_path / "ortools"
+    # The script asks `python3` where the wheel is: make that this interpreter.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    laid_out = subprocess.run(["sh", str(REPOSITORY / "docker" / "install-ortools.sh"),
+                               str(layout)], capture_output=True, text=True, check=False,
+                              env={**os.environ, "PATH": path})
+    assert laid_out.returncode == 0, laid_out.stdout + laid_out.stderr
+    directory = tmp_path / "build"
+    configure = subprocess.run(
+        ["cmake", "-S", str(ALLOCATOR), "-B", str(directory), "-DACT_WERROR=ON",
+         f"-DORTOOLS_DIR={layout}", "-DACT_ALLOC_BUILD_TESTS=OFF"],
+        capture_output=True, text=True, check=False)
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    assert f"-- act_alloc: OR-Tools from ORTOOLS_DIR {layout}: " in configure.stdout
+    compiled = subprocess.run(["cmake", "--build", str(directory), "--target", "act-alloc-cli",
+                               "--parallel", "2"], capture_output=True, text=True, check=False)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    request = json.dumps({"variables": [variable("a", 1, 3)], "objective": [[0, 1]]})
+    run = subprocess.run([str(directory / "act-alloc-cli"), "-"], input=request,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"status": "solved", "values": [1], "message": "optimal"}
 
 
 # --- answers ---------------------------------------------------------------------------------
