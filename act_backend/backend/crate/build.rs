@@ -53,9 +53,7 @@ fn beside(manifest: &Path, name: &str) -> PathBuf {
         return inside;
     }
     let outside = manifest.parent().map(|p| p.join(name)).filter(|p| p.exists());
-    outside.unwrap_or_else(|| {
-        panic!("cannot find `{name}` in {} or beside it", manifest.display())
-    })
+    outside.unwrap_or_else(|| panic!("cannot find `{name}` in {} or beside it", manifest.display()))
 }
 
 /// Builds the allocator once per (sources, settings) and returns the directory holding
@@ -69,8 +67,7 @@ fn build_allocator(source: &Path, out_dir: &Path) -> PathBuf {
     if done.join("link.txt").is_file() && done.join("libact_alloc.a").is_file() {
         return done;
     }
-    fs::create_dir_all(&cache)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", cache.display()));
+    fs::create_dir_all(&cache).unwrap_or_else(|e| panic!("cannot create {}: {e}", cache.display()));
     let pid = std::process::id();
     let work = cache.join(format!(".building-{pid}"));
     let staging = cache.join(format!(".staging-{pid}"));
@@ -90,10 +87,12 @@ fn build_allocator(source: &Path, out_dir: &Path) -> PathBuf {
     let configured = run(&mut configure, "configuring the allocator");
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
     run(
-        Command::new("cmake")
-            .arg("--build")
-            .arg(&work)
-            .args(["--target", "act_alloc", "--parallel", &jobs]),
+        Command::new("cmake").arg("--build").arg(&work).args([
+            "--target",
+            "act_alloc",
+            "--parallel",
+            &jobs,
+        ]),
         "building the allocator",
     );
 
@@ -113,10 +112,8 @@ fn build_allocator(source: &Path, out_dir: &Path) -> PathBuf {
         }
     }
     fs::write(staging.join("link.txt"), lines.join("\n") + "\n").expect("cache is writable");
-    let found: Vec<&str> = configured
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("-- act_alloc: "))
-        .collect();
+    let found: Vec<&str> =
+        configured.lines().filter_map(|l| l.trim().strip_prefix("-- act_alloc: ")).collect();
     fs::write(staging.join("configure.log"), found.join("\n") + "\n").expect("cache is writable");
     // Another build may have finished the same entry meanwhile; either copy is as good.
     if fs::rename(&staging, &done).is_err() {

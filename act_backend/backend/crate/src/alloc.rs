@@ -231,12 +231,14 @@ fn value_starts(
                             "node {n} is parameter {param} of {bytes} bytes, but the kernel's \
                              parameter {param} has {}",
                             placed.bytes
-                        )).into());
+                        ))
+                        .into());
                     }
                     if let Some(other) = seen_params.insert(param, n) {
                         return Err(CandidateError(format!(
                             "nodes {other} and {n} are both parameter {param}"
-                        )).into());
+                        ))
+                        .into());
                     }
                     (placed.addr, placed.addr)
                 }
@@ -245,7 +247,8 @@ fn value_starts(
                         return Err(CandidateError(format!(
                             "the root (node {n}) writes {size} bytes, the kernel's output has {}",
                             layout.output.bytes
-                        )).into());
+                        ))
+                        .into());
                     }
                     (layout.output.addr, layout.output.addr)
                 }
@@ -327,10 +330,11 @@ fn step_attributes(
     let slices = def.inputs.iter().zip(operands.iter().copied()).chain([(&def.outputs[0], n)]);
     for (slice, value) in slices {
         for (k, expr) in slice.start.iter().enumerate() {
-            let aff = expr.affine(&env).map_err(|e| here(format!("{}: {e}", describe(slice, k))))?;
-            let var = *starts.per_dim[value].get(k).ok_or_else(|| {
-                here(format!("{} has no access dimension {k}", slice.buffer))
-            })?;
+            let aff =
+                expr.affine(&env).map_err(|e| here(format!("{}: {e}", describe(slice, k))))?;
+            let var = *starts.per_dim[value]
+                .get(k)
+                .ok_or_else(|| here(format!("{} has no access dimension {k}", slice.buffer)))?;
             linear.push((aff, var));
         }
     }
@@ -378,7 +382,9 @@ fn step_attributes(
             let attr = name
                 .strip_prefix("a.")
                 .and_then(|a| def.addr_attrs.iter().position(|x| x == a))
-                .ok_or_else(|| here(format!("start expression uses @{name}, which has no value")))?;
+                .ok_or_else(|| {
+                    here(format!("start expression uses @{name}, which has no value"))
+                })?;
             terms.push((vars[attr], *coef));
         }
         terms.push((var, -1));
@@ -442,7 +448,14 @@ impl Builder {
         self.request.equalities.push(Equality { terms, constant });
     }
 
-    fn block(&mut self, buffer: &str, capacity: Option<i64>, start: usize, size: i64, time: (i64, i64)) {
+    fn block(
+        &mut self,
+        buffer: &str,
+        capacity: Option<i64>,
+        start: usize,
+        size: i64,
+        time: (i64, i64),
+    ) {
         self.request.blocks.push(Block { buffer: buffer.to_string(), capacity, start, size, time });
     }
 

@@ -57,7 +57,10 @@ pub fn parse_args(argv: &[OsString]) -> Result<Command, String> {
             _ => (text.to_string(), None),
         };
         let mut value = |name: &str| -> Result<OsString, String> {
-            inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{name} needs a value"))
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
         };
         match flag.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
@@ -194,12 +197,19 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
     let config = Config { deadline: args.time_limit.map(|l| started + l), ..Config::default() };
     let (tx, rx) = mpsc::channel::<WorkResult>();
     let spawned = {
-        let (args, isa, dir, progress, cancel) =
-            (args.clone(), Arc::clone(&isa), dir.clone(), Arc::clone(&progress), Arc::clone(&cancel));
-        std::thread::Builder::new().name("compile".into()).stack_size(STACK_BYTES).spawn(move || {
-            let result = work(&args, &isa, &dir, &config, &cancel, &progress);
-            let _ = tx.send(result);
-        })
+        let (args, isa, dir, progress, cancel) = (
+            args.clone(),
+            Arc::clone(&isa),
+            dir.clone(),
+            Arc::clone(&progress),
+            Arc::clone(&cancel),
+        );
+        std::thread::Builder::new().name("compile".into()).stack_size(STACK_BYTES).spawn(
+            move || {
+                let result = work(&args, &isa, &dir, &config, &cancel, &progress);
+                let _ = tx.send(result);
+            },
+        )
     };
     if let Err(e) = spawned {
         return fail(args, &format!("cannot start the compile thread: {e}"));

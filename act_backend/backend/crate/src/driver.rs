@@ -154,7 +154,9 @@ impl fmt::Display for DriverError {
                 path.display()
             ),
             DriverError::Layout(e) => write!(f, "kernel signature: {e}"),
-            DriverError::Io { path, error } => write!(f, "cannot write {}: {error}", path.display()),
+            DriverError::Io { path, error } => {
+                write!(f, "cannot write {}: {error}", path.display())
+            }
         }
     }
 }
@@ -294,15 +296,19 @@ impl Ctx<'_> {
             })
             .collect();
         let hbm = placement.hbm_end.max(self.layout.output.end());
-        let text = emit::assembly(self.sig, self.layout, hbm, &steps).map_err(DriverError::Layout)?;
+        let text =
+            emit::assembly(self.sig, self.layout, hbm, &steps).map_err(DriverError::Layout)?;
         let path = self.dir.join(format!("candidate_{index}.py"));
         std::fs::write(&path, &text)
             .map_err(|error| DriverError::Io { path: path.clone(), error })?;
         record.phases.emit = clock.elapsed();
 
         let clock = Instant::now();
-        let cost = cost::cost_of(&path)
-            .map_err(|error| DriverError::Cost { candidate: index, path: path.clone(), error })?;
+        let cost = cost::cost_of(&path).map_err(|error| DriverError::Cost {
+            candidate: index,
+            path: path.clone(),
+            error,
+        })?;
         record.phases.cost = clock.elapsed();
         record.cost = Some(cost);
         record.file = Some(path);

@@ -17,10 +17,10 @@ pub struct Step<'a> {
 }
 
 const PYTHON_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
-    "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-    "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// `name` made a Python identifier: other characters become `_`, a leading digit gets a `_`
@@ -95,11 +95,7 @@ fn tensor_spec(t: &Tensor, at: &Placed) -> Result<String, LayoutError> {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
     };
-    Ok(format!(
-        "{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{}}}",
-        at.addr,
-        t.element()?.jnp
-    ))
+    Ok(format!("{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{}}}", at.addr, t.element()?.jnp))
 }
 
 #[cfg(test)]

@@ -58,13 +58,16 @@ impl Tensor {
     }
 
     pub fn bytes(&self) -> Result<i64, LayoutError> {
-        let elems = self.shape.iter().try_fold(1i64, |acc, &d| {
-            if d < 0 {
-                None
-            } else {
-                acc.checked_mul(d)
-            }
-        });
+        let elems = self.shape.iter().try_fold(
+            1i64,
+            |acc, &d| {
+                if d < 0 {
+                    None
+                } else {
+                    acc.checked_mul(d)
+                }
+            },
+        );
         let elems = elems.ok_or_else(|| LayoutError(format!("bad shape {:?}", self.shape)))?;
         elems
             .checked_mul(self.element()?.bytes)

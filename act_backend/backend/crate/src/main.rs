@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 #[cfg(act_isa_table)]
-const ISA_TABLE: Option<&str> = Some(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/isa.json")));
+const ISA_TABLE: Option<&str> =
+    Some(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/isa.json")));
 
 // The crate in the source tree has no table; only generated crates do.
 #[cfg(not(act_isa_table))]

@@ -79,7 +79,8 @@ mod tests {
         fs::write(&path, "old").unwrap();
         write_atomically(&path, b"new contents").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "new contents");
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["out.py"]);
     }
 
@@ -91,7 +92,8 @@ mod tests {
         fs::create_dir(&target).unwrap();
         fs::write(target.join("x"), "").unwrap();
         assert!(write_atomically(&target, b"data").is_err());
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["taken"]);
     }
 

@@ -64,7 +64,9 @@ impl Progress {
             timings[name] = json!(d.map(ms));
         }
         if let Some(s) = &self.stats {
-            for (name, v) in [("rewrite", s.rewrite_ms), ("match", s.match_ms), ("extract", s.extract_ms)] {
+            for (name, v) in
+                [("rewrite", s.rewrite_ms), ("match", s.match_ms), ("extract", s.extract_ms)]
+            {
                 timings[name] = json!(ms(Duration::from_secs_f64(v.max(0.0) / 1e3)));
             }
         }

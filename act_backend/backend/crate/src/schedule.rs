@@ -273,7 +273,14 @@ impl<'a> Ctx<'a> {
         steps
     }
 
-    fn visit(&self, n: usize, by_need: bool, need: &[i64], done: &mut [bool], out: &mut Vec<usize>) {
+    fn visit(
+        &self,
+        n: usize,
+        by_need: bool,
+        need: &[i64],
+        done: &mut [bool],
+        out: &mut Vec<usize>,
+    ) {
         if done[n] {
             return;
         }

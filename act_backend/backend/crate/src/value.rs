@@ -181,7 +181,8 @@ fn instr_value(
                 slice.buffer
             )));
         }
-        let fits = read.len() == have.size.len() && read.iter().zip(&have.size).all(|(r, h)| r <= h);
+        let fits =
+            read.len() == have.size.len() && read.iter().zip(&have.size).all(|(r, h)| r <= h);
         if !fits {
             return Err(here(format!(
                 "{what} reads extent {read:?}, but node {op} holds only {:?}",

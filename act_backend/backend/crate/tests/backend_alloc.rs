@@ -70,7 +70,10 @@ fn every_slice_start_is_tied_to_its_value() {
         .filter(|e| e.terms.iter().any(|&(v, _)| name(v) == "step3.softmax.addr"))
         .map(|e| e.terms.iter().map(|&(v, _)| name(v)).collect())
         .collect();
-    assert_eq!(softmax, [vec!["step3.softmax.addr", "node5.start0"], vec!["step3.softmax.addr", "node6.start0"]]);
+    assert_eq!(
+        softmax,
+        [vec!["step3.softmax.addr", "node5.start0"], vec!["step3.softmax.addr", "node6.start0"]]
+    );
 }
 
 #[test]
@@ -87,7 +90,10 @@ fn blocks_carry_live_ranges_and_capacities() {
     assert_eq!(q_tile["size"], 64);
     let q = &blocks[0];
     assert_eq!(q["capacity"], serde_json::Value::Null, "HBM is unbounded");
-    assert_eq!(json["limits"], serde_json::json!({"max_deterministic_time": 10.0, "random_seed": 0}));
+    assert_eq!(
+        json["limits"],
+        serde_json::json!({"max_deterministic_time": 10.0, "random_seed": 0})
+    );
 }
 
 #[test]
@@ -132,9 +138,13 @@ fn a_value_larger_than_its_buffer_is_infeasible_before_solving() {
     let graph = attention(&isa);
     let values = analyse(&graph, &isa).unwrap();
     let schedule = first_order(&graph, &isa);
-    let prepared = prepare(&graph, &isa, &values, &schedule, &attention_layout(), Limits::default());
+    let prepared =
+        prepare(&graph, &isa, &values, &schedule, &attention_layout(), Limits::default());
     let Ok(Prepared::Infeasible(why)) = prepared else { panic!("{prepared:?}") };
-    assert!(why.contains("needs 64 positions of d1 along access dimension 0, which has 32"), "{why}");
+    assert!(
+        why.contains("needs 64 positions of d1 along access dimension 0, which has 32"),
+        "{why}"
+    );
 }
 
 /// Attention that spills P and a copy of V to HBM and loads them back.

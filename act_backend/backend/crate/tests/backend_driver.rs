@@ -23,10 +23,11 @@ fn go(isa: &Isa, candidates: &[PiiGraph], config: &Config, name: &str) -> Run {
     let dir = scratch(name);
     let cancel = AtomicBool::new(false);
     let mut seen = Vec::new();
-    let result = run(isa, &attention_signature(), candidates, &dir, config, &cancel, &mut |r, _| {
-        seen.push(r.index)
-    })
-    .unwrap();
+    let result =
+        run(isa, &attention_signature(), candidates, &dir, config, &cancel, &mut |r, _| {
+            seen.push(r.index)
+        })
+        .unwrap();
     assert_eq!(seen, (0..result.records.len()).collect::<Vec<_>>(), "observed in order");
     for r in &result.records {
         assert_eq!(r.file.is_some(), r.status == Status::Solved);
@@ -75,7 +76,12 @@ fn with_two_spills(isa: &Isa) -> PiiGraph {
 #[test]
 fn the_cheapest_candidate_wins_and_ties_go_to_the_earlier() {
     let isa = qkv();
-    let result = go(&isa, &[with_spill(&isa), attention(&isa), attention(&isa)], &Config::default(), "cheapest");
+    let result = go(
+        &isa,
+        &[with_spill(&isa), attention(&isa), attention(&isa)],
+        &Config::default(),
+        "cheapest",
+    );
     let best = result.best.unwrap();
     assert_eq!((best.index, best.cost), (1, 9.0));
     assert_eq!(best.assembly.matches("\n        api.").count(), 9);
@@ -125,8 +131,13 @@ fn orders_whose_interference_contains_an_infeasible_ones_are_skipped() {
     let r = &result.records[0];
     assert_eq!(r.orders_tried + r.orders_skipped, orders.len());
     let first = orders[0].interference(&values);
-    let supersets = orders[1..].iter().filter(|o| o.interference(&values).is_superset(&first)).count();
-    assert!(r.orders_skipped >= supersets, "{} skipped, {supersets} contain the first", r.orders_skipped);
+    let supersets =
+        orders[1..].iter().filter(|o| o.interference(&values).is_superset(&first)).count();
+    assert!(
+        r.orders_skipped >= supersets,
+        "{} skipped, {supersets} contain the first",
+        r.orders_skipped
+    );
 }
 
 #[test]
@@ -137,7 +148,11 @@ fn a_malformed_candidate_is_recorded_and_skipped() {
     bad.nodes[9] = instr(&isa, "gemm", &[], &[5, 8]);
     let result = go(&isa, &[bad, attention(&isa)], &Config::default(), "malformed");
     assert_eq!(result.records[0].status, Status::Malformed);
-    assert!(result.records[0].message.contains("node 5 lives in d2"), "{}", result.records[0].message);
+    assert!(
+        result.records[0].message.contains("node 5 lives in d2"),
+        "{}",
+        result.records[0].message
+    );
     assert_eq!(result.best.unwrap().index, 1);
 }
 

@@ -77,7 +77,10 @@ fn shapes_and_element_types_are_python_literals() {
     let text = assembly(&sig, &layout, 200, &[]).unwrap();
     assert!(text.contains("def jit_f_1(kernel, api):"), "{text}");
     assert!(text.contains("input=[{'addr': 0, 'shape': (8,), 'dtype': jnp.float32}, {'addr': 32, 'shape': (), 'dtype': jnp.int8}],"), "{text}");
-    assert!(text.contains("output=[{'addr': 33, 'shape': (2, 3, 4), 'dtype': jnp.uint32}])"), "{text}");
+    assert!(
+        text.contains("output=[{'addr': 33, 'shape': (2, 3, 4), 'dtype': jnp.uint32}])"),
+        "{text}"
+    );
     assert!(text.contains("    def jit_f_1_():\n        pass\n    return jit_f_1_\n"), "{text}");
 }
 

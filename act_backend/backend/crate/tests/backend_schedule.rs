@@ -71,10 +71,10 @@ fn s_read_twice(isa: &act_compiler::isa::Isa) -> PiiGraph {
     let mut graph = attention(isa);
     graph.nodes.truncate(8); // up to mov(P)
     graph.nodes.extend([
-        instr(isa, "mov", &[64], &[5]),        // 8 S in d1, read after softmax
-        instr(isa, "gemm", &[], &[7, 8]),      // 9
-        instr(isa, "mov", &[64], &[9]),        // 10
-        instr(isa, "store_rm", &[64], &[10]),  // 11
+        instr(isa, "mov", &[64], &[5]),       // 8 S in d1, read after softmax
+        instr(isa, "gemm", &[], &[7, 8]),     // 9
+        instr(isa, "mov", &[64], &[9]),       // 10
+        instr(isa, "store_rm", &[64], &[10]), // 11
     ]);
     graph.root = 11;
     graph
@@ -109,10 +109,10 @@ fn a_value_overwritten_in_place_twice_is_a_malformed_candidate() {
     let mut graph = attention(&isa);
     graph.nodes.truncate(8);
     graph.nodes.extend([
-        instr(&isa, "softmax", &[64], &[5]),   // 8 overwrites S as node 6 does
-        instr(&isa, "mov", &[64], &[8]),       // 9
-        instr(&isa, "gemm", &[], &[7, 9]),     // 10
-        instr(&isa, "mov", &[64], &[10]),      // 11
+        instr(&isa, "softmax", &[64], &[5]), // 8 overwrites S as node 6 does
+        instr(&isa, "mov", &[64], &[8]),     // 9
+        instr(&isa, "gemm", &[], &[7, 9]),   // 10
+        instr(&isa, "mov", &[64], &[10]),    // 11
         instr(&isa, "store_rm", &[64], &[11]), // 12
     ]);
     graph.root = 12;
@@ -142,9 +142,9 @@ fn a_reader_that_depends_on_the_in_place_result_makes_every_order_invalid() {
     let mut graph = attention(&isa);
     graph.nodes.truncate(8);
     graph.nodes.extend([
-        instr(&isa, "acc", &[], &[5, 7]),      // 8 reads S and P = softmax(S)
-        instr(&isa, "mov", &[64], &[8]),       // 9
-        instr(&isa, "store_rm", &[64], &[9]),  // 10
+        instr(&isa, "acc", &[], &[5, 7]),     // 8 reads S and P = softmax(S)
+        instr(&isa, "mov", &[64], &[8]),      // 9
+        instr(&isa, "store_rm", &[64], &[9]), // 10
     ]);
     graph.root = 10;
     let values = analyse(&graph, &isa).unwrap();
@@ -166,10 +166,7 @@ fn overwriting_a_kernel_input_in_place_is_refused() {
         slice("d0", vec![attr("a.addr")], vec![attr("c.n")]),
     );
     let isa = table("T", vec![], vec![inc]);
-    let graph = PiiGraph {
-        nodes: vec![input(0), instr(&isa, "scale", &[8192], &[0])],
-        root: 1,
-    };
+    let graph = PiiGraph { nodes: vec![input(0), instr(&isa, "scale", &[8192], &[0])], root: 1 };
     let values = analyse(&graph, &isa).unwrap();
     let err = orders(&graph, &isa, &values).unwrap_err();
     assert!(err.0.contains("overwrites kernel parameter 0 in place"), "{err}");

@@ -24,7 +24,13 @@ pub fn slice(buffer: &str, start: Vec<Value>, size: Vec<Value>) -> Value {
     json!({ "buffer": buffer, "start": start, "size": size })
 }
 
-pub fn instruction(name: &str, comp: &[&str], addr: &[&str], inputs: Vec<Value>, output: Value) -> Value {
+pub fn instruction(
+    name: &str,
+    comp: &[&str],
+    addr: &[&str],
+    inputs: Vec<Value>,
+    output: Value,
+) -> Value {
     json!({
         "name": name, "comp_attrs": comp, "addr_attrs": addr,
         "inputs": inputs, "outputs": [output], "semantics": []
@@ -44,7 +50,8 @@ fn transfer(name: &str, from: &str, to: &str) -> Value {
 }
 
 pub fn table(name: &str, buffers: Vec<Value>, instructions: Vec<Value>) -> Isa {
-    let mut all = vec![json!({ "name": "d0", "access_dims": [null], "unit_dims": [], "dtype": "u8" })];
+    let mut all =
+        vec![json!({ "name": "d0", "access_dims": [null], "unit_dims": [], "dtype": "u8" })];
     all.extend(buffers);
     let text = json!({
         "format": "act-isa-table/1", "name": name, "buffers": all, "instructions": instructions
@@ -110,18 +117,18 @@ pub fn instr(isa: &Isa, name: &str, comp: &[i64], operands: &[usize]) -> PiiNode
 /// softmax(Q . K^T) . V in nine instructions, as selection finds it for QKV.
 pub fn attention(isa: &Isa) -> PiiGraph {
     let nodes = vec![
-        input(0),                                  // 0 Q
-        input(1),                                  // 1 K
-        input(2),                                  // 2 V
-        instr(isa, "load_rm", &[64], &[0]),        // 3 Q in d1
-        instr(isa, "load_cm", &[64], &[1]),        // 4 K^T in d1
-        instr(isa, "gemm", &[], &[3, 4]),          // 5 S in d2
-        instr(isa, "softmax", &[64], &[5]),        // 6 P in d2, over S
-        instr(isa, "mov", &[64], &[6]),            // 7 P in d1
-        instr(isa, "load_rm", &[64], &[2]),        // 8 V in d1
-        instr(isa, "gemm", &[], &[7, 8]),          // 9 O in d2
-        instr(isa, "mov", &[64], &[9]),            // 10 O in d1
-        instr(isa, "store_rm", &[64], &[10]),      // 11 O in HBM
+        input(0),                             // 0 Q
+        input(1),                             // 1 K
+        input(2),                             // 2 V
+        instr(isa, "load_rm", &[64], &[0]),   // 3 Q in d1
+        instr(isa, "load_cm", &[64], &[1]),   // 4 K^T in d1
+        instr(isa, "gemm", &[], &[3, 4]),     // 5 S in d2
+        instr(isa, "softmax", &[64], &[5]),   // 6 P in d2, over S
+        instr(isa, "mov", &[64], &[6]),       // 7 P in d1
+        instr(isa, "load_rm", &[64], &[2]),   // 8 V in d1
+        instr(isa, "gemm", &[], &[7, 8]),     // 9 O in d2
+        instr(isa, "mov", &[64], &[9]),       // 10 O in d1
+        instr(isa, "store_rm", &[64], &[10]), // 11 O in HBM
     ];
     PiiGraph { nodes, root: 11 }
 }
@@ -174,13 +181,22 @@ pub fn check_placement(
         for (slice, &op) in def.inputs.iter().zip(operands) {
             let (buffer, start, _) = &at[&op];
             assert_eq!(&slice.buffer, buffer, "step {s} reads the wrong buffer");
-            assert_eq!(&eval(&slice.start), start, "step {s} ({}) reads node {op} elsewhere", def.name);
+            assert_eq!(
+                &eval(&slice.start),
+                start,
+                "step {s} ({}) reads node {op} elsewhere",
+                def.name
+            );
         }
         let out = &def.outputs[0];
         at.insert(n, (out.buffer.clone(), eval(&out.start), eval(&out.size)));
     }
     let (_, root_start, _) = &at[&graph.root];
-    assert_eq!(root_start, &vec![layout.output.addr], "the output is not where the kernel expects it");
+    assert_eq!(
+        root_start,
+        &vec![layout.output.addr],
+        "the output is not where the kernel expects it"
+    );
     let live: Vec<(usize, (i64, i64))> =
         schedule.live.iter().enumerate().filter_map(|(n, r)| r.map(|r| (n, r))).collect();
     for &(n, _) in &live {
