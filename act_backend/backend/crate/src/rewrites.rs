@@ -217,13 +217,29 @@ impl<'a> Finder<'a> {
                     self.push("bitcast-identity", id, Term::Class(x));
                 }
                 for inner in self.nodes(x) {
-                    if inner.op == Op::BitcastConvert {
-                        let y = inner.children[0];
-                        if *class_ty(eg, y) == node.ty {
-                            self.push("bitcast-round-trip", id, Term::Class(y));
-                        } else if infer::bitcast_type(class_ty(eg, y), node.ty.dtype).as_ref() == Ok(&node.ty) {
-                            self.push("bitcast-compose", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![Term::Class(y)]));
+                    let y = inner.children.first().copied();
+                    match (&inner.op, y) {
+                        (Op::BitcastConvert, Some(y)) => {
+                            if *class_ty(eg, y) == node.ty {
+                                self.push("bitcast-round-trip", id, Term::Class(y));
+                            } else if infer::bitcast_type(class_ty(eg, y), node.ty.dtype).as_ref() == Ok(&node.ty) {
+                                self.push("bitcast-compose", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![Term::Class(y)]));
+                            }
                         }
+                        // Both sides reinterpret the same row-major bytes.
+                        (Op::Reshape, Some(y)) => {
+                            if let Ok(cast) = infer::bitcast_type(class_ty(eg, y), node.ty.dtype) {
+                                if cast.elements() == node.ty.elements() {
+                                    let inner_term = if cast == *class_ty(eg, y) {
+                                        Term::Class(y)
+                                    } else {
+                                        Term::Node(Op::BitcastConvert, cast.clone(), vec![Term::Class(y)])
+                                    };
+                                    self.push("bitcast-of-reshape", id, reshape_term(inner_term, &cast, node.ty.clone()));
+                                }
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -251,6 +267,77 @@ impl<'a> Finder<'a> {
             Op::Reduce { dims, .. } => self.reduce_layouts(id, node, dims),
             Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
             _ => {}
+        }
+        self.squeeze(id, node);
+    }
+
+    /// An operation on values with size-1 dimensions is a reshape of the same operation on
+    /// the values without them (a batch of one is no batch).
+    fn squeeze(&mut self, id: Id, node: &Node) {
+        let eg = self.eg;
+        let has_ones = |t: &Ty| t.shape.contains(&1);
+        if !has_ones(&node.ty) && !node.children.iter().any(|&c| has_ones(class_ty(eg, c))) {
+            return;
+        }
+        let sq = |t: &Ty| t.with_shape(t.shape.iter().copied().filter(|&d| d != 1).collect());
+        let kept = |t: &Ty| (0..t.rank()).filter(|&k| t.shape[k] != 1).collect::<Vec<usize>>();
+        let operand = |c: Id| {
+            let t = class_ty(eg, c);
+            reshape_term(Term::Class(c), t, sq(t))
+        };
+        // New index of `d` among `kept` (callers only ask for kept dimensions).
+        let renumber = |kept: &[usize], d: usize| kept.iter().position(|&k| k == d);
+        let out = sq(&node.ty);
+        let inner: Option<Term> = match &node.op {
+            op if op.is_elementwise() || *op == Op::Convert => {
+                Some(Term::Node(op.clone(), out.clone(), node.children.iter().map(|&c| operand(c)).collect()))
+            }
+            Op::Transpose(p) => {
+                let kx = kept(class_ty(eg, node.children[0]));
+                let perm: Option<Vec<usize>> = p.iter().filter(|&&d| kx.contains(&d)).map(|&d| renumber(&kx, d)).collect();
+                perm.map(|perm| Term::Node(Op::Transpose(perm), out.clone(), vec![operand(node.children[0])]))
+            }
+            Op::Broadcast(d) => {
+                let x_ty = class_ty(eg, node.children[0]);
+                let (kx, kr) = (kept(x_ty), kept(&node.ty));
+                let dims: Option<Vec<usize>> = kx.iter().map(|&i| renumber(&kr, d[i])).collect();
+                dims.filter(|_| has_ones(&node.ty))
+                    .map(|dims| Term::Node(Op::Broadcast(dims), out.clone(), vec![operand(node.children[0])]))
+            }
+            Op::ReduceAdd(dims) | Op::Reduce { dims, .. } => {
+                let kx = kept(class_ty(eg, node.children[0]));
+                let new_dims: Vec<usize> = dims.iter().filter_map(|&d| renumber(&kx, d)).collect();
+                if new_dims.is_empty() {
+                    None
+                } else {
+                    let op = match &node.op {
+                        Op::Reduce { reducer, .. } => Op::Reduce { dims: new_dims, reducer: *reducer },
+                        _ => Op::ReduceAdd(new_dims),
+                    };
+                    let mut children = vec![operand(node.children[0])];
+                    children.extend(node.children[1..].iter().map(|&c| Term::Class(c)));
+                    Some(Term::Node(op, out.clone(), children))
+                }
+            }
+            Op::Dot(dd) if self.rules.dot => {
+                let (ka, kb) = (kept(class_ty(eg, node.children[0])), kept(class_ty(eg, node.children[1])));
+                let pairs = |l: &[usize], r: &[usize]| -> (Vec<usize>, Vec<usize>) {
+                    l.iter()
+                        .zip(r)
+                        .filter_map(|(&a, &b)| Some((renumber(&ka, a)?, renumber(&kb, b)?)))
+                        .unzip()
+                };
+                let (lc, rc) = pairs(&dd.lhs_contracting, &dd.rhs_contracting);
+                let (lb, rb) = pairs(&dd.lhs_batch, &dd.rhs_batch);
+                let dims = DotDims { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb };
+                Some(Term::Node(Op::Dot(dims), out.clone(), vec![operand(node.children[0]), operand(node.children[1])]))
+            }
+            _ => None,
+        };
+        if let Some(inner) = inner {
+            if inner != Term::Node(node.op.clone(), node.ty.clone(), node.children.iter().map(|&c| Term::Class(c)).collect()) {
+                self.push("squeeze", id, reshape_term(inner, &out, node.ty.clone()));
+            }
         }
     }
 

@@ -20,9 +20,9 @@ fn qkv_attention_takes_nine_instructions() {
 }
 
 #[test]
-fn jax_and_dot_dimension_number_attention_select_the_same_nine() {
+fn jax_dot_dimension_number_and_batch_of_one_attention_select_the_same_nine() {
     let isa = isa("qkv_isa.json");
-    for file in ["attention_jax.hlo", "attention_dot_general.hlo"] {
+    for file in ["attention_jax.hlo", "attention_dot_general.hlo", "attention_batch1_jax.hlo"] {
         let k = kernel_file(file);
         let sel = run(&k, &isa).unwrap();
         assert_eq!(multiset(&isa, &sel.candidates[0]), sorted(QKV_BEST), "{file}");
@@ -33,7 +33,7 @@ fn jax_and_dot_dimension_number_attention_select_the_same_nine() {
 #[test]
 fn qkv_new_attention_takes_ten_instructions() {
     let isa = isa("qkv_new_isa.json");
-    for file in ["attention.hlo", "attention_jax.hlo", "attention_dot_general.hlo"] {
+    for file in ["attention.hlo", "attention_jax.hlo", "attention_dot_general.hlo", "attention_batch1_jax.hlo"] {
         let k = kernel_file(file);
         let sel = run(&k, &isa).unwrap();
         let best = &sel.candidates[0];

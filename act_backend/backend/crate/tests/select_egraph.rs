@@ -6,7 +6,7 @@ mod select_support;
 
 use select_support::{assert_egraph_consistent, isa, kernel_file, kernel_text};
 
-const KERNELS: &[&str] = &["attention.hlo", "attention_jax.hlo", "attention_dot_general.hlo", "abt_jax.hlo"];
+const KERNELS: &[&str] = &["attention.hlo", "attention_jax.hlo", "attention_dot_general.hlo", "attention_batch1_jax.hlo", "abt_jax.hlo"];
 
 #[test]
 fn attention_egraphs_are_consistent() {
@@ -49,6 +49,14 @@ fn layout_plumbing_is_consistent() {
          ENTRY e {\n  a = bf16[4,6,4] parameter(0)\n  t = bf16[4,6,4] transpose(a), dimensions={2,1,0}\n  z = bf16[] constant(0)\n  \
          r = bf16[4,4] reduce(t, z), dimensions={1}, to_apply=%add\n  b = bf16[4,6,4] broadcast(r), dimensions={0,2}\n  \
          u = bf16[4,6,4] transpose(b), dimensions={2,1,0}\n  x = bf16[4,6,4] exponential(u)\n  ROOT o = bf16[4,6,4] add(x, a)\n}\n",
+        // size-1 dimensions everywhere: batch, contracting, free, reduced, broadcast.
+        "HloModule k\n%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n  ROOT %s = bf16[] add(%x, %y)\n}\n\
+         ENTRY e {\n  a = bf16[1,8,1,4] parameter(0)\n  b = bf16[1,4,1] parameter(1)\n  \
+         d = bf16[1,8] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={3,2}, rhs_contracting_dims={1,2}\n  \
+         t = bf16[8,1] transpose(d), dimensions={1,0}\n  z = bf16[] constant(0)\n  \
+         r = bf16[8] reduce(t, z), dimensions={1}, to_apply=%add\n  c = bf16[8,1,4] broadcast(r), dimensions={0}\n  \
+         e = bf16[8,1,4] exponential(c)\n  f = bf16[8,1] reduce(e, z), dimensions={2}, to_apply=%add\n  \
+         g = bf16[8,1,4] broadcast(f), dimensions={0,1}\n  h = bf16[8,1,4] add(e, g)\n  ROOT o = bf16[1,8,4] reshape(h)\n}\n",
         // bit casts between widths.
         "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  u = u8[64,64,2] bitcast-convert(a)\n  \
          v = u8[64,128] reshape(u)\n  w = u8[64,64,2] reshape(v)\n  ROOT o = bf16[64,64] bitcast-convert(w)\n}\n",
