@@ -185,7 +185,7 @@ impl From<CandidateError> for Stop {
     }
 }
 
-/// The start variables of each live value: per access dimension, plus the flattened start.
+/// The start variable of each live value along each of its access dimensions.
 #[derive(Debug, Clone)]
 struct Starts {
     per_dim: Vec<Vec<usize>>,
