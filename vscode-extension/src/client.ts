@@ -1,7 +1,9 @@
 //! Builds the language client for `<python> -m lsp` over stdio. Two of vscode-languageclient's
 //! built-in features are replaced: command registration (the extension's own `act.*` commands
 //! carry the UI around the server's commands of the same names) and progress (routed to those
-//! commands' cancellable notifications). Configuration answers go through the trust filter.
+//! commands' cancellable notifications). The server's window/showMessage is shown except while
+//! an ACT command runs, whose own message (with its buttons) reports the same result.
+//! Configuration answers go through the trust filter.
 
 import * as vscode from "vscode";
 import {
@@ -9,7 +11,9 @@ import {
   type FeatureState,
   LanguageClient,
   type LanguageClientOptions,
+  MessageType,
   type ServerOptions,
+  ShowMessageNotification,
   type StaticFeature,
   TransportKind,
   WorkDoneProgress,
@@ -84,6 +88,40 @@ class RoutedProgressFeature implements StaticFeature {
   }
 }
 
+/**
+ * Shows window/showMessage like the default client does, except the result messages the server
+ * sends for a command an ACT command is running: that command reports the result itself.
+ */
+class CommandAwareShowMessageFeature implements StaticFeature {
+  constructor(
+    private readonly client: LanguageClient,
+    private readonly router: ProgressRouter,
+  ) {}
+
+  fillClientCapabilities(): void {}
+
+  getState(): FeatureState {
+    return { kind: "static" };
+  }
+
+  initialize(): void {
+    this.client.onNotification(ShowMessageNotification.type, ({ type, message }) => {
+      if (this.router.commandInFlight) {
+        return;
+      }
+      if (type === MessageType.Error) {
+        void vscode.window.showErrorMessage(message);
+      } else if (type === MessageType.Warning) {
+        void vscode.window.showWarningMessage(message);
+      } else {
+        void vscode.window.showInformationMessage(message);
+      }
+    });
+  }
+
+  clear(): void {}
+}
+
 export interface ClientSetup {
   python: string;
   /** Working directory of the server: one without an `lsp` package, so the installed one runs. */
@@ -127,5 +165,6 @@ export function createClient(setup: ClientSetup): LanguageClient {
   };
   const client = new ActLanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
   client.registerFeature(new RoutedProgressFeature(client, setup.router));
+  client.registerFeature(new CommandAwareShowMessageFeature(client, setup.router));
   return client;
 }

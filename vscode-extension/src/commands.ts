@@ -224,11 +224,23 @@ async function generateBackend(
     await failureMessage(deps, `ACT: generating the backend from ${specName} failed: ${message}`);
     return;
   }
-  const backend = outcome.result.backend;
-  deps.status.setGeneration({ kind: "succeeded", spec: spec.fsPath, backend, finishedAt: now() });
-  // The backend just generated is the one the user will compile with next.
-  await deps.memory.chooseBackend(backend);
-  void vscode.window.showInformationMessage(`ACT: ${outcome.result.message}`);
+  const built = outcome.result.backends;
+  const paths = built.flatMap((b) => (b.backend === undefined ? [] : [b.backend]));
+  deps.status.setGeneration({
+    kind: "succeeded",
+    spec: spec.fsPath,
+    accelerators: built.map((b) => b.accelerator),
+    backends: paths,
+    finishedAt: now(),
+  });
+  // A single backend just generated is the one the user will compile with next.
+  if (built.length === 1 && paths.length === 1) {
+    await deps.memory.chooseBackend(paths[0]);
+  }
+  const where = built.map((b) =>
+    b.backend === undefined ? b.accelerator : `${b.accelerator} into ${vscode.workspace.asRelativePath(b.backend)}`,
+  );
+  void vscode.window.showInformationMessage(`ACT: generated ${where.join(", ")}.`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -335,7 +347,7 @@ async function compileKernel(
   const open = "Open Assembly";
   const simulate = "Simulate";
   const picked = await vscode.window.showInformationMessage(
-    `ACT: compiled ${kernelName} with ${backend.name} (cost ${cost}) into ${vscode.workspace.asRelativePath(output)}.`,
+    `ACT: compiled ${kernelName} with ${backend.name}${cost === undefined ? "" : ` (cost ${cost})`} into ${vscode.workspace.asRelativePath(output)}.`,
     open,
     simulate,
   );

@@ -29,6 +29,7 @@ export class ProgressRouter {
   private readonly bound = new Map<ProgressToken, ProgressSink>();
   /** Cancel functions of tokens created while no command was waiting, until their begin. */
   private readonly pendingCancels = new Map<ProgressToken, () => void>();
+  private claims = 0;
 
   /**
    * @param orphanSink shows progress that no running command claimed (created on demand).
@@ -41,7 +42,14 @@ export class ProgressRouter {
    */
   claim(sink: ProgressSink): () => void {
     this.waiting.push(sink);
+    this.claims++;
+    let released = false;
     return () => {
+      if (released) {
+        return;
+      }
+      released = true;
+      this.claims--;
       const at = this.waiting.indexOf(sink);
       if (at >= 0) {
         this.waiting.splice(at, 1);
@@ -52,6 +60,11 @@ export class ProgressRouter {
         }
       }
     };
+  }
+
+  /** Whether an ACT command is waiting for the server's answer. */
+  get commandInFlight(): boolean {
+    return this.claims > 0;
   }
 
   /** The server asked to create `token`; `cancel` sends window/workDoneProgress/cancel for it. */

@@ -1,8 +1,9 @@
 //! The language server's build commands as typed calls: their positional arguments, checking
 //! the JSON the server answers with, and running one request under a cancellable progress
-//! notification. The server's contract (docs/lsp.md): workspace/executeCommand answers
-//! `{"ok": bool, "message": str, ...}` with `backend` (generate), `output` and `cost`
-//! (compile) or `max_abs_diff` (simulate) on success.
+//! notification. The server's contract: workspace/executeCommand answers
+//! `{"ok": bool, "message": str, ...}` with, on success, the backends built (generate:
+//! `backends: [{accelerator, backend}]`, or a single `backend` path), `output` and optionally
+//! `cost` (compile) or `max_abs_diff` (simulate).
 
 import type { ProgressSink } from "./progress";
 
@@ -31,8 +32,14 @@ export interface Failure {
   ok: false;
   message: string;
 }
-export type GenerateResult = { ok: true; message: string; backend: string } | Failure;
-export type CompileResult = { ok: true; message: string; output: string; cost: number } | Failure;
+/** One accelerator's generated backend; `backend` is its path when the server says it. */
+export interface GeneratedBackend {
+  accelerator: string;
+  backend?: string;
+}
+export type GenerateResult = { ok: true; message: string; backends: GeneratedBackend[] } | Failure;
+/** `cost` is the emitted candidate's cost, when the server reports it. */
+export type CompileResult = { ok: true; message: string; output: string; cost?: number } | Failure;
 export type SimulateResult = { ok: true; message: string; max_abs_diff: number } | Failure;
 
 export interface ResultTypes {
@@ -41,12 +48,38 @@ export interface ResultTypes {
   [SIMULATE]: SimulateResult;
 }
 
-/** The keys a successful answer must carry, with their JSON types. */
+/** The keys a successful answer must carry, with their JSON types (generate: see below). */
 const SUCCESS_FIELDS: Record<ServerCommand, Record<string, "string" | "number">> = {
-  [GENERATE]: { backend: "string" },
-  [COMPILE]: { output: "string", cost: "number" },
+  [GENERATE]: {},
+  [COMPILE]: { output: "string" },
   [SIMULATE]: { max_abs_diff: "number" },
 };
+
+function baseName(p: string): string {
+  return p.split(/[\\/]/).pop() ?? p;
+}
+
+/** Generate's success lists its backends, or names a single one as `backend`. */
+function generatedBackends(obj: Record<string, unknown>, where: string): GeneratedBackend[] {
+  if (typeof obj.backend === "string") {
+    return [{ accelerator: baseName(obj.backend), backend: obj.backend }];
+  }
+  if (!Array.isArray(obj.backends)) {
+    throw new MalformedResult(`${where} reports success but has neither "backends" (a list) nor "backend" (a path)`);
+  }
+  return obj.backends.map((item, i) => {
+    const entry = item as Record<string, unknown> | null;
+    if (typeof entry !== "object" || entry === null || typeof entry.accelerator !== "string") {
+      throw new MalformedResult(`${where}: backends[${i}] has no string "accelerator"`);
+    }
+    if (entry.backend !== undefined && entry.backend !== null && typeof entry.backend !== "string") {
+      throw new MalformedResult(`${where}: backends[${i}].backend is neither a path nor null`);
+    }
+    return typeof entry.backend === "string"
+      ? { accelerator: entry.accelerator, backend: entry.backend }
+      : { accelerator: entry.accelerator };
+  });
+}
 
 export class MalformedResult extends Error {}
 
@@ -68,6 +101,12 @@ export function parseResult<C extends ServerCommand>(command: C, raw: unknown): 
       if (typeof obj[key] !== type) {
         throw new MalformedResult(`${where} reports success but its "${key}" is not a ${type}`);
       }
+    }
+    if (command === COMPILE && obj.cost !== undefined && typeof obj.cost !== "number") {
+      throw new MalformedResult(`${where} reports a "cost" that is not a number`);
+    }
+    if (command === GENERATE) {
+      return { ok: true, message: obj.message, backends: generatedBackends(obj, where) } as ResultTypes[C];
     }
   }
   return obj as unknown as ResultTypes[C];

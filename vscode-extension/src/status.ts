@@ -5,7 +5,7 @@
 export type GenerationState =
   | { kind: "none" }
   | { kind: "running"; spec: string }
-  | { kind: "succeeded"; spec: string; backend: string; finishedAt: string }
+  | { kind: "succeeded"; spec: string; accelerators: string[]; backends: string[]; finishedAt: string }
   | { kind: "failed"; spec: string; message: string; finishedAt: string }
   | { kind: "cancelled"; spec: string; finishedAt: string };
 
@@ -34,6 +34,28 @@ function fileName(p: string): string {
 
 function firstLine(message: string): string {
   return message.split(/\r?\n/, 1)[0];
+}
+
+/** Whether a value read back from workspace state is a generation state this version draws. */
+export function isGenerationState(value: unknown): value is GenerationState {
+  if (typeof value !== "object" || value === null) {
+    return false;
+  }
+  const g = value as Record<string, unknown>;
+  switch (g.kind) {
+    case "none":
+      return true;
+    case "running":
+      return typeof g.spec === "string";
+    case "succeeded":
+      return typeof g.spec === "string" && Array.isArray(g.accelerators) && Array.isArray(g.backends);
+    case "failed":
+      return typeof g.spec === "string" && typeof g.message === "string";
+    case "cancelled":
+      return typeof g.spec === "string";
+    default:
+      return false;
+  }
 }
 
 export function render(inputs: StatusInputs): StatusView {
@@ -74,8 +96,10 @@ export function render(inputs: StatusInputs): StatusView {
       };
     case "succeeded":
       return {
-        text: `$(check) ACT: ${fileName(g.backend)}`,
-        tooltip: `Backend generated from ${g.spec} at ${g.finishedAt}:\n${g.backend}`,
+        text: `$(check) ACT: ${g.accelerators.join(", ")}`,
+        tooltip: `Generated from ${g.spec} at ${g.finishedAt}:\n${
+          g.backends.length > 0 ? g.backends.join("\n") : g.accelerators.join(", ")
+        }`,
         command: "act.showOutput",
       };
     case "failed":

@@ -4,7 +4,7 @@
 import * as vscode from "vscode";
 
 import type { StateStore } from "./memory";
-import { type GenerationState, render, type ServerState, type StatusInputs } from "./status";
+import { type GenerationState, isGenerationState, render, type ServerState, type StatusInputs } from "./status";
 
 const LAST_GENERATION_KEY = "act.lastGeneration";
 
@@ -15,10 +15,11 @@ export class StatusItem implements vscode.Disposable {
   constructor(private readonly store: StateStore) {
     this.item = vscode.window.createStatusBarItem("act.status", vscode.StatusBarAlignment.Left, 50);
     this.item.name = "ACT";
-    const saved = store.get<GenerationState>(LAST_GENERATION_KEY);
-    // A generation still "running" when the window closed did not finish.
+    const saved = store.get<unknown>(LAST_GENERATION_KEY);
+    // A generation still "running" when the window closed did not finish; a state written by
+    // another version of the extension is not drawn.
     const generation: GenerationState =
-      saved === undefined || saved.kind === "running" ? { kind: "none" } : saved;
+      isGenerationState(saved) && saved.kind !== "running" ? saved : { kind: "none" };
     this.inputs = { trusted: vscode.workspace.isTrusted, server: "stopped", generation };
     this.redraw();
     this.item.show();

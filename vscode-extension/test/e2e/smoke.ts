@@ -5,7 +5,7 @@
 //   1. opens QKV.py and waits for the refusal in the Problems panel, then deletes the line;
 //   2. runs "ACT: Generate Backend" and waits for backends/QKV;
 //   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
-//   4. runs "ACT: Simulate Kernel" on it;
+//   4. (when asked: ACT_E2E_UNTIL=simulate) runs "ACT: Simulate Kernel" on it;
 // and, in a second, untrusted window, checks that Restricted Mode hides the build commands.
 // Each step saves a screenshot into the results folder; a failure saves one more and the logs.
 //
@@ -50,7 +50,7 @@ function env(name: string, fallback?: string): string {
 }
 
 function options(): Options {
-  const until = env("ACT_E2E_UNTIL", "simulate") as Step;
+  const until = env("ACT_E2E_UNTIL", "compile") as Step;
   if (!STEPS.includes(until)) {
     throw new Error(`ACT_E2E_UNTIL must be one of ${STEPS.join(", ")}, got ${until}`);
   }
@@ -107,6 +107,7 @@ function userSettings(opts: Options, trusted: boolean): Record<string, unknown> 
     "extensions.autoUpdate": false,
     "update.mode": "none",
     "editor.minimap.enabled": false,
+    "editor.stickyScroll.enabled": false,
     "files.autoSave": "off",
     "window.zoomLevel": 0,
   };
@@ -225,6 +226,26 @@ function notification(page: Page, text: string | RegExp) {
   return page.locator(".notifications-toasts .notification-list-item", { hasText: text });
 }
 
+/** Dismisses every notification, so the next outcome is not confused with an earlier one. */
+async function clearNotifications(page: Page): Promise<void> {
+  await runCommand(page, "Notifications: Clear All Notifications");
+  await page.locator(".notifications-toasts .notification-list-item").first().waitFor({ state: "detached", timeout: 15_000 });
+}
+
+/**
+ * Waits for the message an ACT command ends with (a progress title starts with a capital
+ * verb; results and errors do not) and fails with its text unless it contains `success`.
+ */
+async function waitForOutcome(page: Page, success: string, timeoutMs: number): Promise<void> {
+  const outcome = notification(page, /ACT: (?!Generating|Compiling|Simulating)/);
+  await outcome.first().waitFor({ timeout: timeoutMs });
+  const text = (await outcome.first().textContent()) ?? "";
+  if (!text.includes(success)) {
+    await page.keyboard.press("Control+Shift+U");
+    throw new Error(`expected a message with '${success}', got: ${text}`);
+  }
+}
+
 async function screenshot(page: Page, opts: Options, name: string): Promise<void> {
   const file = path.join(opts.results, name);
   // Finished animations: a toast caught mid fade-in is unreadable.
@@ -251,16 +272,21 @@ async function diagnosticStep(page: Page, opts: Options, refusedLine: number): P
   const problem = page.locator(".markers-panel .monaco-list-row", { hasText: "d9" });
   await problem.first().waitFor({ timeout: 180_000 });
   log(`diagnostic: ${(await problem.first().textContent())?.trim()}`);
-  // The squiggle is on the refused line in the editor too.
-  await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: 30_000 });
-  await screenshot(page, opts, "01-refused-instruction.png");
-
-  // Fix the spec: delete the refused line and save; the problem goes away.
+  // Put the cursor on the refused buffer, see its squiggle, and show the hover there (with the
+  // keyboard: a mouse hover races the squiggle's redraws).
   await page.locator(".monaco-editor .view-lines").first().click();
   await page.keyboard.press("Control+G");
   await page.locator(".quick-input-widget input").waitFor({ timeout: 15_000 });
-  await page.keyboard.type(String(refusedLine));
+  await page.keyboard.type(`${refusedLine}:${REFUSED_LINE.indexOf('"d9"') + 2}`);
   await page.keyboard.press("Enter");
+  await page.locator(".monaco-editor .squiggly-error").filter({ visible: true }).first().waitFor({ timeout: 30_000 });
+  await page.keyboard.press("Control+K");
+  await page.keyboard.press("Control+I");
+  await page.locator(".monaco-hover", { hasText: "d9" }).first().waitFor({ timeout: 15_000 });
+  await screenshot(page, opts, "01-refused-instruction.png");
+  await page.keyboard.press("Escape");
+
+  // Fix the spec: delete the refused line and save; the problem goes away.
   await page.keyboard.press("Control+Shift+K");
   await page.keyboard.press("Control+S");
   await problem.first().waitFor({ state: "detached", timeout: 180_000 });
@@ -269,45 +295,44 @@ async function diagnosticStep(page: Page, opts: Options, refusedLine: number): P
 
 async function generateStep(page: Page, opts: Options, folder: string): Promise<void> {
   await openFile(page, "QKV/QKV.py");
+  await clearNotifications(page);
   await runCommand(page, "ACT: Generate Backend");
-  const progress = notification(page, "Generating backend");
-  await progress.first().waitFor({ timeout: 60_000 });
+  await notification(page, "Generating backend").first().waitFor({ timeout: 60_000 });
   await page.locator(ACT_STATUS, { hasText: "generating" }).waitFor({ timeout: 30_000 });
+  // For the picture: the notification once it shows the build's own output, not just "starting".
+  // Builds that finish first are fine too, so running out of time here is not a failure.
+  await notification(page, /Generating backend from QKV\.py: (?!starting)/)
+    .first()
+    .waitFor({ timeout: 120_000 })
+    .catch(() => undefined);
   await screenshot(page, opts, "02-generating-backend.png");
-  const done = notification(page, /ACT: .*(generat|backend)/i).filter({ hasNotText: "Generating backend from" });
-  await page.locator(ACT_STATUS, { hasText: /ACT: QKV$|failed|cancelled/ }).waitFor({ timeout: opts.generateTimeoutMs });
-  const statusText = (await page.locator(ACT_STATUS).textContent())?.trim() ?? "";
-  if (!/ACT: QKV$/.test(statusText)) {
-    await page.keyboard.press("Control+Shift+U");
-    throw new Error(`generation did not succeed: status bar says '${statusText}'`);
-  }
-  await done.first().waitFor({ timeout: 30_000 });
+  await waitForOutcome(page, "ACT: generated QKV into QKV/backends/QKV", opts.generateTimeoutMs);
+  await page.locator(ACT_STATUS, { hasText: /ACT: QKV$/ }).waitFor({ timeout: 15_000 });
   await waitForFile(path.join(folder, "backends", "QKV"), 10_000, "Generate Backend");
+  // The explorer shows it too: open backends/ and find the QKV executable beside the QKV folder.
+  await notification(page, "Generating backend").first().waitFor({ state: "detached", timeout: 15_000 });
+  const backends = page.getByRole("treeitem", { name: "backends", exact: true });
+  await backends.waitFor({ timeout: 30_000 });
+  await backends.click();
+  await page.getByRole("treeitem", { name: "QKV", exact: true }).nth(1).waitFor({ timeout: 15_000 });
   await screenshot(page, opts, "03-backend-generated.png");
 }
 
 async function compileStep(page: Page, opts: Options, folder: string): Promise<void> {
   await openFile(page, "QKV/kernels/attention.hlo");
+  await clearNotifications(page);
   await runCommand(page, "ACT: Compile Kernel");
-  const done = notification(page, /ACT: (compiled|compiling)/);
-  await done.first().waitFor({ timeout: 600_000 });
-  const text = (await done.first().textContent()) ?? "";
-  if (!text.includes("ACT: compiled attention.hlo")) {
-    throw new Error(`compile did not succeed: ${text}`);
-  }
+  await waitForOutcome(page, "ACT: compiled attention.hlo with QKV", 600_000);
   await waitForFile(path.join(folder, "kernels", "attention.py"), 10_000, "Compile Kernel");
+  await notification(page, "ACT: Compiling").first().waitFor({ state: "detached", timeout: 15_000 });
   await screenshot(page, opts, "04-kernel-compiled.png");
 }
 
 async function simulateStep(page: Page, opts: Options): Promise<void> {
   await openFile(page, "QKV/kernels/attention.hlo");
+  await clearNotifications(page);
   await runCommand(page, "ACT: Simulate Kernel");
-  const done = notification(page, /ACT: (simulated|simulating)/);
-  await done.first().waitFor({ timeout: 600_000 });
-  const text = (await done.first().textContent()) ?? "";
-  if (!text.includes("ACT: simulated attention.py")) {
-    throw new Error(`simulation did not succeed: ${text}`);
-  }
+  await waitForOutcome(page, "ACT: simulated attention.py", 600_000);
   await screenshot(page, opts, "05-kernel-simulated.png");
 }
 

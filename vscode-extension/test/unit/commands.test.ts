@@ -99,20 +99,24 @@ describe("Generate Backend", () => {
   it("generates from the active spec and remembers the new backend for compiling", async () => {
     const w = world();
     fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
-    w.answers.push(async () => ({ ok: true, message: "Generated backends/QKV", backend: "/ws/QKV/backends/QKV" }));
+    w.answers.push(async () => ({
+      ok: true,
+      message: "Generated QKV -> /ws/QKV/backends/QKV",
+      backends: [{ accelerator: "QKV", backend: "/ws/QKV/backends/QKV" }],
+    }));
     await w.run("act.generateBackend");
 
     expect(w.sent).toEqual([{ command: "act.generateBackend", args: ["file:///ws/QKV/QKV.py"] }]);
     expect(fake.progress.map((p) => [p.title, p.cancellable])).toEqual([["ACT: Generating backend from QKV.py", true]]);
     expect(w.generations.map((g) => g.kind)).toEqual(["running", "succeeded"]);
-    expect(w.generations[1]).toMatchObject({ backend: "/ws/QKV/backends/QKV" });
+    expect(w.generations[1]).toMatchObject({ accelerators: ["QKV"], backends: ["/ws/QKV/backends/QKV"] });
     expect(w.deps.memory.chosenBackend()).toBe("/ws/QKV/backends/QKV");
-    expect(fake.shown).toEqual([{ kind: "info", message: "ACT: Generated backends/QKV", items: [] }]);
+    expect(fake.shown).toEqual([{ kind: "info", message: "ACT: generated QKV into /ws/QKV/backends/QKV.", items: [] }]);
   });
 
   it("passes the accelerator a code lens names", async () => {
     const w = world();
-    w.answers.push(async () => ({ ok: true, message: "m", backend: "/ws/QKV/backends/QKV" }));
+    w.answers.push(async () => ({ ok: true, message: "m", backends: [{ accelerator: "QKV", backend: "/ws/QKV/backends/QKV" }] }));
     await w.run("act.generateBackend", "file:///ws/QKV/QKV.py", "QKV");
     expect(w.sent[0].args).toEqual(["file:///ws/QKV/QKV.py", "QKV"]);
   });
@@ -133,6 +137,24 @@ describe("Generate Backend", () => {
     });
     expect(w.logged).toContain(`error failed: ${refusal}`);
     expect(w.logged.filter((l) => l === "show").length).toBeGreaterThan(0);
+  });
+
+  it("keeps the compile choice when a spec generates several backends", async () => {
+    const w = world();
+    await w.deps.memory.chooseBackend("/ws/QKV/backends/QKV");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
+    w.answers.push(async () => ({
+      ok: true,
+      message: "m",
+      backends: [
+        { accelerator: "A", backend: "/ws/QKV/backends/A" },
+        { accelerator: "B", backend: "/ws/QKV/backends/B" },
+      ],
+    }));
+    await w.run("act.generateBackend");
+    expect(w.deps.memory.chosenBackend()).toBe("/ws/QKV/backends/QKV");
+    expect(w.generations[1]).toMatchObject({ accelerators: ["A", "B"] });
+    expect(fake.shown[0].message).toBe("ACT: generated A into /ws/QKV/backends/A, B into /ws/QKV/backends/B.");
   });
 
   it("marks a cancelled generation as cancelled, not failed", async () => {
@@ -191,6 +213,15 @@ describe("Compile Kernel", () => {
 
     expect(fake.quickPicks.map((q) => q.labels)).toEqual([["QKV", "QKV_new"]]);
     expect(w.sent.map((s) => s.args[1])).toEqual(["/ws/QKV_new/backends/QKV_new", "/ws/QKV_new/backends/QKV_new"]);
+  });
+
+  it("leaves the cost out of the message when the server does not report it", async () => {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    w.answers.push(async () => ({ ok: true, message: "m", output: "/ws/QKV/kernels/attention.py" }));
+    await w.run("act.compileKernel");
+    expect(fake.shown[0].message).toBe("ACT: compiled attention.hlo with QKV into /ws/QKV/kernels/attention.py.");
   });
 
   it("compiles with the backend a code lens names", async () => {

@@ -86,6 +86,18 @@ describe("the progress router", () => {
     expect(second.updates).toEqual([["B", undefined]]);
   });
 
+  it("knows whether a command is waiting for the server", () => {
+    const router = new ProgressRouter(() => new RecordingSink());
+    expect(router.commandInFlight).toBe(false);
+    const releaseA = router.claim(new RecordingSink());
+    const releaseB = router.claim(new RecordingSink());
+    releaseA();
+    releaseA();
+    expect(router.commandInFlight).toBe(true);
+    releaseB();
+    expect(router.commandInFlight).toBe(false);
+  });
+
   it("ignores reports for tokens it never saw begin", () => {
     const router = new ProgressRouter(() => {
       throw new Error("no sink should be made for a report without begin");

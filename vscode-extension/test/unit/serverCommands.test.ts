@@ -19,13 +19,38 @@ import {
 
 describe("checking the server's answers", () => {
   it("accepts successes that carry their command's fields", () => {
-    expect(parseResult(GENERATE, { ok: true, message: "built", backend: "/b/QKV" })).toEqual({
-      ok: true,
-      message: "built",
-      backend: "/b/QKV",
-    });
+    expect(
+      parseResult(GENERATE, { ok: true, message: "built", backends: [{ accelerator: "QKV", backend: "/b/QKV" }] }),
+    ).toEqual({ ok: true, message: "built", backends: [{ accelerator: "QKV", backend: "/b/QKV" }] });
     expect(parseResult(COMPILE, { ok: true, message: "m", output: "/k.py", cost: 12 }).ok).toBe(true);
+    // The cost is optional: a server that does not know it leaves it out.
+    expect(parseResult(COMPILE, { ok: true, message: "m", output: "/k.py" }).ok).toBe(true);
     expect(parseResult(SIMULATE, { ok: true, message: "m", max_abs_diff: 0 }).ok).toBe(true);
+  });
+
+  it("reads generate's backends, a single backend path, or backends whose path is unknown", () => {
+    expect(parseResult(GENERATE, { ok: true, message: "m", backend: "/b/QKV" })).toEqual({
+      ok: true,
+      message: "m",
+      backends: [{ accelerator: "QKV", backend: "/b/QKV" }],
+    });
+    const two = parseResult(GENERATE, {
+      ok: true,
+      message: "m",
+      backends: [
+        { accelerator: "QKV", backend: null },
+        { accelerator: "QKV_new", backend: "/b/QKV_new" },
+      ],
+    });
+    expect(two).toEqual({
+      ok: true,
+      message: "m",
+      backends: [{ accelerator: "QKV" }, { accelerator: "QKV_new", backend: "/b/QKV_new" }],
+    });
+    expect(() => parseResult(GENERATE, { ok: true, message: "m" })).toThrow(/neither "backends" .* nor "backend"/);
+    expect(() => parseResult(GENERATE, { ok: true, message: "m", backends: [{ backend: "/b" }] })).toThrow(
+      /backends\[0\] has no string "accelerator"/,
+    );
   });
 
   it("accepts failures with just ok and message", () => {
@@ -36,8 +61,11 @@ describe("checking the server's answers", () => {
   });
 
   it("names what is missing from a malformed answer", () => {
-    expect(() => parseResult(COMPILE, { ok: true, message: "m", output: "/k.py" })).toThrow(
-      /act.compileKernel reports success but its "cost" is not a number/,
+    expect(() => parseResult(COMPILE, { ok: true, message: "m", cost: 3 })).toThrow(
+      /act.compileKernel reports success but its "output" is not a string/,
+    );
+    expect(() => parseResult(COMPILE, { ok: true, message: "m", output: "/k.py", cost: "3" })).toThrow(
+      /"cost" that is not a number/,
     );
     expect(() => parseResult(GENERATE, null)).toThrow(MalformedResult);
     expect(() => parseResult(GENERATE, { ok: "yes", message: "" })).toThrow(/no boolean "ok"/);
@@ -109,10 +137,13 @@ describe("argument lists (positional, as the server reads them)", () => {
 
 describe("running a command", () => {
   it("sends the positional arguments and returns the checked answer", async () => {
-    const h = harness(async () => ({ ok: true, message: "built", backend: "/ws/backends/QKV" }));
+    const h = harness(async () => ({ ok: true, message: "built", backends: [{ accelerator: "QKV", backend: "/ws/backends/QKV" }] }));
     const outcome = await runServerCommand(h.deps, GENERATE, generateArguments("file:///ws/QKV.py"), "Generating");
     expect(h.sent).toEqual([{ command: GENERATE, args: ["file:///ws/QKV.py"] }]);
-    expect(outcome).toEqual({ kind: "answered", result: { ok: true, message: "built", backend: "/ws/backends/QKV" } });
+    expect(outcome).toEqual({
+      kind: "answered",
+      result: { ok: true, message: "built", backends: [{ accelerator: "QKV", backend: "/ws/backends/QKV" }] },
+    });
     expect(h.released()).toBe(true);
   });
 
@@ -124,7 +155,7 @@ describe("running a command", () => {
       sink.update("cargo build", 60);
       sink.update("still building", 60);
       sink.finish("installed backends/QKV");
-      return { ok: true, message: "m", backend: "/b" };
+      return { ok: true, message: "m", backends: [] };
     });
     await runServerCommand(h.deps, GENERATE, [], "Generating");
     expect(h.reports).toEqual([

@@ -1,7 +1,7 @@
 // What the status bar item shows.
 import { describe, expect, it } from "vitest";
 
-import { render } from "../../src/status";
+import { isGenerationState, render } from "../../src/status";
 
 const running = { trusted: true, server: "running" as const };
 
@@ -25,14 +25,28 @@ describe("the status bar item", () => {
     expect(view.text).toBe("$(sync~spin) ACT: generating QKV.py");
   });
 
-  it("names the backend of the last successful generation", () => {
+  it("names the accelerators of the last successful generation", () => {
     const view = render({
       ...running,
-      generation: { kind: "succeeded", spec: "/ws/QKV.py", backend: "/ws/backends/QKV", finishedAt: "10:00:00" },
+      generation: {
+        kind: "succeeded",
+        spec: "/ws/QKV.py",
+        accelerators: ["QKV"],
+        backends: ["/ws/backends/QKV"],
+        finishedAt: "10:00:00",
+      },
     });
     expect(view.text).toBe("$(check) ACT: QKV");
     expect(view.tooltip).toContain("/ws/backends/QKV");
     expect(view.background).toBeUndefined();
+  });
+
+  it("draws only saved states it understands", () => {
+    expect(isGenerationState({ kind: "failed", spec: "/s.py", message: "m", finishedAt: "t" })).toBe(true);
+    // Written by an earlier version: a single backend instead of the lists.
+    expect(isGenerationState({ kind: "succeeded", spec: "/s.py", backend: "/b", finishedAt: "t" })).toBe(false);
+    expect(isGenerationState("succeeded")).toBe(false);
+    expect(isGenerationState(undefined)).toBe(false);
   });
 
   it("marks a failed generation and shows the first line of the error", () => {
