@@ -47,7 +47,8 @@ pub fn from_bytes(egraph: &mut SelGraph, bytes: Id, ty: &Ty) -> Id {
         shape.push(width);
     }
     let raw = Ty::new(DType::U8, shape);
-    let reshaped = if egraph[bytes].data == raw { bytes } else { egraph.add(Node::new(Op::Reshape, raw.clone(), vec![bytes])) };
+    let reshaped =
+        if egraph[bytes].data == raw { bytes } else { egraph.add(Node::new(Op::Reshape, raw.clone(), vec![bytes])) };
     if raw == *ty {
         reshaped
     } else {
@@ -121,7 +122,11 @@ mod tests {
 
     #[test]
     fn parameters_are_bit_casts_of_their_bytes() {
-        let k = parse_kernel("HloModule m\nENTRY e {\n  a = bf16[4,8] parameter(0)\n  ROOT c = bf16[4,8] copy(a)\n}\n", "m.hlo").unwrap();
+        let k = parse_kernel(
+            "HloModule m\nENTRY e {\n  a = bf16[4,8] parameter(0)\n  ROOT c = bf16[4,8] copy(a)\n}\n",
+            "m.hlo",
+        )
+        .unwrap();
         let g = build(&k);
         let input = g.inputs[0];
         assert_eq!(g.egraph[input].data, Ty::new(DType::U8, vec![64]));
@@ -136,7 +141,9 @@ mod tests {
 
     #[test]
     fn byte_types_need_no_bit_cast() {
-        let k = parse_kernel("HloModule m\nENTRY e {\n  a = u8[16] parameter(0)\n  ROOT c = u8[16] copy(a)\n}\n", "m.hlo").unwrap();
+        let k =
+            parse_kernel("HloModule m\nENTRY e {\n  a = u8[16] parameter(0)\n  ROOT c = u8[16] copy(a)\n}\n", "m.hlo")
+                .unwrap();
         let g = build(&k);
         assert_eq!(g.egraph.find(g.node_class[0]), g.egraph.find(g.inputs[0]));
     }

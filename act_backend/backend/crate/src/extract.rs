@@ -81,18 +81,31 @@ impl Extractor {
                 match &node.op {
                     Op::Input(param) => {
                         let bytes = class.data.bytes();
-                        let s = state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
-                        providers[s].push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
+                        let s =
+                            state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
+                        providers[s]
+                            .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
                     }
                     Op::Pii { instr, comp } => {
                         let ins = &isa.instructions[*instr];
                         let env = ins.comp_env(comp);
-                        let sized = |slice| isa_match::slice_sizes(isa, slice, &env).ok_or_else(|| format!("instruction {} has a slice that does not fit", ins.name));
+                        let sized = |slice| {
+                            isa_match::slice_sizes(isa, slice, &env)
+                                .ok_or_else(|| format!("instruction {} has a slice that does not fit", ins.name))
+                        };
                         let out_slice = &ins.outputs[0];
-                        let out = StateKey { class: id, buffer: isa.buffer_index(&out_slice.buffer).expect("checked table"), sizes: sized(out_slice)? };
+                        let out = StateKey {
+                            class: id,
+                            buffer: isa.buffer_index(&out_slice.buffer).expect("checked table"),
+                            sizes: sized(out_slice)?,
+                        };
                         let mut inputs = Vec::new();
                         for (slice, &child) in ins.inputs.iter().zip(&node.children) {
-                            let key = StateKey { class: eg.find(child), buffer: isa.buffer_index(&slice.buffer).expect("checked table"), sizes: sized(slice)? };
+                            let key = StateKey {
+                                class: eg.find(child),
+                                buffer: isa.buffer_index(&slice.buffer).expect("checked table"),
+                                sizes: sized(slice)?,
+                            };
                             inputs.push(state(key, &mut keys, &mut providers));
                         }
                         let s = state(out, &mut keys, &mut providers);
@@ -136,8 +149,12 @@ impl Extractor {
         }
         self.alts = (0..n)
             .map(|s| {
-                let mut v: Vec<(u64, usize)> =
-                    self.providers[s].iter().enumerate().map(|(k, p)| (self.provider_cost(p), k)).filter(|(c, _)| *c != INF).collect();
+                let mut v: Vec<(u64, usize)> = self.providers[s]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| (self.provider_cost(p), k))
+                    .filter(|(c, _)| *c != INF)
+                    .collect();
                 v.sort();
                 v.into_iter().map(|(_, k)| k).collect()
             })
@@ -152,7 +169,8 @@ impl Extractor {
     /// Whether `class` can be produced by an instruction (not only given as an input).
     pub fn computed(&self, class: Id) -> bool {
         (0..self.keys.len()).any(|s| {
-            self.keys[s].class == class && self.alts[s].iter().any(|&k| matches!(self.providers[s][k].how, How::Instr { .. }))
+            self.keys[s].class == class
+                && self.alts[s].iter().any(|&k| matches!(self.providers[s][k].how, How::Instr { .. }))
         })
     }
 
@@ -213,7 +231,14 @@ impl Extractor {
             }
         }
         let n = self.keys.len();
-        let mut walk = Walk { ex: self, overrides, node_of: vec![None; n], on_stack: vec![false; n], nodes: Vec::new(), used: Vec::new() };
+        let mut walk = Walk {
+            ex: self,
+            overrides,
+            node_of: vec![None; n],
+            on_stack: vec![false; n],
+            nodes: Vec::new(),
+            used: Vec::new(),
+        };
         let r = walk.output(root)?;
         Some((PiiGraph { nodes: walk.nodes, root: r }, walk.used))
     }
@@ -230,7 +255,8 @@ impl Extractor {
         let mut built = 0usize;
         let start = BTreeMap::new();
         tried.insert(Vec::new());
-        let (g, used) = self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
+        let (g, used) =
+            self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
         built += 1;
         heap.push(Reverse((g.instruction_count(), 0)));
         pending.push((start, g, used));

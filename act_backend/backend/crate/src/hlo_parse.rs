@@ -141,7 +141,9 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
             advance(&mut i, &mut line, &mut col);
             while let Some(ch) = peek(i) {
                 let keep = is_word_char(ch)
-                    || (ch == '-' && peek(i + 1) != Some('>') && peek(i + 1).is_some_and(|n| is_word_char(n) || n == '-'))
+                    || (ch == '-'
+                        && peek(i + 1) != Some('>')
+                        && peek(i + 1).is_some_and(|n| is_word_char(n) || n == '-'))
                     || (ch == '+' && numeric && w.ends_with(['e', 'E']));
                 if !keep {
                     break;
@@ -370,7 +372,10 @@ impl<'a> Parser<'a> {
                     Tok::Punct('{') => self.skip_balanced()?,
                     _ => {
                         let t = self.peek();
-                        return self.error(t.pos, format!("expected a string or `{{` in a debug table, found {}", describe(&t.tok)));
+                        return self.error(
+                            t.pos,
+                            format!("expected a string or `{{` in a debug table, found {}", describe(&t.tok)),
+                        );
                     }
                 }
             }
@@ -396,7 +401,8 @@ impl<'a> Parser<'a> {
         let mut instrs = Vec::new();
         while !self.is_punct('}') {
             if self.peek().tok == Tok::Eof {
-                return self.error(self.peek().pos, format!("computation `{}` is not closed with `}}`", strip_percent(&name)));
+                return self
+                    .error(self.peek().pos, format!("computation `{}` is not closed with `}}`", strip_percent(&name)));
             }
             instrs.push(self.instruction()?);
         }
@@ -419,7 +425,10 @@ impl<'a> Parser<'a> {
                         _ => ']',
                     };
                     if c != want {
-                        return self.error(t.pos, format!("expected `{want}` to close the group opened at {}, found `{c}`", top.pos));
+                        return self.error(
+                            t.pos,
+                            format!("expected `{want}` to close the group opened at {}, found `{c}`", top.pos),
+                        );
                     }
                     stack.pop();
                 }
@@ -441,7 +450,8 @@ impl<'a> Parser<'a> {
                     self.next();
                 } else if !self.is_punct(')') {
                     let n = self.peek();
-                    return self.error(n.pos, format!("expected `,` or `)` in a tuple type, found {}", describe(&n.tok)));
+                    return self
+                        .error(n.pos, format!("expected `,` or `)` in a tuple type, found {}", describe(&n.tok)));
                 }
             }
             self.next();
@@ -499,7 +509,10 @@ impl<'a> Parser<'a> {
                 self.next();
             } else if !self.is_punct(')') {
                 let n = self.peek();
-                return self.error(n.pos, format!("expected `,` or `)` in the operands of `{opcode}`, found {}", describe(&n.tok)));
+                return self.error(
+                    n.pos,
+                    format!("expected `,` or `)` in the operands of `{opcode}`, found {}", describe(&n.tok)),
+                );
             }
         }
         let mut last = self.next();
@@ -522,7 +535,9 @@ impl<'a> Parser<'a> {
         }
         // A typed operand: `bf16[64,64]{1,0} %K`.
         let typed = matches!(self.peek().tok, Tok::Punct('('))
-            || (matches!(self.peek().tok, Tok::Word(_)) && self.peek_at(1).tok == Tok::Punct('[') && !self.peek_at(1).spaced);
+            || (matches!(self.peek().tok, Tok::Word(_))
+                && self.peek_at(1).tok == Tok::Punct('[')
+                && !self.peek_at(1).spaced);
         if typed {
             self.type_ast()?;
         }
@@ -578,7 +593,10 @@ impl<'a> Parser<'a> {
                 self.next();
             } else if !self.is_punct('}') {
                 let n = self.peek();
-                return self.error(n.pos, format!("expected `,` or `}}` in the list opened at {}, found {}", open.pos, describe(&n.tok)));
+                return self.error(
+                    n.pos,
+                    format!("expected `,` or `}}` in the list opened at {}, found {}", open.pos, describe(&n.tok)),
+                );
             }
         }
         self.next();
@@ -610,7 +628,9 @@ impl<'a> Parser<'a> {
             match t.tok {
                 Tok::Punct(':') => continue,
                 Tok::Punct(']') => break,
-                other => return self.error(t.pos, format!("expected `:` or `]` in a range, found {}", describe(&other))),
+                other => {
+                    return self.error(t.pos, format!("expected `:` or `]` in a range, found {}", describe(&other)))
+                }
             }
         }
         Ok(Value::Range(parts, open.pos))
@@ -681,7 +701,25 @@ mod tests {
             .collect();
         assert_eq!(
             words,
-            ["%a.1", "=", "f32", "[", "2", "]", "{", "0", "}", "x-y", ",", "b01f_01io", "->", "b01f", "-inf", "1e-3", "EOF"]
+            [
+                "%a.1",
+                "=",
+                "f32",
+                "[",
+                "2",
+                "]",
+                "{",
+                "0",
+                "}",
+                "x-y",
+                ",",
+                "b01f_01io",
+                "->",
+                "b01f",
+                "-inf",
+                "1e-3",
+                "EOF"
+            ]
         );
         assert_eq!(toks[1].pos, Pos { line: 1, col: 6 });
     }
@@ -707,7 +745,8 @@ mod tests {
 
     #[test]
     fn reports_position_of_syntax_errors() {
-        let err = parse_module("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  q = f32[4] add(p p)\n}\n").unwrap_err();
+        let err =
+            parse_module("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  q = f32[4] add(p p)\n}\n").unwrap_err();
         assert_eq!(err.pos, Pos { line: 4, col: 20 });
         assert!(err.message.contains("expected `,` or `)`"), "{}", err.message);
         let err = parse_module("ENTRY e {\n  p = f32[<=4] parameter(0)\n}").unwrap_err();

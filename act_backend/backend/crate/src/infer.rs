@@ -16,9 +16,7 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, String> {
         }
     };
     let inferred = match op {
-        Op::Parameter(_) | Op::Input(_) | Op::Constant(_) | Op::Other { .. } | Op::Pii { .. } => {
-            declared.clone()
-        }
+        Op::Parameter(_) | Op::Input(_) | Op::Constant(_) | Op::Other { .. } | Op::Pii { .. } => declared.clone(),
         Op::Reshape => {
             arity(1)?;
             let src = operands[0];
@@ -76,10 +74,7 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, String> {
             arity(2)?;
             let init = operands[1];
             if !init.shape.is_empty() || init.dtype != operands[0].dtype {
-                return Err(format!(
-                    "the init value of a reduce must be a {} scalar, found {init}",
-                    operands[0].dtype
-                ));
+                return Err(format!("the init value of a reduce must be a {} scalar, found {init}", operands[0].dtype));
             }
             reduce_type(operands[0], dims)?
         }
@@ -161,10 +156,7 @@ pub fn bitcast_type(src: &Ty, to: DType) -> Result<Ty, String> {
         shape.push(a / b);
     } else if a < b {
         if shape.last() != Some(&(b / a)) {
-            return Err(format!(
-                "bitcast-convert of {src} to the wider {to} needs a last dimension of {}",
-                b / a
-            ));
+            return Err(format!("bitcast-convert of {src} to the wider {to} needs a last dimension of {}", b / a));
         }
         shape.pop();
     }
@@ -247,7 +239,10 @@ pub fn broadcast_check(src: &Ty, dims: &[usize], out: &[i64]) -> Result<(), Stri
         return Err(format!("broadcast dimensions {dims:?} do not give one result dimension per dimension of {src}"));
     }
     if !dims.windows(2).all(|w| w[0] < w[1]) || dims.iter().any(|&d| d >= out.len()) {
-        return Err(format!("broadcast dimensions {dims:?} must be increasing result dimensions (result rank {})", out.len()));
+        return Err(format!(
+            "broadcast dimensions {dims:?} must be increasing result dimensions (result rank {})",
+            out.len()
+        ));
     }
     for (i, &d) in dims.iter().enumerate() {
         if src.shape[i] != out[d] && src.shape[i] != 1 {
@@ -264,9 +259,7 @@ pub fn reduce_type(src: &Ty, dims: &[usize]) -> Result<Ty, String> {
     if !distinct(dims) || dims.iter().any(|&d| d >= src.rank()) {
         return Err(format!("reduce dimensions {dims:?} are not distinct dimensions of {src}"));
     }
-    Ok(src.with_shape(
-        src.shape.iter().enumerate().filter(|(k, _)| !dims.contains(k)).map(|(_, &s)| s).collect(),
-    ))
+    Ok(src.with_shape(src.shape.iter().enumerate().filter(|(k, _)| !dims.contains(k)).map(|(_, &s)| s).collect()))
 }
 
 fn distinct(dims: &[usize]) -> bool {

@@ -143,7 +143,12 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
             let Some(Json::Array(ranges)) = a.get("slice") else { return Err("slice without ranges".into()) };
             let mut out = Vec::new();
             for r in ranges {
-                let parts: Vec<Expr> = r.as_array().ok_or("a slice range must be a list")?.iter().map(json_expr).collect::<Result<_, _>>()?;
+                let parts: Vec<Expr> = r
+                    .as_array()
+                    .ok_or("a slice range must be a list")?
+                    .iter()
+                    .map(json_expr)
+                    .collect::<Result<_, _>>()?;
                 match parts.as_slice() {
                     [s, l] => out.push([s.clone(), l.clone(), Expr::Int(1)]),
                     [s, l, st] => out.push([s.clone(), l.clone(), st.clone()]),
@@ -160,7 +165,8 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
         ]),
         "reduce" | "reduce_add" => {
             let name = a.get("computation").and_then(Json::as_str).unwrap_or("add");
-            let reducer = Reducer::from_table_name(name).ok_or_else(|| format!("unknown reduce computation {name:?}"))?;
+            let reducer =
+                Reducer::from_table_name(name).ok_or_else(|| format!("unknown reduce computation {name:?}"))?;
             let dims = json_exprs(a, "dimensions")?;
             if op.op == "reduce_add" {
                 if reducer != Reducer::Add {
@@ -180,12 +186,18 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
 pub fn instantiate(op: &crate::isa::Op, env: &BTreeMap<String, i64>) -> Result<(Op, Ty), String> {
     let ev = |e: &Expr| e.eval(env).map_err(|err| format!("`{}`: {e}: {err}", op.name));
     let evs = |es: &[Expr]| -> Result<Vec<usize>, String> {
-        es.iter().map(|e| ev(e).and_then(|v| usize::try_from(v).map_err(|_| format!("`{}`: negative dimension {v}", op.name)))).collect()
+        es.iter()
+            .map(|e| {
+                ev(e).and_then(|v| usize::try_from(v).map_err(|_| format!("`{}`: negative dimension {v}", op.name)))
+            })
+            .collect()
     };
     let dtype = DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
     let shape = op.shape.iter().map(ev).collect::<Result<Vec<i64>, String>>()?;
     let concrete = match kind_of(op)? {
-        PKind::Param => Op::Parameter(op.attrs.get("index").and_then(Json::as_u64).ok_or("parameter without index")? as usize),
+        PKind::Param => {
+            Op::Parameter(op.attrs.get("index").and_then(Json::as_u64).ok_or("parameter without index")? as usize)
+        }
         PKind::Const(values) => Op::Constant(crate::lang::Literal::from_values(&values)),
         PKind::Plain(p) => p,
         PKind::Transpose(es) => Op::Transpose(evs(&es)?),
@@ -221,24 +233,36 @@ impl Pattern {
         let mut param_of: BTreeMap<usize, usize> = BTreeMap::new();
         for op in &instr.semantics {
             let mut kind = kind_of(op).map_err(|e| format!("`{}`: {e}", op.name))?;
-            let dtype = DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+            let dtype =
+                DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
             let mut operands = op
                 .operands
                 .iter()
-                .map(|n| names.get(n.as_str()).copied().ok_or_else(|| format!("`{}` uses `{n}` before it is defined", op.name)))
+                .map(|n| {
+                    names
+                        .get(n.as_str())
+                        .copied()
+                        .ok_or_else(|| format!("`{}` uses `{n}` before it is defined", op.name))
+                })
                 .collect::<Result<Vec<usize>, String>>()?;
             if op.shape.iter().any(mentions_addressing) {
                 return Err(format!("the shape of `{}` depends on addressing attributes", op.name));
             }
             if let PKind::Param = kind {
-                let i = op.attrs.get("index").and_then(Json::as_u64).ok_or_else(|| format!("parameter `{}` has no index", op.name))? as usize;
+                let i = op
+                    .attrs
+                    .get("index")
+                    .and_then(Json::as_u64)
+                    .ok_or_else(|| format!("parameter `{}` has no index", op.name))? as usize;
                 if param_of.insert(i, ops.len()).is_some() {
                     return Err(format!("parameter({i}) is declared twice"));
                 }
             }
             // reduce(x, 0) with add is the reduce_add the kernels are normalised to.
             if let PKind::Reduce(dims, Reducer::Add) = &kind {
-                let zero_init = operands.get(1).is_some_and(|&k| matches!(&ops[k].kind, PKind::Const(v) if v.iter().all(|x| *x == 0.0)));
+                let zero_init = operands
+                    .get(1)
+                    .is_some_and(|&k| matches!(&ops[k].kind, PKind::Const(v) if v.iter().all(|x| *x == 0.0)));
                 if zero_init {
                     kind = PKind::ReduceAdd(dims.clone());
                     operands.truncate(1);
@@ -296,7 +320,13 @@ impl Patterns {
         for (index, instr) in isa.instructions.iter().enumerate() {
             match Pattern::compile(isa, index) {
                 Ok(p) => {
-                    ops.extend(instr.semantics.iter().map(|o| if o.op == "exp" { "exponential".to_string() } else { o.op.clone() }));
+                    ops.extend(instr.semantics.iter().map(|o| {
+                        if o.op == "exp" {
+                            "exponential".to_string()
+                        } else {
+                            o.op.clone()
+                        }
+                    }));
                     list.push(p);
                 }
                 Err(reason) => skipped.push(format!("{}: {reason}", instr.name)),
@@ -347,14 +377,16 @@ impl<'a> Search<'a> {
                     lit.bits.len() == values.len() && lit.bits.iter().zip(values).all(|(b, v)| *b == v.to_bits())
                 }
             }
-            (PKind::Transpose(es), Op::Transpose(d)) | (PKind::Broadcast(es), Op::Broadcast(d)) | (PKind::ReduceAdd(es), Op::ReduceAdd(d)) => {
-                self.equate_all(es, us(d))
-            }
+            (PKind::Transpose(es), Op::Transpose(d))
+            | (PKind::Broadcast(es), Op::Broadcast(d))
+            | (PKind::ReduceAdd(es), Op::ReduceAdd(d)) => self.equate_all(es, us(d)),
             (PKind::Reduce(es, r), Op::Reduce { dims, reducer }) => r == reducer && self.equate_all(es, us(dims)),
             (PKind::Concat(e), Op::Concatenate(d)) => self.equate(e, *d as i64),
             (PKind::Slice(ranges), Op::Slice(actual)) => {
                 ranges.len() == actual.len()
-                    && ranges.iter().zip(actual).all(|(r, &(s, l, st))| self.equate(&r[0], s) && self.equate(&r[1], l) && self.equate(&r[2], st))
+                    && ranges.iter().zip(actual).all(|(r, &(s, l, st))| {
+                        self.equate(&r[0], s) && self.equate(&r[1], l) && self.equate(&r[2], st)
+                    })
             }
             (PKind::Dot([lc, rc, lb, rb]), Op::Dot(d)) => {
                 self.equate_all(lc, us(&d.lhs_contracting))

@@ -94,29 +94,112 @@ impl std::error::Error for KernelError {}
 /// XLA operators that a kernel may use but no instruction semantics can express; they are
 /// kept as opaque nodes so that selection can say which one has no instruction.
 const OPAQUE_OPS: &[&str] = &[
-    "abs", "and", "atan2", "bitcast", "cbrt", "ceil", "clamp", "compare", "convolution", "cosine",
-    "count-leading-zeros", "dynamic-slice", "erf", "exponential-minus-one", "floor", "gather",
-    "imag", "iota", "is-finite", "log", "log-plus-one", "logistic", "negate", "not", "or", "pad",
-    "popcnt", "power", "real", "reduce-precision", "reduce-window", "remainder", "reverse", "rng",
-    "rng-bit-generator", "round-nearest-afz", "round-nearest-even", "rsqrt", "scatter", "select",
-    "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt",
-    "stochastic-convert", "tan", "tanh", "cholesky", "triangular-solve", "fft", "clz",
+    "abs",
+    "and",
+    "atan2",
+    "bitcast",
+    "cbrt",
+    "ceil",
+    "clamp",
+    "compare",
+    "convolution",
+    "cosine",
+    "count-leading-zeros",
+    "dynamic-slice",
+    "erf",
+    "exponential-minus-one",
+    "floor",
+    "gather",
+    "imag",
+    "iota",
+    "is-finite",
+    "log",
+    "log-plus-one",
+    "logistic",
+    "negate",
+    "not",
+    "or",
+    "pad",
+    "popcnt",
+    "power",
+    "real",
+    "reduce-precision",
+    "reduce-window",
+    "remainder",
+    "reverse",
+    "rng",
+    "rng-bit-generator",
+    "round-nearest-afz",
+    "round-nearest-even",
+    "rsqrt",
+    "scatter",
+    "select",
+    "shift-left",
+    "shift-right-arithmetic",
+    "shift-right-logical",
+    "sign",
+    "sine",
+    "sqrt",
+    "stochastic-convert",
+    "tan",
+    "tanh",
+    "cholesky",
+    "triangular-solve",
+    "fft",
 ];
 
 /// XLA operators whose meaning is control flow, tuples or communication: refused.
 const UNSUPPORTED_OPS: &[&str] = &[
-    "add-dependency", "after-all", "all-gather", "all-reduce", "all-to-all", "batch-norm-grad",
-    "batch-norm-inference", "batch-norm-training", "call", "collective-permute", "complex",
-    "conditional", "copy-done", "copy-start", "custom-call", "domain", "dynamic-reshape", "fusion",
-    "get-dimension-size", "get-tuple-element", "infeed", "map", "optimization-barrier", "outfeed",
-    "partition-id", "recv", "recv-done", "reduce-scatter", "replica-id", "select-and-scatter",
-    "send", "send-done", "set-dimension-size", "sort", "top-k", "tuple", "while",
+    "add-dependency",
+    "after-all",
+    "all-gather",
+    "all-reduce",
+    "all-to-all",
+    "batch-norm-grad",
+    "batch-norm-inference",
+    "batch-norm-training",
+    "call",
+    "collective-permute",
+    "complex",
+    "conditional",
+    "copy-done",
+    "copy-start",
+    "custom-call",
+    "domain",
+    "dynamic-reshape",
+    "fusion",
+    "get-dimension-size",
+    "get-tuple-element",
+    "infeed",
+    "map",
+    "optimization-barrier",
+    "outfeed",
+    "partition-id",
+    "recv",
+    "recv-done",
+    "reduce-scatter",
+    "replica-id",
+    "select-and-scatter",
+    "send",
+    "send-done",
+    "set-dimension-size",
+    "sort",
+    "top-k",
+    "tuple",
+    "while",
 ];
 
 /// Attributes that carry no meaning for the computed values.
 const IGNORED_ATTRS: &[&str] = &[
-    "metadata", "frontend_attributes", "backend_config", "sharding", "operand_precision",
-    "precision_config", "algorithm", "statistics_viz", "origin",
+    "metadata",
+    "frontend_attributes",
+    "backend_config",
+    "sharding",
+    "operand_precision",
+    "precision_config",
+    "algorithm",
+    "statistics_viz",
+    "origin",
 ];
 
 /// Parses an HLO kernel; `file` is used in error messages.
@@ -169,7 +252,9 @@ impl<'a> Builder<'a> {
                 Some(last) if self.computations.len() == 1 => Ok(last),
                 _ => self.err(Pos { line: 1, col: 1 }, KernelErrorKind::Syntax, "the module has no ENTRY computation"),
             },
-            [_, second, ..] => self.err(second.pos, KernelErrorKind::Syntax, "the module has more than one ENTRY computation"),
+            [_, second, ..] => {
+                self.err(second.pos, KernelErrorKind::Syntax, "the module has more than one ENTRY computation")
+            }
         }
     }
 
@@ -190,11 +275,21 @@ impl<'a> Builder<'a> {
     fn int_list(&self, instr: &Instr, name: &str, required: bool) -> Result<Vec<i64>, KernelError> {
         let Some(attr) = instr.attr(name) else {
             if required {
-                return self.err(instr.opcode_pos, KernelErrorKind::Syntax, format!("`{}` needs the attribute {name}={{...}}", instr.opcode));
+                return self.err(
+                    instr.opcode_pos,
+                    KernelErrorKind::Syntax,
+                    format!("`{}` needs the attribute {name}={{...}}", instr.opcode),
+                );
             }
             return Ok(Vec::new());
         };
-        let bad = || self.err(attr.pos, KernelErrorKind::Syntax, format!("{name} must be a list of integers such as {{1,0}}, found {}", attr.value));
+        let bad = || {
+            self.err(
+                attr.pos,
+                KernelErrorKind::Syntax,
+                format!("{name} must be a list of integers such as {{1,0}}, found {}", attr.value),
+            )
+        };
         match &attr.value {
             Value::List(items, _) => items
                 .iter()
@@ -220,9 +315,19 @@ impl<'a> Builder<'a> {
 
     fn slice_ranges(&self, instr: &Instr) -> Result<Vec<(i64, i64, i64)>, KernelError> {
         let Some(attr) = instr.attr("slice") else {
-            return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`slice` needs the attribute slice={[start:limit], ...}");
+            return self.err(
+                instr.opcode_pos,
+                KernelErrorKind::Syntax,
+                "`slice` needs the attribute slice={[start:limit], ...}",
+            );
         };
-        let bad = || self.err(attr.pos, KernelErrorKind::Syntax, format!("slice must be a list of [start:limit(:stride)] ranges, found {}", attr.value));
+        let bad = || {
+            self.err(
+                attr.pos,
+                KernelErrorKind::Syntax,
+                format!("slice must be a list of [start:limit(:stride)] ranges, found {}", attr.value),
+            )
+        };
         let Value::List(items, _) = &attr.value else { return bad() };
         let mut out = Vec::new();
         for item in items {
@@ -261,7 +366,11 @@ impl<'a> Builder<'a> {
         }
         let fits = if matches!(value, Value::List(..)) { shape == ty.shape } else { ty.shape.is_empty() };
         if !fits {
-            return self.err(value.pos(), KernelErrorKind::Shape, format!("the literal {value} does not have the declared shape {ty}"));
+            return self.err(
+                value.pos(),
+                KernelErrorKind::Shape,
+                format!("the literal {value} does not have the declared shape {ty}"),
+            );
         }
         if ty.dtype.is_int() || ty.dtype == DType::Pred {
             if let Some(bad) = values.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
@@ -280,7 +389,11 @@ impl<'a> Builder<'a> {
         let name = attr.value.to_string();
         let name = name.strip_prefix('%').unwrap_or(&name);
         let Some(comp) = self.computations.iter().find(|c| c.name == name) else {
-            return self.err(attr.pos, KernelErrorKind::UndefinedOperand, format!("computation `{name}` is not defined"));
+            return self.err(
+                attr.pos,
+                KernelErrorKind::UndefinedOperand,
+                format!("computation `{name}` is not defined"),
+            );
         };
         let unsupported = || {
             self.err(
@@ -340,9 +453,19 @@ impl<'a> Builder<'a> {
                     match by_name.get(name) {
                         Some(&k) => operands.push(k),
                         None if later.contains_key(name.as_str()) => {
-                            return self.err(*pos, KernelErrorKind::UndefinedOperand, format!("operand `{name}` is used before it is defined"))
+                            return self.err(
+                                *pos,
+                                KernelErrorKind::UndefinedOperand,
+                                format!("operand `{name}` is used before it is defined"),
+                            )
                         }
-                        None => return self.err(*pos, KernelErrorKind::UndefinedOperand, format!("operand `{name}` is not defined")),
+                        None => {
+                            return self.err(
+                                *pos,
+                                KernelErrorKind::UndefinedOperand,
+                                format!("operand `{name}` is not defined"),
+                            )
+                        }
                     }
                 }
             }
@@ -379,14 +502,18 @@ impl<'a> Builder<'a> {
         }
         let root = match root.or_else(|| nodes.len().checked_sub(1)) {
             Some(r) => r,
-            None => return self.err(entry.pos, KernelErrorKind::Syntax, format!("computation `{}` has no instructions", entry.name)),
+            None => {
+                return self.err(
+                    entry.pos,
+                    KernelErrorKind::Syntax,
+                    format!("computation `{}` has no instructions", entry.name),
+                )
+            }
         };
-        let param_nodes = params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| p.ok_or(i))
-            .collect::<Result<Vec<usize>, usize>>()
-            .or_else(|missing| self.err(entry.pos, KernelErrorKind::Syntax, format!("parameter({missing}) is missing")))?;
+        let param_nodes =
+            params.iter().enumerate().map(|(i, p)| p.ok_or(i)).collect::<Result<Vec<usize>, usize>>().or_else(
+                |missing| self.err(entry.pos, KernelErrorKind::Syntax, format!("parameter({missing}) is missing")),
+            )?;
         Ok(Kernel {
             name,
             file: self.file.to_string(),
@@ -400,12 +527,26 @@ impl<'a> Builder<'a> {
 
     /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
     /// zero init drops it; select of compare takes the compared values).
-    fn operator(&self, instr: &Instr, ty: &Ty, operands: Vec<usize>, nodes: &[KernelNode]) -> Result<(Op, Vec<usize>), KernelError> {
+    fn operator(
+        &self,
+        instr: &Instr,
+        ty: &Ty,
+        operands: Vec<usize>,
+        nodes: &[KernelNode],
+    ) -> Result<(Op, Vec<usize>), KernelError> {
         let opcode = instr.opcode.as_str();
         let op = match opcode {
             "parameter" => match instr.args.as_slice() {
-                [Arg::Literal(Value::Word(w, _))] if int_of(w).is_some_and(|i| i >= 0) => Op::Parameter(int_of(w).unwrap_or(0) as usize),
-                _ => return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`parameter` needs its index, e.g. parameter(0)"),
+                [Arg::Literal(Value::Word(w, _))] if int_of(w).is_some_and(|i| i >= 0) => {
+                    Op::Parameter(int_of(w).unwrap_or(0) as usize)
+                }
+                _ => {
+                    return self.err(
+                        instr.opcode_pos,
+                        KernelErrorKind::Syntax,
+                        "`parameter` needs its index, e.g. parameter(0)",
+                    )
+                }
             },
             "constant" => Op::Constant(self.literal(instr, ty)?),
             "reshape" => Op::Reshape,
@@ -434,7 +575,10 @@ impl<'a> Builder<'a> {
                     return self.err(
                         instr.opcode_pos,
                         KernelErrorKind::Unsupported,
-                        format!("a reduce of {} operands is not supported; reduce one tensor with one init value", operands.len()),
+                        format!(
+                            "a reduce of {} operands is not supported; reduce one tensor with one init value",
+                            operands.len()
+                        ),
                     );
                 }
                 let dims = self.dims(instr, "dimensions", true)?;
@@ -443,7 +587,11 @@ impl<'a> Builder<'a> {
                 if reducer == Reducer::Add && init_is_zero {
                     let x = operands[0];
                     if nodes[operands[1]].ty.dtype != nodes[x].ty.dtype {
-                        return self.err(instr.opcode_pos, KernelErrorKind::Shape, "the init value of a reduce must have the operand's element type");
+                        return self.err(
+                            instr.opcode_pos,
+                            KernelErrorKind::Shape,
+                            "the init value of a reduce must have the operand's element type",
+                        );
                     }
                     return Ok((Op::ReduceAdd(dims), vec![x]));
                 }
@@ -487,7 +635,13 @@ impl<'a> Builder<'a> {
                     format!("`{other}` is not supported in kernels: write the kernel as one computation over tensors"),
                 )
             }
-            other => return self.err(instr.opcode_pos, KernelErrorKind::UnknownOperator, format!("unknown operator `{other}`")),
+            other => {
+                return self.err(
+                    instr.opcode_pos,
+                    KernelErrorKind::UnknownOperator,
+                    format!("unknown operator `{other}`"),
+                )
+            }
         };
         Ok((op, operands))
     }
@@ -515,7 +669,10 @@ fn select_of_compare(operands: &[usize], nodes: &[KernelNode], ty: &Ty) -> Optio
     let [a, b] = pred.operands.as_slice() else { return None };
     let direction = attrs.split(", ").find_map(|kv| kv.strip_prefix("direction="))?;
     // A non-default comparison type (TOTALORDER) orders -0 and NaN differently.
-    if attrs.split(", ").any(|kv| kv.starts_with("type=") && !matches!(kv, "type=FLOAT" | "type=SIGNED" | "type=UNSIGNED")) {
+    if attrs
+        .split(", ")
+        .any(|kv| kv.starts_with("type=") && !matches!(kv, "type=FLOAT" | "type=SIGNED" | "type=UNSIGNED"))
+    {
         return None;
     }
     let integer = !nodes[*a].ty.dtype.is_float();
@@ -570,8 +727,12 @@ mod tests {
         assert_eq!(e.to_string(), "k.hlo:4:26: operand `r` is not defined");
         let e = error_of("HloModule m\nENTRY e {\n  p = f32[4,2] parameter(0)\n  ROOT q = f32[4,2] transpose(p), dimensions={1,0}\n}\n");
         assert_eq!(e.kind, KernelErrorKind::Shape);
-        assert!(e.to_string().starts_with("k.hlo:4:21: `q`: declared type f32[4,2] but transpose produces f32[2,4]"), "{e}");
-        let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT t = (f32[4], f32[4]) tuple(p, p)\n}\n");
+        assert!(
+            e.to_string().starts_with("k.hlo:4:21: `q`: declared type f32[4,2] but transpose produces f32[2,4]"),
+            "{e}"
+        );
+        let e =
+            error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT t = (f32[4], f32[4]) tuple(p, p)\n}\n");
         assert_eq!(e.kind, KernelErrorKind::Unsupported);
         assert_eq!((e.line, e.col), (4, 12));
         let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT q = f32[4] add(p p)\n}\n");
@@ -589,7 +750,8 @@ mod tests {
         let Op::Constant(lit) = &k.nodes[0].op else { panic!("not a constant") };
         assert_eq!(lit.values().collect::<Vec<_>>(), vec![1.0, 2.5, f64::NEG_INFINITY, 4.0]);
         assert!(matches!(&k.nodes[1].op, Op::Constant(l) if l.splat() == Some(1.0)));
-        let ragged = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2,2] constant({ {1, 2}, {3} })\n}\n", "m.hlo");
+        let ragged =
+            parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2,2] constant({ {1, 2}, {3} })\n}\n", "m.hlo");
         assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:40: the literal's nested lists are ragged");
         let wrong = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[3] constant({1, 2})\n}\n", "m.hlo");
         assert_eq!(wrong.unwrap_err().kind, KernelErrorKind::Shape);

@@ -97,8 +97,7 @@ impl DType {
         }
         match (self.is_float(), to.is_float()) {
             (true, true) => {
-                self.significand_bits() <= to.significand_bits()
-                    && self.exponent_bits() <= to.exponent_bits()
+                self.significand_bits() <= to.significand_bits() && self.exponent_bits() <= to.exponent_bits()
             }
             (false, false) => {
                 if self == DType::Pred {
@@ -266,7 +265,10 @@ pub enum Op {
     Dot(DotDims),
     Broadcast(Vec<usize>),
     /// Operands `[x, init]`.
-    Reduce { dims: Vec<usize>, reducer: Reducer },
+    Reduce {
+        dims: Vec<usize>,
+        reducer: Reducer,
+    },
     /// A sum with init 0, one operand.
     ReduceAdd(Vec<usize>),
     Exponential,
@@ -285,10 +287,16 @@ pub enum Op {
     DynamicUpdateSlice,
     /// A kernel operator that no instruction semantics can contain (`tanh`, `log`...): kept
     /// with its attributes' text so that selection can name it.
-    Other { name: String, attrs: String },
+    Other {
+        name: String,
+        attrs: String,
+    },
     /// An instruction of the ISA table with its computational attributes fixed; children are
     /// the classes of its input slices, in order.
-    Pii { instr: usize, comp: Vec<i64> },
+    Pii {
+        instr: usize,
+        comp: Vec<i64>,
+    },
 }
 
 impl Op {

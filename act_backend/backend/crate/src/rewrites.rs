@@ -176,7 +176,11 @@ impl<'a> Finder<'a> {
                         // is transposing every operand.
                         op if op.is_elementwise() || *op == Op::Convert => {
                             let args = inner.children.iter().map(|&a| transpose_term(eg, a, p.clone())).collect();
-                            self.push("transpose-through-elementwise", id, Term::Node(op.clone(), node.ty.clone(), args));
+                            self.push(
+                                "transpose-through-elementwise",
+                                id,
+                                Term::Node(op.clone(), node.ty.clone(), args),
+                            );
                         }
                         Op::Broadcast(d) => self.transpose_broadcast(id, node, p, d, inner.children[0]),
                         _ => {}
@@ -192,7 +196,11 @@ impl<'a> Finder<'a> {
                     match &inner.op {
                         Op::Reshape => {
                             let y = inner.children[0];
-                            self.push("reshape-compose", id, reshape_term(Term::Class(y), class_ty(eg, y), node.ty.clone()));
+                            self.push(
+                                "reshape-compose",
+                                id,
+                                reshape_term(Term::Class(y), class_ty(eg, y), node.ty.clone()),
+                            );
                         }
                         // Reshaping elements that were read from bytes is reshaping the bytes.
                         Op::BitcastConvert => {
@@ -204,7 +212,11 @@ impl<'a> Finder<'a> {
                                 raw.push(i64::from(b / a));
                                 let raw_ty = Ty::new(y_ty.dtype, raw);
                                 let bytes = reshape_term(Term::Class(y), y_ty, raw_ty);
-                                self.push("reshape-of-bitcast", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![bytes]));
+                                self.push(
+                                    "reshape-of-bitcast",
+                                    id,
+                                    Term::Node(Op::BitcastConvert, node.ty.clone(), vec![bytes]),
+                                );
                             }
                         }
                         _ => {}
@@ -223,7 +235,11 @@ impl<'a> Finder<'a> {
                             if *class_ty(eg, y) == node.ty {
                                 self.push("bitcast-round-trip", id, Term::Class(y));
                             } else if infer::bitcast_type(class_ty(eg, y), node.ty.dtype).as_ref() == Ok(&node.ty) {
-                                self.push("bitcast-compose", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![Term::Class(y)]));
+                                self.push(
+                                    "bitcast-compose",
+                                    id,
+                                    Term::Node(Op::BitcastConvert, node.ty.clone(), vec![Term::Class(y)]),
+                                );
                             }
                         }
                         // Both sides reinterpret the same row-major bytes.
@@ -235,7 +251,11 @@ impl<'a> Finder<'a> {
                                     } else {
                                         Term::Node(Op::BitcastConvert, cast.clone(), vec![Term::Class(y)])
                                     };
-                                    self.push("bitcast-of-reshape", id, reshape_term(inner_term, &cast, node.ty.clone()));
+                                    self.push(
+                                        "bitcast-of-reshape",
+                                        id,
+                                        reshape_term(inner_term, &cast, node.ty.clone()),
+                                    );
                                 }
                             }
                         }
@@ -245,14 +265,17 @@ impl<'a> Finder<'a> {
             }
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
-            Op::Constant(lit) => {
-                if !node.ty.shape.is_empty() {
-                    if let Some(v) = lit.splat() {
-                        let scalar = Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.with_shape(vec![]), vec![]);
-                        self.push("constant-splat", id, Term::Node(Op::Broadcast(vec![]), node.ty.clone(), vec![scalar]));
-                        if lit.bits.len() > 1 {
-                            self.push("constant-splat", id, Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.clone(), vec![]));
-                        }
+            Op::Constant(lit) if !node.ty.shape.is_empty() => {
+                if let Some(v) = lit.splat() {
+                    let scalar =
+                        Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.with_shape(vec![]), vec![]);
+                    self.push("constant-splat", id, Term::Node(Op::Broadcast(vec![]), node.ty.clone(), vec![scalar]));
+                    if lit.bits.len() > 1 {
+                        self.push(
+                            "constant-splat",
+                            id,
+                            Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.clone(), vec![]),
+                        );
                     }
                 }
             }
@@ -294,7 +317,8 @@ impl<'a> Finder<'a> {
             }
             Op::Transpose(p) => {
                 let kx = kept(class_ty(eg, node.children[0]));
-                let perm: Option<Vec<usize>> = p.iter().filter(|&&d| kx.contains(&d)).map(|&d| renumber(&kx, d)).collect();
+                let perm: Option<Vec<usize>> =
+                    p.iter().filter(|&&d| kx.contains(&d)).map(|&d| renumber(&kx, d)).collect();
                 perm.map(|perm| Term::Node(Op::Transpose(perm), out.clone(), vec![operand(node.children[0])]))
             }
             Op::Broadcast(d) => {
@@ -322,10 +346,7 @@ impl<'a> Finder<'a> {
             Op::Dot(dd) if self.rules.dot => {
                 let (ka, kb) = (kept(class_ty(eg, node.children[0])), kept(class_ty(eg, node.children[1])));
                 let pairs = |l: &[usize], r: &[usize]| -> (Vec<usize>, Vec<usize>) {
-                    l.iter()
-                        .zip(r)
-                        .filter_map(|(&a, &b)| Some((renumber(&ka, a)?, renumber(&kb, b)?)))
-                        .unzip()
+                    l.iter().zip(r).filter_map(|(&a, &b)| Some((renumber(&ka, a)?, renumber(&kb, b)?))).unzip()
                 };
                 let (lc, rc) = pairs(&dd.lhs_contracting, &dd.rhs_contracting);
                 let (lb, rb) = pairs(&dd.lhs_batch, &dd.rhs_batch);
@@ -335,7 +356,9 @@ impl<'a> Finder<'a> {
             _ => None,
         };
         if let Some(inner) = inner {
-            if inner != Term::Node(node.op.clone(), node.ty.clone(), node.children.iter().map(|&c| Term::Class(c)).collect()) {
+            if inner
+                != Term::Node(node.op.clone(), node.ty.clone(), node.children.iter().map(|&c| Term::Class(c)).collect())
+            {
                 self.push("squeeze", id, reshape_term(inner, &out, node.ty.clone()));
             }
         }
@@ -407,15 +430,27 @@ impl<'a> Finder<'a> {
                 // it meet the convert it cancels or the reduction it narrows.
                 (Op::Reshape, Some(y)) => {
                     let c = convert_term(eg, y, to);
-                    self.push("convert-through-reshape", id, reshape_term(c, &class_ty(eg, y).with_dtype(to), node.ty.clone()));
+                    self.push(
+                        "convert-through-reshape",
+                        id,
+                        reshape_term(c, &class_ty(eg, y).with_dtype(to), node.ty.clone()),
+                    );
                 }
                 (Op::Transpose(p), Some(y)) => {
                     let c = convert_term(eg, y, to);
-                    self.push("convert-through-transpose", id, Term::Node(Op::Transpose(p.clone()), node.ty.clone(), vec![c]));
+                    self.push(
+                        "convert-through-transpose",
+                        id,
+                        Term::Node(Op::Transpose(p.clone()), node.ty.clone(), vec![c]),
+                    );
                 }
                 (Op::Broadcast(d), Some(y)) => {
                     let c = convert_term(eg, y, to);
-                    self.push("convert-through-broadcast", id, Term::Node(Op::Broadcast(d.clone()), node.ty.clone(), vec![c]));
+                    self.push(
+                        "convert-through-broadcast",
+                        id,
+                        Term::Node(Op::Broadcast(d.clone()), node.ty.clone(), vec![c]),
+                    );
                 }
                 (Op::Constant(lit), None) if lit.values().all(|v| representable(v, to)) => {
                     self.push("convert-constant", id, Term::Node(Op::Constant(lit.clone()), node.ty.clone(), vec![]));
@@ -427,7 +462,11 @@ impl<'a> Finder<'a> {
                         if widen.op == Op::Convert {
                             let z = widen.children[0];
                             if class_ty(eg, z).dtype == to && to.widens_exactly_to(x_ty.dtype) {
-                                self.push("reduce-precision", id, Term::Node(Op::ReduceAdd(dims.clone()), node.ty.clone(), vec![Term::Class(z)]));
+                                self.push(
+                                    "reduce-precision",
+                                    id,
+                                    Term::Node(Op::ReduceAdd(dims.clone()), node.ty.clone(), vec![Term::Class(z)]),
+                                );
                             }
                         }
                     }
@@ -438,7 +477,11 @@ impl<'a> Finder<'a> {
                     let b = inner.children[1];
                     let narrow_operands = class_ty(eg, a).dtype == to && class_ty(eg, b).dtype == to;
                     if narrow_operands && to.widens_exactly_to(x_ty.dtype) {
-                        self.push("dot-precision", id, Term::Node(Op::Dot(dd.clone()), node.ty.clone(), vec![Term::Class(a), Term::Class(b)]));
+                        self.push(
+                            "dot-precision",
+                            id,
+                            Term::Node(Op::Dot(dd.clone()), node.ty.clone(), vec![Term::Class(a), Term::Class(b)]),
+                        );
                     }
                 }
                 (Op::Reduce { dims, reducer: r @ (Reducer::Max | Reducer::Min) }, Some(y)) if self.rules.reduce => {
@@ -450,7 +493,11 @@ impl<'a> Finder<'a> {
                             if class_ty(eg, z).dtype == to && to.widens_exactly_to(x_ty.dtype) {
                                 let op = Op::Reduce { dims: dims.clone(), reducer: *r };
                                 let narrow_init = convert_term(eg, init, to);
-                                self.push("reduce-precision", id, Term::Node(op, node.ty.clone(), vec![Term::Class(z), narrow_init]));
+                                self.push(
+                                    "reduce-precision",
+                                    id,
+                                    Term::Node(op, node.ty.clone(), vec![Term::Class(z), narrow_init]),
+                                );
                             }
                         }
                     }
@@ -473,7 +520,11 @@ impl<'a> Finder<'a> {
                     let y = inner.children[0];
                     let composed: Vec<usize> = e.iter().map(|&i| d[i]).collect();
                     if infer::broadcast_check(class_ty(eg, y), &composed, &node.ty.shape).is_ok() {
-                        self.push("broadcast-compose", id, Term::Node(Op::Broadcast(composed), node.ty.clone(), vec![Term::Class(y)]));
+                        self.push(
+                            "broadcast-compose",
+                            id,
+                            Term::Node(Op::Broadcast(composed), node.ty.clone(), vec![Term::Class(y)]),
+                        );
                     }
                 }
                 Op::Constant(lit) if x_ty.shape.is_empty() => {
@@ -514,7 +565,12 @@ impl<'a> Finder<'a> {
         ];
         for (lperm, lc) in &lhs_forms {
             for (rperm, rc) in &rhs_forms {
-                let dims = DotDims { lhs_contracting: lc.clone(), rhs_contracting: rc.clone(), lhs_batch: span(0, nb), rhs_batch: span(0, nb) };
+                let dims = DotDims {
+                    lhs_contracting: lc.clone(),
+                    rhs_contracting: rc.clone(),
+                    lhs_batch: span(0, nb),
+                    rhs_batch: span(0, nb),
+                };
                 let term = Term::Node(
                     Op::Dot(dims),
                     node.ty.clone(),

@@ -123,7 +123,8 @@ pub fn select(kernel: &Kernel, isa: &Isa, limits: &SelectLimits) -> Result<Selec
     let patterns = Patterns::compile(isa);
     let (kg, mut stats) = saturate(kernel, isa, &patterns, limits);
     let t = Instant::now();
-    let ex = Extractor::new(&kg.egraph, isa, kg.root).map_err(|m| SelectError::BadTable(format!("ISA table {}: {m}", isa.name)))?;
+    let ex = Extractor::new(&kg.egraph, isa, kg.root)
+        .map_err(|m| SelectError::BadTable(format!("ISA table {}: {m}", isa.name)))?;
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);
@@ -172,7 +173,8 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
             continue;
         }
         seen[k] = true;
-        let bad: Vec<usize> = kernel.nodes[k].operands.iter().copied().filter(|&o| !ok(o) && (!constant[o] || constant[k])).collect();
+        let bad: Vec<usize> =
+            kernel.nodes[k].operands.iter().copied().filter(|&o| !ok(o) && (!constant[o] || constant[k])).collect();
         if bad.is_empty() {
             blamed = Some(blamed.map_or(k, |b| b.min(k)));
         }

@@ -31,14 +31,19 @@ pub fn solve(eqs: &[Equation], unknowns: &[String]) -> Result<BTreeMap<String, i
                 Ok(aff) => match aff.terms.len() {
                     0 => {
                         if aff.constant != *value {
-                            return Err(Unsolvable::Contradiction(format!("{expr} = {} but must be {value}", aff.constant)));
+                            return Err(Unsolvable::Contradiction(format!(
+                                "{expr} = {} but must be {value}",
+                                aff.constant
+                            )));
                         }
                     }
                     1 => {
                         let (name, coef) = aff.terms.iter().next().map(|(n, c)| (n.clone(), *c)).expect("one term");
                         let rhs = value - aff.constant;
                         if rhs % coef != 0 || rhs / coef < 0 {
-                            return Err(Unsolvable::Contradiction(format!("{expr} = {value} has no non-negative integer solution for @{name}")));
+                            return Err(Unsolvable::Contradiction(format!(
+                                "{expr} = {value} has no non-negative integer solution for @{name}"
+                            )));
                         }
                         env.insert(name, rhs / coef);
                         progress = true;

@@ -6,7 +6,8 @@ mod select_support;
 
 use select_support::{assert_egraph_consistent, isa, kernel_file, kernel_text};
 
-const KERNELS: &[&str] = &["attention.hlo", "attention_jax.hlo", "attention_dot_general.hlo", "attention_batch1_jax.hlo", "abt_jax.hlo"];
+const KERNELS: &[&str] =
+    &["attention.hlo", "attention_jax.hlo", "attention_dot_general.hlo", "attention_batch1_jax.hlo", "abt_jax.hlo"];
 
 #[test]
 fn attention_egraphs_are_consistent() {

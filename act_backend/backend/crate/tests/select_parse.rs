@@ -20,7 +20,19 @@ fn hand_written_attention() {
     let ops: Vec<&str> = k.nodes.iter().map(|n| n.op.hlo_name()).collect();
     assert_eq!(
         ops,
-        ["parameter", "parameter", "parameter", "transpose", "dot", "exponential", "constant", "reduce", "broadcast", "divide", "dot"]
+        [
+            "parameter",
+            "parameter",
+            "parameter",
+            "transpose",
+            "dot",
+            "exponential",
+            "constant",
+            "reduce",
+            "broadcast",
+            "divide",
+            "dot"
+        ]
     );
     let rowsum = k.nodes.iter().find(|n| n.name == "rowsum").unwrap();
     assert_eq!(rowsum.op, Op::ReduceAdd(vec![1]), "reduce(x, 0) with an add reducer is reduce_add");

@@ -8,8 +8,8 @@ use act_compiler::isa::Isa;
 use act_compiler::pii::{PiiGraph, PiiNode};
 use act_compiler::select::SelectError;
 use select_support::{
-    assert_candidates_compute_kernel, eval_candidate, eval_kernel, isa, kernel_file, kernel_text, multiset, random_bf16, run,
-    sorted, without,
+    assert_candidates_compute_kernel, eval_candidate, eval_kernel, isa, kernel_file, kernel_text, multiset,
+    random_bf16, run, sorted, without,
 };
 
 enum Expect {
@@ -167,7 +167,10 @@ fn a_value_overwritten_in_place_and_used_again_has_spilling_alternatives() {
 #[test]
 fn tanh_has_no_instruction() {
     let err = run(&kernel_file("tanh_jax.hlo"), &qkv()).unwrap_err();
-    assert_eq!(err.to_string(), "tanh_jax.hlo:5: no instruction of QKV computes `tanh` (ROOT tanh.1 = bf16[64,64]{1,0} tanh(A.1))");
+    assert_eq!(
+        err.to_string(),
+        "tanh_jax.hlo:5: no instruction of QKV computes `tanh` (ROOT tanh.1 = bf16[64,64]{1,0} tanh(A.1))"
+    );
 }
 
 #[test]
@@ -188,7 +191,8 @@ fn the_interpreter_tells_a_product_from_its_transpose() {
     let k = kernel_text(&two(&format!("  ROOT d = bf16[64,64] dot(a, b), {DOT}\n")));
     let inputs = vec![random_bf16(8192, 1), random_bf16(8192, 2)];
     let index = |name: &str| isa.instructions.iter().position(|i| i.name == name).unwrap();
-    let instr = |name: &str, comp: Vec<i64>, operands: Vec<usize>| PiiNode::Instr { instr: index(name), comp, operands };
+    let instr =
+        |name: &str, comp: Vec<i64>, operands: Vec<usize>| PiiNode::Instr { instr: index(name), comp, operands };
     let graph = |lhs: usize, rhs: usize| PiiGraph {
         nodes: vec![
             PiiNode::Input { param: 0, bytes: 8192 },

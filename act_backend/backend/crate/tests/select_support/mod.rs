@@ -174,7 +174,13 @@ pub fn decode(bytes: &[u8], ty: &Ty) -> Tensor {
                 let m = f64::from(h & 0x3ff);
                 sign * match e {
                     0 => m * (-24f64).exp2(),
-                    31 => if m == 0.0 { f64::INFINITY } else { f64::NAN },
+                    31 => {
+                        if m == 0.0 {
+                            f64::INFINITY
+                        } else {
+                            f64::NAN
+                        }
+                    }
                     _ => (1.0 + m / 1024.0) * f64::from(e - 15).exp2(),
                 }
             }
@@ -220,7 +226,11 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
     let data: Vec<f64> = match op {
         Op::Constant(lit) => {
             let v: Vec<f64> = lit.values().collect();
-            if v.len() == 1 { vec![v[0]; n as usize] } else { v }
+            if v.len() == 1 {
+                vec![v[0]; n as usize]
+            } else {
+                v
+            }
         }
         Op::Reshape | Op::Copy => args[0].data.clone(),
         Op::Convert => args[0].data.clone(),
@@ -253,8 +263,10 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
         Op::Dot(d) => {
             let (a, b) = (args[0], args[1]);
             let nb = d.lhs_batch.len();
-            let lf: Vec<usize> = (0..a.ty.rank()).filter(|x| !d.lhs_batch.contains(x) && !d.lhs_contracting.contains(x)).collect();
-            let rf: Vec<usize> = (0..b.ty.rank()).filter(|x| !d.rhs_batch.contains(x) && !d.rhs_contracting.contains(x)).collect();
+            let lf: Vec<usize> =
+                (0..a.ty.rank()).filter(|x| !d.lhs_batch.contains(x) && !d.lhs_contracting.contains(x)).collect();
+            let rf: Vec<usize> =
+                (0..b.ty.rank()).filter(|x| !d.rhs_batch.contains(x) && !d.rhs_contracting.contains(x)).collect();
             let cshape: Vec<i64> = d.lhs_contracting.iter().map(|&c| a.ty.shape[c]).collect();
             let ccount: i64 = cshape.iter().product();
             each(&|o| {
@@ -330,7 +342,11 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
             .map(|i| {
                 let (a, b) = (args[0].data[i], args[1].data[i]);
                 let c = if *op == Op::SelectLt { a < b } else { a == b };
-                if c { args[2].data[i] } else { args[3].data[i] }
+                if c {
+                    args[2].data[i]
+                } else {
+                    args[3].data[i]
+                }
             })
             .collect(),
         Op::DynamicUpdateSlice => {
@@ -438,7 +454,11 @@ pub fn random_input(ty: &Ty, seed: u64) -> Vec<u8> {
         .map(|_| {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let u = (state >> 33) as f64 / (1u64 << 31) as f64;
-            if ty.dtype.is_float() { u * 2.0 - 1.0 } else { (u * 100.0).floor() }
+            if ty.dtype.is_float() {
+                u * 2.0 - 1.0
+            } else {
+                (u * 100.0).floor()
+            }
         })
         .collect();
     encode(&Tensor { ty: ty.clone(), data })
@@ -453,7 +473,10 @@ fn close(a: &Tensor, b: &Tensor) -> bool {
         _ => 0.0,
     };
     a.ty == b.ty
-        && a.data.iter().zip(&b.data).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * x.abs().max(1.0))
+        && a.data
+            .iter()
+            .zip(&b.data)
+            .all(|(x, y)| x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * x.abs().max(1.0))
 }
 
 /// Runs instruction `instr` with computational attributes `comp` on operand bytes.
@@ -486,7 +509,8 @@ pub fn assert_egraph_consistent(k: &Kernel, isa: &Isa) -> usize {
     let patterns = Patterns::compile(isa);
     let (kg, _) = saturate(k, isa, &patterns, &SelectLimits::default());
     let eg = &kg.egraph;
-    let inputs: Vec<Vec<u8>> = k.param_nodes.iter().enumerate().map(|(i, &n)| random_input(&k.nodes[n].ty, i as u64 + 3)).collect();
+    let inputs: Vec<Vec<u8>> =
+        k.param_nodes.iter().enumerate().map(|(i, &n)| random_input(&k.nodes[n].ty, i as u64 + 3)).collect();
     let mut ids: Vec<egg::Id> = eg.classes().map(|c| c.id).collect();
     ids.sort();
     let mut value: BTreeMap<egg::Id, Tensor> = BTreeMap::new();
