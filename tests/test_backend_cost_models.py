@@ -56,6 +56,7 @@ def default_run(project, tmp_path_factory):
     done = compile_kernel(project, report_dir / "out.py", "--report-dir", str(report_dir))
     assert done.returncode == 0, done.stderr
     report = json.loads((report_dir / "report.json").read_text())
+    assert report["chosen_cost"] == 10, "QKV_new runs attention in ten instructions"
     return report, report_dir
 
 

@@ -322,14 +322,15 @@ fn lock(progress: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
 
 fn no_candidate_message(p: &Progress) -> String {
     let found = p.candidates_found.unwrap_or(0);
-    format!(
-        "none of the {found} candidates could be placed in memory:\n{}",
-        p.records
-            .iter()
-            .map(|r| format!("  candidate {}: {}: {}", r.index, r.status.name(), r.message))
-            .collect::<Vec<_>>()
-            .join("\n")
-    )
+    if found == 0 {
+        return "instruction selection found no candidate program".into();
+    }
+    let reasons: Vec<String> = p
+        .records
+        .iter()
+        .map(|r| format!("  candidate {}: {}: {}", r.index, r.status.name(), r.message))
+        .collect();
+    format!("none of the {found} candidates could be placed in memory:\n{}", reasons.join("\n"))
 }
 
 /// The compile proper, on its own thread: parse, select, then the candidate loop.
