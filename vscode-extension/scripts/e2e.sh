@@ -9,7 +9,8 @@
 #
 # Environment: ACT_E2E_PYTHON (default: $ACT_PYTHON, else python3), the interpreter the
 # language server runs with; ACT_E2E_CACHE and CODE_SERVER_VERSION as for the install script;
-# ACT_E2E_RESTRICTED=0 skips the Restricted Mode check; ACT_E2E_KEEP=1 keeps the temp dir.
+# ACT_E2E_SIDE_CHECKS=0 skips the Restricted Mode and missing-interpreter checks;
+# ACT_E2E_KEEP=1 keeps the temp dir.
 set -euo pipefail
 
 EXT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,5 +42,5 @@ ACT_E2E_PYTHON="$PYTHON" \
 ACT_E2E_VSIX="$EXT_DIR/act-backend.vsix" \
 ACT_E2E_RESULTS="$EXT_DIR/test-results" \
 ACT_E2E_UNTIL="${1:-compile}" \
-ACT_E2E_RESTRICTED="${ACT_E2E_RESTRICTED:-1}" \
+ACT_E2E_SIDE_CHECKS="${ACT_E2E_SIDE_CHECKS:-1}" \
     node out/e2e/smoke.js

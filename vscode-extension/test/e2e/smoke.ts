@@ -6,12 +6,13 @@
 //   2. runs "ACT: Generate Backend" and waits for backends/QKV;
 //   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
 //   4. (when asked: ACT_E2E_UNTIL=simulate) runs "ACT: Simulate Kernel" on it;
-// and, in a second, untrusted window, checks that Restricted Mode hides the build commands.
+// and, in windows of their own, checks that Restricted Mode hides the build commands and that a
+// missing interpreter is reported with its fix.
 // Each step saves a screenshot into the results folder; a failure saves one more and the logs.
 //
 // Configuration (environment): ACT_E2E_CODE_SERVER, ACT_E2E_CHROMIUM, ACT_E2E_PYTHON,
 // ACT_E2E_VSIX, ACT_E2E_RESULTS, ACT_E2E_UNTIL (diagnostic|generate|compile|simulate),
-// ACT_E2E_RESTRICTED (1 to run the Restricted Mode check), ACT_E2E_KEEP (1 keeps the temp dir),
+// ACT_E2E_SIDE_CHECKS (1 runs those two checks), ACT_E2E_KEEP (1 keeps the temp dir),
 // ACT_E2E_GENERATE_TIMEOUT_S. scripts/e2e.sh fills them in.
 
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -33,7 +34,7 @@ interface Options {
   repo: string;
   results: string;
   until: Step;
-  restricted: boolean;
+  sideChecks: boolean;
   keep: boolean;
   generateTimeoutMs: number;
 }
@@ -63,7 +64,7 @@ function options(): Options {
     repo: path.resolve(extension, ".."),
     results: env("ACT_E2E_RESULTS", path.join(extension, "test-results")),
     until,
-    restricted: process.env.ACT_E2E_RESTRICTED === "1",
+    sideChecks: process.env.ACT_E2E_SIDE_CHECKS === "1",
     keep: process.env.ACT_E2E_KEEP === "1",
     generateTimeoutMs: Number(env("ACT_E2E_GENERATE_TIMEOUT_S", "1800")) * 1000,
   };
@@ -97,6 +98,8 @@ function makeWorkspace(opts: Options, root: string): { folder: string; refusedLi
 function userSettings(opts: Options, trusted: boolean): Record<string, unknown> {
   return {
     "act.pythonPath": opts.python,
+    // Traced, so the run also shows that the setting alone turns the protocol trace on.
+    "act.trace.server": "messages",
     "security.workspace.trust.enabled": !trusted,
     "security.workspace.trust.startupPrompt": "never",
     "workbench.startupEditor": "none",
@@ -131,12 +134,18 @@ interface Editor {
   output: string[];
 }
 
-async function startCodeServer(opts: Options, root: string, name: string, trusted: boolean, folder: string): Promise<Editor> {
+async function startCodeServer(
+  opts: Options,
+  root: string,
+  name: string,
+  settings: Record<string, unknown>,
+  folder: string,
+): Promise<Editor> {
   const userData = path.join(root, `${name}-user-data`);
   const extensions = path.join(root, "extensions");
   const config = path.join(root, "code-server.yaml");
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(userSettings(opts, trusted), null, 2));
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
   fs.writeFileSync(config, "");
   const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--config", config];
   if (!fs.existsSync(path.join(extensions, "extensions.json"))) {
@@ -336,34 +345,74 @@ async function simulateStep(page: Page, opts: Options): Promise<void> {
   await screenshot(page, opts, "05-kernel-simulated.png");
 }
 
-async function restrictedCheck(browser: Browser, opts: Options, root: string, folder: string): Promise<void> {
-  const editor = await startCodeServer(opts, root, "restricted", false, path.dirname(folder));
+/** Runs `check` in a code-server window of its own, with `settings` as the user's settings. */
+async function sideCheck(
+  browser: Browser,
+  opts: Options,
+  root: string,
+  folder: string,
+  name: string,
+  settings: Record<string, unknown>,
+  check: (page: Page, opts: Options) => Promise<void>,
+): Promise<void> {
+  const editor = await startCodeServer(opts, root, name, settings, path.dirname(folder));
   let page: Page | undefined;
   try {
     page = await openWorkbench(browser, editor);
     // Opening a spec activates the extension.
     await openFile(page, "QKV/QKV.py");
-    await page.locator(ACT_STATUS, { hasText: "Restricted" }).waitFor({ timeout: 60_000 });
-    const entries = await paletteEntries(page, "ACT:");
-    for (const hidden of ["Generate Backend", "Compile Kernel", "Simulate Kernel"]) {
-      if (entries.some((e) => e.includes(hidden))) {
-        throw new Error(`Restricted Mode: '${hidden}' is in the palette: ${entries.join(" | ")}`);
-      }
-    }
-    if (!entries.some((e) => e.includes("Why Are Build Commands Unavailable?"))) {
-      throw new Error(`Restricted Mode: no explanation command in the palette: ${entries.join(" | ")}`);
-    }
-    await page.locator(ACT_STATUS).click();
-    await notification(page, "Restricted Mode").first().waitFor({ timeout: 15_000 });
-    await screenshot(page, opts, "00-restricted-mode.png");
+    await check(page, opts);
+    log(`${name} check passed`);
   } catch (error) {
-    await page?.screenshot({ path: path.join(opts.results, "failed-restricted.png") }).catch(() => undefined);
+    await page?.screenshot({ path: path.join(opts.results, `failed-${name}.png`) }).catch(() => undefined);
     saveLogs(opts, [editor]);
     throw error;
   } finally {
     await page?.close();
     stopCodeServer(editor);
   }
+}
+
+async function restrictedCheck(page: Page, opts: Options): Promise<void> {
+  await page.locator(ACT_STATUS, { hasText: "Restricted" }).waitFor({ timeout: 60_000 });
+  const entries = await paletteEntries(page, "ACT:");
+  for (const hidden of ["Generate Backend", "Compile Kernel", "Simulate Kernel"]) {
+    if (entries.some((e) => e.includes(hidden))) {
+      throw new Error(`Restricted Mode: '${hidden}' is in the palette: ${entries.join(" | ")}`);
+    }
+  }
+  if (!entries.some((e) => e.includes("Why Are Build Commands Unavailable?"))) {
+    throw new Error(`Restricted Mode: no explanation command in the palette: ${entries.join(" | ")}`);
+  }
+  await page.locator(ACT_STATUS).click();
+  await notification(page, "Restricted Mode").first().waitFor({ timeout: 15_000 });
+  await screenshot(page, opts, "00-restricted-mode.png");
+}
+
+const MISSING_PYTHON = "/nonexistent/bin/python3";
+
+async function missingInterpreterCheck(page: Page, opts: Options): Promise<void> {
+  const message = notification(page, `'${MISSING_PYTHON}' (set in act.pythonPath) was not found`);
+  await message.first().waitFor({ timeout: 60_000 });
+  for (const button of ["Open Settings", "Show Log"]) {
+    await message.first().getByRole("button", { name: button }).waitFor({ timeout: 5_000 });
+  }
+  await page.locator(ACT_STATUS, { hasText: "server not running" }).waitFor({ timeout: 15_000 });
+  await screenshot(page, opts, "00-missing-interpreter.png");
+}
+
+/** `act.trace.server: messages` alone must have filled the trace channel (its log file). */
+function checkTrace(editor: Editor): void {
+  const logs = path.join(editor.userData, "logs");
+  const files = fs
+    .readdirSync(logs, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith("ACT Language Server Trace.log"))
+    .map((f) => path.join(logs, f));
+  const text = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
+  if (!text.includes("Sending request 'initialize")) {
+    throw new Error(`the protocol trace has no initialize request (files: ${files.join(", ") || "none"})`);
+  }
+  log(`protocol trace: ${text.split("\n").length} lines`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -383,7 +432,7 @@ async function main(): Promise<void> {
   const opts = options();
   fs.mkdirSync(opts.results, { recursive: true });
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "act-e2e-"));
-  log(`temp dir ${root}; steps up to '${opts.until}'${opts.restricted ? " and the Restricted Mode check" : ""}`);
+  log(`temp dir ${root}; steps up to '${opts.until}'${opts.sideChecks ? ", after the side checks" : ""}`);
   const { folder, refusedLine } = makeWorkspace(opts, root);
   const browser = await chromium.launch({
     executablePath: opts.chromium,
@@ -393,11 +442,21 @@ async function main(): Promise<void> {
   let page: Page | undefined;
   let step = "setup";
   try {
-    if (opts.restricted) {
+    if (opts.sideChecks) {
       step = "restricted";
-      await restrictedCheck(browser, opts, root, folder);
+      await sideCheck(browser, opts, root, folder, "restricted", userSettings(opts, false), restrictedCheck);
+      step = "missing-interpreter";
+      await sideCheck(
+        browser,
+        opts,
+        root,
+        folder,
+        "missing-interpreter",
+        { ...userSettings(opts, true), "act.pythonPath": MISSING_PYTHON },
+        missingInterpreterCheck,
+      );
     }
-    const editor = await startCodeServer(opts, root, "trusted", true, path.dirname(folder));
+    const editor = await startCodeServer(opts, root, "trusted", userSettings(opts, true), path.dirname(folder));
     editors.push(editor);
     page = await openWorkbench(browser, editor);
     const upTo = STEPS.indexOf(opts.until);
@@ -414,6 +473,8 @@ async function main(): Promise<void> {
         await simulateStep(page, opts);
       }
     }
+    step = "trace";
+    checkTrace(editor);
     log("all steps passed");
   } catch (error) {
     if (page !== undefined) {
