@@ -125,6 +125,16 @@ export const fake = {
   /** Called inside withProgress with the run, so a test can cancel while a task runs. */
   onProgress: undefined as ((run: ProgressRun) => void) | undefined,
   executed: [] as Array<{ command: string; args: unknown[] }>,
+  /** Installed extensions by id, as `extensions.getExtension` returns them. */
+  extensions: new Map<string, unknown>(),
+  statusItems: [] as Array<Record<string, unknown>>,
+  outputChannels: [] as Array<{ name: string; lines: string[]; disposed: boolean }>,
+  configListeners: [] as Array<(e: { affectsConfiguration(section: string): boolean }) => void>,
+  /** Tells configuration listeners that `keys` changed (a key affects its prefixes too). */
+  changeConfiguration(...keys: string[]): void {
+    const event = { affectsConfiguration: (section: string) => keys.some((k) => k === section || k.startsWith(`${section}.`)) };
+    fake.configListeners.forEach((l) => l(event));
+  },
   handlers: new Map<string, (...args: unknown[]) => unknown>(),
   opened: [] as string[],
   reset(): void {
@@ -140,6 +150,10 @@ export const fake = {
     fake.progress = [];
     fake.onProgress = undefined;
     fake.executed = [];
+    fake.extensions = new Map();
+    fake.statusItems = [];
+    fake.outputChannels = [];
+    fake.configListeners = [];
     fake.handlers = new Map();
     fake.opened = [];
   },
@@ -217,14 +231,54 @@ export const window = {
   async showTextDocument(uri: Uri): Promise<void> {
     fake.opened.push(uri.fsPath);
   },
-  createStatusBarItem() {
-    return { text: "", tooltip: "", command: "", backgroundColor: undefined, name: "", show() {}, dispose() {} };
+  createStatusBarItem(id?: string, alignment?: StatusBarAlignment, priority?: number) {
+    const item: Record<string, unknown> = {
+      id,
+      alignment,
+      priority,
+      text: "",
+      tooltip: "",
+      command: "",
+      backgroundColor: undefined,
+      name: "",
+      visible: false,
+      show() {
+        item.visible = true;
+      },
+      dispose() {
+        item.disposed = true;
+      },
+    };
+    fake.statusItems.push(item);
+    return item;
+  },
+  createOutputChannel(name: string) {
+    const channel = { name, lines: [] as string[], disposed: false };
+    fake.outputChannels.push(channel);
+    return {
+      name,
+      append: (v: string) => channel.lines.push(v),
+      appendLine: (v: string) => channel.lines.push(v),
+      replace: (v: string) => channel.lines.splice(0, channel.lines.length, v),
+      clear: () => channel.lines.splice(0),
+      show() {},
+      hide() {},
+      dispose: () => {
+        channel.disposed = true;
+      },
+    };
   },
 };
 
 export const workspace = {
   get isTrusted() {
     return fake.trusted;
+  },
+  onDidChangeConfiguration(listener: (e: { affectsConfiguration(section: string): boolean }) => void): Disposable {
+    fake.configListeners.push(listener);
+    return new Disposable(() => {
+      fake.configListeners = fake.configListeners.filter((l) => l !== listener);
+    });
   },
   getConfiguration(section?: string) {
     return {
@@ -289,7 +343,7 @@ export const env = {
 };
 
 export const extensions = {
-  getExtension(): undefined {
-    return undefined;
+  getExtension(id: string): unknown {
+    return fake.extensions.get(id);
   },
 };
