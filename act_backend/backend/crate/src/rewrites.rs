@@ -37,6 +37,9 @@ pub struct RuleSet {
     pub dot: bool,
     /// Accumulation precision: `convert(reduce(convert(x, wide)), narrow) = reduce(x)`.
     pub reduce: bool,
+    /// `x = transpose(transpose(x))` for computed values: lets an instruction that transposes
+    /// (a transposing store or move) finish a value computed in the other layout.
+    pub transpose: bool,
 }
 
 impl RuleSet {
@@ -46,17 +49,34 @@ impl RuleSet {
             copy: ops.contains("copy"),
             dot: ops.contains("dot"),
             reduce: ops.contains("reduce_add") || ops.contains("reduce"),
+            transpose: ops.contains("transpose"),
         }
     }
 
     /// Every rule on (for tests of the rules themselves).
     pub fn all() -> RuleSet {
-        RuleSet { copy: true, dot: true, reduce: true }
+        RuleSet { copy: true, dot: true, reduce: true, transpose: true }
     }
 }
 
 fn class_ty(eg: &SelGraph, id: Id) -> &Ty {
     &eg[id].data
+}
+
+/// Operators that compute something (as opposed to moving or reinterpreting data).
+fn computes(op: &Op) -> bool {
+    op.is_elementwise()
+        || matches!(
+            op,
+            Op::Convert
+                | Op::Dot(_)
+                | Op::Reduce { .. }
+                | Op::ReduceAdd(_)
+                | Op::Broadcast(_)
+                | Op::Slice(_)
+                | Op::Concatenate(_)
+                | Op::DynamicUpdateSlice
+        )
 }
 
 fn identity(perm: &[usize]) -> bool {
@@ -150,7 +170,13 @@ impl<'a> Finder<'a> {
         let eg = self.eg;
         let ty = class_ty(eg, id).clone();
         if self.rules.copy && !self.nodes(id).iter().any(|n| n.op == Op::Copy && eg.find(n.children[0]) == id) {
-            self.push("copy-insert", id, Term::Node(Op::Copy, ty, vec![Term::Class(id)]));
+            self.push("copy-insert", id, Term::Node(Op::Copy, ty.clone(), vec![Term::Class(id)]));
+        }
+        if self.rules.transpose && ty.rank() >= 2 && self.nodes(id).iter().any(|n| computes(&n.op)) {
+            let mut swap: Vec<usize> = (0..ty.rank()).collect();
+            swap.swap(ty.rank() - 2, ty.rank() - 1);
+            let once = transpose_term(eg, id, swap.clone());
+            self.push("transpose-introduce", id, Term::Node(Op::Transpose(swap), ty.clone(), vec![once]));
         }
         for node in self.nodes(id) {
             self.node(id, node);

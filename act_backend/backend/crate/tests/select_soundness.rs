@@ -26,6 +26,8 @@ fn two(body: &str) -> String {
     format!("HloModule k\nENTRY e {{\n  a = bf16[64,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n{body}}}\n")
 }
 
+const ADD: &str = "HloModule k\n%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n  ROOT %s = bf16[] add(%x, %y)\n}\n";
+
 const DOT: &str = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
 
 fn qkv() -> Isa {
@@ -87,6 +89,17 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             softmax_kernel("{0}", "{1}", "s1"),
             qkv(),
             Instrs(&["load_cm", "load_cm", "load_cm", "gemm", "softmax", "mov", "gemm", "mov", "store_cm"]),
+        ),
+        (
+            "a softmax over columns as the output is stored transposed",
+            two(&format!(
+                "  s = bf16[64,64] dot(a, b), {DOT}\n  e = bf16[64,64] exponential(s)\n  z = bf16[] constant(0)\n  \
+                 r = bf16[64] reduce(e, z), dimensions={{0}}, to_apply=%add\n  d = bf16[64,64] broadcast(r), dimensions={{1}}\n  \
+                 ROOT p = bf16[64,64] divide(e, d)\n"
+            ))
+            .replace("HloModule k\n", ADD),
+            qkv(),
+            Instrs(&["load_cm", "load_cm", "gemm", "softmax", "mov", "store_cm"]),
         ),
         ("softmax over columns needs a transposing load", softmax_kernel("{0}", "{1}", "s1"), qkv_plain(), Missing("exponential", 13)),
         ("broadcast dimensions are compared", softmax_kernel("{1}", "{1}", "s1"), qkv(), Missing("exponential", 13)),

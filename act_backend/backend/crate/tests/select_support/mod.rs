@@ -262,36 +262,37 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
         }),
         Op::Dot(d) => {
             let (a, b) = (args[0], args[1]);
+            let (sa, sb) = (strides(&a.ty.shape), strides(&b.ty.shape));
             let nb = d.lhs_batch.len();
             let lf: Vec<usize> =
                 (0..a.ty.rank()).filter(|x| !d.lhs_batch.contains(x) && !d.lhs_contracting.contains(x)).collect();
             let rf: Vec<usize> =
                 (0..b.ty.rank()).filter(|x| !d.rhs_batch.contains(x) && !d.rhs_contracting.contains(x)).collect();
+            // Offsets of every contracting position in each operand, computed once.
             let cshape: Vec<i64> = d.lhs_contracting.iter().map(|&c| a.ty.shape[c]).collect();
-            let ccount: i64 = cshape.iter().product();
+            let offsets: Vec<(usize, usize)> = (0..cshape.iter().product::<i64>())
+                .map(|c| {
+                    let ci = unflat(c, &cshape);
+                    let oa: i64 = ci.iter().zip(&d.lhs_contracting).map(|(v, &k)| v * sa[k]).sum();
+                    let ob: i64 = ci.iter().zip(&d.rhs_contracting).map(|(v, &k)| v * sb[k]).sum();
+                    (oa as usize, ob as usize)
+                })
+                .collect();
             each(&|o| {
-                let mut ia = vec![0; a.ty.rank()];
-                let mut ib = vec![0; b.ty.rank()];
+                let mut base_a: i64 = 0;
+                let mut base_b: i64 = 0;
                 for k in 0..nb {
-                    ia[d.lhs_batch[k]] = o[k];
-                    ib[d.rhs_batch[k]] = o[k];
+                    base_a += o[k] * sa[d.lhs_batch[k]];
+                    base_b += o[k] * sb[d.rhs_batch[k]];
                 }
                 for (k, &f) in lf.iter().enumerate() {
-                    ia[f] = o[nb + k];
+                    base_a += o[nb + k] * sa[f];
                 }
                 for (k, &f) in rf.iter().enumerate() {
-                    ib[f] = o[nb + lf.len() + k];
+                    base_b += o[nb + lf.len() + k] * sb[f];
                 }
-                let mut sum = 0.0;
-                for c in 0..ccount {
-                    let ci = unflat(c, &cshape);
-                    for (k, &v) in ci.iter().enumerate() {
-                        ia[d.lhs_contracting[k]] = v;
-                        ib[d.rhs_contracting[k]] = v;
-                    }
-                    sum += a.data[flat(&ia, &a.ty.shape)] * b.data[flat(&ib, &b.ty.shape)];
-                }
-                sum
+                let (ba, bb) = (base_a as usize, base_b as usize);
+                offsets.iter().map(|&(oa, ob)| a.data[ba + oa] * b.data[bb + ob]).sum()
             })
         }
         Op::ReduceAdd(dims) | Op::Reduce { dims, .. } => {
