@@ -53,9 +53,7 @@ fn random_kernel(seed: u64) -> String {
                 let (reduced, kept) = if rng.next(2) == 0 { (1, 0) } else { (0, 1) };
                 lines.push(format!("  {v}e = {T} exponential({a})"));
                 lines.push(format!("  {v}z = bf16[] constant(0)"));
-                lines.push(format!(
-                    "  {v}r = bf16[64] reduce({v}e, {v}z), dimensions={{{reduced}}}, to_apply=%add"
-                ));
+                lines.push(format!("  {v}r = bf16[64] reduce({v}e, {v}z), dimensions={{{reduced}}}, to_apply=%add"));
                 lines.push(format!("  {v}b = {T} broadcast({v}r), dimensions={{{kept}}}"));
                 lines.push(format!("  {v} = {T} divide({v}e, {v}b)"));
             }
