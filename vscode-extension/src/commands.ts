@@ -131,8 +131,8 @@ function now(): string {
 
 function runnerDeps(deps: CommandDeps): CommandRunnerDeps {
   return {
-    execute: (command, args, signal) => {
-      const client = deps.server.runningClient();
+    execute: async (command, args, signal) => {
+      const client = await deps.server.runningClient();
       return client.sendRequest("workspace/executeCommand", { command, arguments: args }, signal as vscode.CancellationToken);
     },
     withNotification: (title, task) =>
@@ -154,7 +154,7 @@ async function run<C extends ServerCommand>(
   title: string,
 ): Promise<Outcome<ResultTypes[C]>> {
   // Fail before opening a notification when there is no server to ask.
-  deps.server.runningClient();
+  await deps.server.runningClient();
   deps.output.info(title);
   if (revealOutput(vscode.workspace.getConfiguration(SECTION)) === "always") {
     deps.output.show(true);
@@ -207,12 +207,20 @@ async function generateBackend(
   await saveIfDirty(spec);
   const specName = path.basename(spec.fsPath);
   deps.status.setGeneration({ kind: "running", spec: spec.fsPath });
-  const outcome = await run(
-    deps,
-    GENERATE,
-    generateArguments(spec.toString(), accelerator),
-    `ACT: Generating backend${accelerator === undefined ? "" : ` ${accelerator}`} from ${specName}`,
-  );
+  let outcome: Outcome<ResultTypes[typeof GENERATE]>;
+  try {
+    outcome = await run(
+      deps,
+      GENERATE,
+      generateArguments(spec.toString(), accelerator),
+      `ACT: Generating backend${accelerator === undefined ? "" : ` ${accelerator}`} from ${specName}`,
+    );
+  } catch (error) {
+    // No server to ask: the generation did not happen, and the status bar must not spin on.
+    const message = error instanceof Error ? error.message : String(error);
+    deps.status.setGeneration({ kind: "failed", spec: spec.fsPath, message, finishedAt: now() });
+    throw error;
+  }
   if (outcome.kind === "cancelled") {
     deps.status.setGeneration({ kind: "cancelled", spec: spec.fsPath, finishedAt: now() });
     void vscode.window.showInformationMessage(`ACT: generating the backend from ${specName} was cancelled.`);

@@ -14,7 +14,7 @@ import { createTraceChannel } from "./traceChannel";
 
 let controller: ServerController | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel("ACT", { log: true });
   const trace = createTraceChannel("ACT Language Server Trace", () =>
     vscode.workspace.getConfiguration(SECTION).get<string>("trace.server"),
@@ -58,7 +58,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   updateSpecContext(vscode.window.activeTextEditor);
 
-  await server.start();
+  // Not awaited: checking the interpreter and starting the server must not hold up the
+  // window; commands wait for the start themselves.
+  void server.start();
 }
 
 export async function deactivate(): Promise<void> {

@@ -44,8 +44,12 @@ export class ServerController implements vscode.Disposable {
     return this.problem;
   }
 
-  /** The running client, or an Error that says why there is none (shown to the user as is). */
-  runningClient(): LanguageClient {
+  /**
+   * The running client, once a start in progress has finished; else an Error that says why
+   * there is none (shown to the user as is).
+   */
+  async runningClient(): Promise<LanguageClient> {
+    await this.starting;
     if (this.client !== undefined && this.client.state === State.Running) {
       return this.client;
     }

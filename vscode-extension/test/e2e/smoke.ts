@@ -3,11 +3,11 @@
 //
 // In a fresh copy of examples/QKV whose spec has one refused instruction, it
 //   1. opens QKV.py and waits for the refusal in the Problems panel, then deletes the line;
-//   2. runs "ACT: Generate Backend" and waits for backends/QKV;
+//   2. runs "ACT: Generate Backend", cancels it, runs it again and waits for backends/QKV;
 //   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
 //   4. (when asked: ACT_E2E_UNTIL=simulate) runs "ACT: Simulate Kernel" on it;
-// and, in windows of their own, checks that Restricted Mode hides the build commands and that a
-// missing interpreter is reported with its fix.
+// and, in windows of their own, checks that Restricted Mode hides the build commands (while
+// kernels are still checked) and that a missing interpreter is reported with its fix.
 // Each step saves a screenshot into the results folder; a failure saves one more and the logs.
 //
 // Configuration (environment): ACT_E2E_CODE_SERVER, ACT_E2E_CHROMIUM, ACT_E2E_PYTHON,
@@ -38,6 +38,17 @@ interface Options {
   keep: boolean;
   generateTimeoutMs: number;
 }
+
+/** A kernel with an operator no HLO has: checked (and refused) even in Restricted Mode. */
+const BROKEN_KERNEL = [
+  "HloModule broken",
+  "",
+  "ENTRY %broken (p: f32[4]) -> f32[4] {",
+  "  %p = f32[4]{0} parameter(0)",
+  "  ROOT %x = f32[4]{0} frobnicate(f32[4]{0} %p)",
+  "}",
+  "",
+].join("\n");
 
 /** The refused instruction: it reads a buffer the accelerator does not have. */
 const REFUSED_LINE = 'qkv.add_instruction("zero", ["n"], ["addr"]).set_inputs([["d9", ["@a.addr"], ["@c.n"]]])';
@@ -92,6 +103,7 @@ function makeWorkspace(opts: Options, root: string): { folder: string; refusedLi
   }
   lines.splice(at, 0, REFUSED_LINE);
   fs.writeFileSync(path.join(folder, "QKV.py"), lines.join("\n"));
+  fs.writeFileSync(path.join(folder, "kernels", "broken.hlo"), BROKEN_KERNEL);
   return { folder, refusedLine: at + 1 };
 }
 
@@ -308,6 +320,21 @@ async function generateStep(page: Page, opts: Options, folder: string): Promise<
   await runCommand(page, "ACT: Generate Backend");
   await notification(page, "Generating backend").first().waitFor({ timeout: 60_000 });
   await page.locator(ACT_STATUS, { hasText: "generating" }).waitFor({ timeout: 30_000 });
+
+  // Cancel stops the build (the server kills it) and the status bar says so.
+  await notification(page, "Generating backend").first().getByRole("button", { name: "Cancel" }).click();
+  await page.locator(ACT_STATUS, { hasText: "cancelled" }).waitFor({ timeout: 60_000 });
+  await waitForOutcome(page, "ACT: generating the backend from QKV.py was cancelled", 15_000);
+  if (fs.existsSync(path.join(folder, "backends", "QKV"))) {
+    throw new Error("a cancelled generation installed backends/QKV");
+  }
+  log("generation cancelled");
+
+  // Then for real.
+  await clearNotifications(page);
+  await runCommand(page, "ACT: Generate Backend");
+  await notification(page, "Generating backend").first().waitFor({ timeout: 60_000 });
+  await page.locator(ACT_STATUS, { hasText: "generating" }).waitFor({ timeout: 30_000 });
   // For the picture: the notification once it shows the build's own output, not just "starting".
   // Builds that finish first are fine too, so running out of time here is not a failure.
   await notification(page, /Generating backend from QKV\.py: (?!starting)/)
@@ -387,6 +414,10 @@ async function restrictedCheck(page: Page, opts: Options): Promise<void> {
   await page.locator(ACT_STATUS).click();
   await notification(page, "Restricted Mode").first().waitFor({ timeout: 15_000 });
   await screenshot(page, opts, "00-restricted-mode.png");
+  // Kernels are still checked: nothing runs to check them.
+  await openFile(page, "QKV/kernels/broken.hlo");
+  await page.keyboard.press("Control+Shift+M");
+  await page.locator(".markers-panel .monaco-list-row", { hasText: "unknown operator 'frobnicate'" }).first().waitFor({ timeout: 60_000 });
 }
 
 const MISSING_PYTHON = "/nonexistent/bin/python3";

@@ -33,7 +33,7 @@ function world() {
   const store = new Map<string, unknown>();
   const deps = {
     server: {
-      runningClient: () => ({
+      runningClient: async () => ({
         sendRequest: async (_method: string, params: { command: string; arguments: unknown[] }, signal: vscode.CancellationToken) => {
           sent.push({ command: params.command, args: params.arguments });
           const answer = answers.shift();
@@ -167,6 +167,20 @@ describe("Generate Backend", () => {
     await w.run("act.generateBackend");
     expect(w.generations.map((g) => g.kind)).toEqual(["running", "cancelled"]);
     expect(fake.shown[0].kind).toBe("info");
+  });
+
+  it("says why when the server is not running, and leaves no spinner behind", async () => {
+    const w = world();
+    const problem = "ACT: The Python interpreter 'python3' (the default) was not found.";
+    (w.deps.server as unknown as { runningClient: () => Promise<never> }).runningClient = async () => {
+      throw new Error(problem);
+    };
+    fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
+    await w.run("act.generateBackend");
+    expect(w.sent).toEqual([]);
+    expect(fake.progress).toEqual([]);
+    expect(fake.shown).toEqual([{ kind: "error", message: problem, items: [] }]);
+    expect(w.generations.map((g) => g.kind)).toEqual(["running", "failed"]);
   });
 
   it("asks for a spec when no Python file is active", async () => {
