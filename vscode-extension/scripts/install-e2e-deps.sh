@@ -33,6 +33,18 @@ else
     log "Debian packages present: ${APT_PACKAGES[*]}"
 fi
 
+# --- Node.js ----------------------------------------------------------------------------------
+# code-server 4.100.3's postinstall refuses any Node.js but 20 (Debian 12's own nodejs is 18).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    log "Node.js 20 and npm are needed (https://nodejs.org or NodeSource); none found on PATH"
+    exit 1
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [[ "$node_major" != "20" ]]; then
+    log "Node.js 20 is needed by code-server $CODE_SERVER_VERSION; found $(node --version)"
+    exit 1
+fi
+
 # --- ripgrep pre-seed -------------------------------------------------------------------------
 # code-server's @vscode/ripgrep postinstall downloads a release tarball from GitHub, which may be
 # unreachable. It looks in its cache directory first, so we place the system rg there.
@@ -57,9 +69,10 @@ else
     mkdir -p "$CS_PREFIX"
     rm -rf "$CS_PREFIX/node_modules"
     # unsafe_perm lets its postinstall build native modules when run as root (npm 10); yes
-    # answers the npx prompts inside that postinstall; npm 11.10+ skips dependency install
-    # scripts unless allowed, and code-server's postinstall runs nested installs of VS Code's
-    # native modules, so the permission has to travel through the environment.
+    # answers the npx prompts inside that postinstall. npm 11 only warns about dependency
+    # install scripts that no allowScripts entry names, and is set to skip them in the future;
+    # the postinstall's nested installs of VS Code's native modules need them, so the
+    # permission travels through the environment.
     (cd "$CS_PREFIX" &&
         npm_config_unsafe_perm=true npm_config_yes=true \
             npm_config_dangerously_allow_all_scripts=true \
@@ -71,9 +84,13 @@ else
 fi
 
 # --- the extension's own dependencies (playwright-core drives chromium) -----------------------
-if [[ ! -d "$EXT_DIR/node_modules/playwright-core" ]]; then
-    log "installing the extension's npm dependencies"
+# Reinstalled whenever package-lock.json changes; the stamp records the lock installed.
+STAMP="$EXT_DIR/node_modules/.act-installed-lock"
+WANT="$(sha256sum "$EXT_DIR/package-lock.json" | cut -d' ' -f1)"
+if [[ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]]; then
+    log "installing the extension's npm dependencies (npm ci)"
     (cd "$EXT_DIR" && npm ci --no-audit --no-fund)
+    echo "$WANT" >"$STAMP"
 fi
 
 log "ready: code-server at $CS_BIN, chromium at $(command -v chromium)"
