@@ -177,7 +177,13 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
                 PKind::Reduce(dims, reducer)
             }
         }
-        other => PKind::Plain(plain(other).ok_or_else(|| format!("operator {other:?} is not supported in semantics"))?),
+        other => match plain(other) {
+            Some(op) => PKind::Plain(op),
+            // Another HLO operator without attributes (tanh, negate, sqrt...) matches the
+            // kernel's operator of that name, which the kernel keeps opaque.
+            None if a.is_empty() => PKind::Plain(Op::Other { name: other.replace('_', "-"), attrs: String::new() }),
+            None => return Err(format!("operator {other:?} with attributes is not supported in semantics")),
+        },
     })
 }
 

@@ -646,6 +646,7 @@ impl<'a> Builder<'a> {
         Ok((op, operands))
     }
 
+    /// An operator kept by name; `_` and `-` are one (the table spells names either way).
     fn opaque(&self, instr: &Instr) -> Op {
         let attrs: Vec<String> = instr
             .attrs
@@ -653,7 +654,7 @@ impl<'a> Builder<'a> {
             .filter(|a| !IGNORED_ATTRS.contains(&a.name.as_str()))
             .map(|a| format!("{}={}", a.name, a.value))
             .collect();
-        Op::Other { name: instr.opcode.clone(), attrs: attrs.join(", ") }
+        Op::Other { name: instr.opcode.replace('_', "-"), attrs: attrs.join(", ") }
     }
 }
 

@@ -365,6 +365,19 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
                 }
             })
         }
+        Op::Other { name, .. } if args.len() == 1 => args[0]
+            .data
+            .iter()
+            .map(|&x| match name.as_str() {
+                "tanh" => x.tanh(),
+                "negate" => -x,
+                "abs" => x.abs(),
+                "sqrt" => x.sqrt(),
+                "log" => x.ln(),
+                "logistic" => 1.0 / (1.0 + (-x).exp()),
+                other => panic!("the reference interpreter cannot run {other}"),
+            })
+            .collect(),
         other => panic!("the reference interpreter cannot run {other:?}"),
     };
     Tensor { ty: ty.clone(), data: data.into_iter().map(|v| round(v, ty.dtype)).collect() }
