@@ -2,6 +2,11 @@
 //! of IR-to-IR rewrites with one pass of IR-to-ISA matching until nothing changes or a limit
 //! is reached, then candidate PII graphs are extracted. Limits count iterations and e-nodes,
 //! never time, so the same kernel and ISA always give the same candidates.
+//!
+//! The loop is ours rather than egg's `Runner`: rules read attributes of the nodes they match
+//! and of their operands' nodes, which egg's substitutions cannot carry, and ISA matching runs
+//! between rewrite passes. egg provides the e-graph itself (hash-consing, union-find,
+//! rebuilding, the type analysis).
 
 use crate::analysis::{self, KernelGraph};
 use crate::extract::{ExtractFailure, Extractor};
