@@ -82,6 +82,16 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
         ("a transpose", two("  ROOT t = bf16[64,64] transpose(a), dimensions={1,0}\n"), qkv(), Count(2)),
         ("a copy", two("  ROOT c = bf16[64,64] copy(a)\n"), qkv(), Instrs(&["load_rm", "store_rm"])),
         ("the output is an input", two("  ROOT c = bf16[64,64] copy(b)\n"), qkv_plain(), Instrs(&["load_rm", "store_rm"])),
+        ("the output is a parameter", two("  ROOT c = bf16[64,64] parameter(2)\n"), qkv(), Count(2)),
+        (
+            "a product with its own transpose reloads it transposed from HBM",
+            two(&format!(
+                "  d = bf16[64,64] dot(a, a), {DOT}\n  \
+                 ROOT e = bf16[64,64] dot(d, d), lhs_contracting_dims={{1}}, rhs_contracting_dims={{1}}\n"
+            )),
+            qkv(),
+            Instrs(&["load_rm", "gemm", "mov", "store_rm", "load_cm", "gemm", "mov", "store_rm"]),
+        ),
         ("softmax of a product", softmax_kernel("{1}", "{0}", "s1"), qkv(), Instrs(&["load_rm", "load_rm", "load_rm", "gemm", "softmax", "mov", "gemm", "mov", "store_rm"])),
         ("softmax operands must be one value", softmax_kernel("{1}", "{0}", "s2"), qkv(), Missing("exponential", 13)),
         (
