@@ -6,7 +6,10 @@
 //! consumer's input slice). Best costs (instructions, counted as a tree) are found by
 //! fixed-point relaxation, so copy cycles such as `mov` back and forth neither loop nor hide
 //! a solution. Candidates are then enumerated best-first by their DAG instruction count: the
-//! best choice everywhere, then alternatives one state at a time.
+//! best choice everywhere, then alternatives one choice at a time. A choice is how a state's
+//! shared instance is made, or, for one use of a value, a fresh instance of its own (a reload
+//! from HBM of a value stored earlier, a second copy), so that a value can live in the same
+//! buffer twice when a buffer is too small to keep it in between.
 
 use crate::analysis::SelGraph;
 use crate::isa::Isa;
@@ -38,8 +41,17 @@ struct Provider {
 
 const INF: u64 = u64::MAX;
 
-/// Key of the output's own choice among the overrides of a candidate.
+/// The output's node, as the consumer of its operands' uses.
 const OUTPUT: usize = usize::MAX;
+
+/// A choice a candidate makes: how the output is written, how a state's shared instance is
+/// made, or which instance one operand slot of a shared instance (or of the output) reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Choice {
+    Output,
+    State(usize),
+    Use { consumer: usize, slot: usize },
+}
 
 /// The states of an e-graph and the best ways to reach them.
 pub struct Extractor {
@@ -179,29 +191,43 @@ impl Extractor {
         self.alts[root].iter().copied().filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. })).collect()
     }
 
-    /// Builds the candidate that takes, in each state, its alternative of rank
-    /// `overrides[state]` (0 = best; the output's own choice is keyed [`OUTPUT`]). `None`
-    /// when the choices form a cycle.
-    fn build(&self, root: usize, overrides: &BTreeMap<usize, usize>) -> Option<(PiiGraph, Vec<usize>)> {
+    /// Builds the candidate that makes each choice as `overrides` says (rank among the
+    /// alternatives, 0 = best; absent = 0). `None` when the choices form a cycle. Also returns
+    /// the choice points the candidate went through, with the state whose alternatives apply.
+    fn build(&self, root: usize, overrides: &BTreeMap<Choice, usize>) -> Option<(PiiGraph, Vec<(Choice, usize)>)> {
         struct Walk<'e> {
             ex: &'e Extractor,
-            overrides: &'e BTreeMap<usize, usize>,
+            overrides: &'e BTreeMap<Choice, usize>,
             node_of: Vec<Option<usize>>,
             on_stack: Vec<bool>,
             nodes: Vec<PiiNode>,
-            used: Vec<usize>,
+            used: Vec<(Choice, usize)>,
         }
         impl Walk<'_> {
-            fn emit(&mut self, s: usize, p: &Provider) -> Option<usize> {
+            /// Emits provider `p`; `owner` (a state, or [`OUTPUT`]) when its operands may each
+            /// be given an instance of their own, `None` for such an instance itself.
+            fn emit(&mut self, owner: Option<usize>, p: &Provider) -> Option<usize> {
                 let mut operands = Vec::new();
-                for &i in &p.inputs {
-                    operands.push(self.visit(i)?);
+                for (slot, &i) in p.inputs.iter().enumerate() {
+                    let choice = owner.map(|consumer| Choice::Use { consumer, slot });
+                    let rank = choice.and_then(|c| self.overrides.get(&c)).copied().unwrap_or(0);
+                    let node = if rank == 0 {
+                        self.visit(i)?
+                    } else {
+                        // A fresh instance of the operand for this use only (a reload, a second
+                        // copy), made by another provider; what it reads is shared as usual.
+                        let q = &self.ex.providers[i][*self.ex.alts[i].get(rank)?];
+                        self.emit(None, q)?
+                    };
+                    if let Some(c) = choice {
+                        self.used.push((c, i));
+                    }
+                    operands.push(node);
                 }
                 self.nodes.push(match &p.how {
                     How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
                 });
-                self.used.push(s);
                 Some(self.nodes.len() - 1)
             }
 
@@ -213,9 +239,10 @@ impl Extractor {
                     return None;
                 }
                 self.on_stack[s] = true;
-                let rank = self.overrides.get(&s).copied().unwrap_or(0);
+                let rank = self.overrides.get(&Choice::State(s)).copied().unwrap_or(0);
                 let p = &self.ex.providers[s][*self.ex.alts[s].get(rank)?];
-                let n = self.emit(s, p)?;
+                let n = self.emit(Some(s), p)?;
+                self.used.push((Choice::State(s), s));
                 self.on_stack[s] = false;
                 self.node_of[s] = Some(n);
                 Some(n)
@@ -225,9 +252,11 @@ impl Extractor {
             /// also available elsewhere (an input the kernel returns unchanged): its state may
             /// appear again below it as an ordinary operand.
             fn output(&mut self, root: usize) -> Option<usize> {
-                let rank = self.overrides.get(&OUTPUT).copied().unwrap_or(0);
+                let rank = self.overrides.get(&Choice::Output).copied().unwrap_or(0);
                 let p = &self.ex.providers[root][*self.ex.root_alts(root).get(rank)?];
-                self.emit(OUTPUT, p)
+                let n = self.emit(Some(OUTPUT), p)?;
+                self.used.push((Choice::Output, root));
+                Some(n)
             }
         }
         let n = self.keys.len();
@@ -247,9 +276,10 @@ impl Extractor {
     /// order); at most `budget` candidate graphs are built while searching.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
         let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
+        type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>);
         let mut heap: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
-        let mut pending: Vec<(BTreeMap<usize, usize>, PiiGraph, Vec<usize>)> = Vec::new();
-        let mut tried: BTreeSet<Vec<(usize, usize)>> = BTreeSet::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut tried: BTreeSet<Vec<(Choice, usize)>> = BTreeSet::new();
         let mut seen: HashSet<PiiGraph> = HashSet::new();
         let mut out: Vec<(usize, usize, PiiGraph)> = Vec::new();
         let mut built = 0usize;
@@ -268,14 +298,14 @@ impl Extractor {
             if seen.insert(graph.clone()) {
                 out.push((count, seq, graph));
             }
-            for s in used {
-                let rank = overrides.get(&s).copied().unwrap_or(0) + 1;
-                let available = if s == OUTPUT { self.root_alts(root).len() } else { self.alts[s].len() };
+            for (choice, s) in used {
+                let rank = overrides.get(&choice).copied().unwrap_or(0) + 1;
+                let available = if choice == Choice::Output { self.root_alts(root).len() } else { self.alts[s].len() };
                 if rank >= available || built >= budget {
                     continue;
                 }
                 let mut next = overrides.clone();
-                next.insert(s, rank);
+                next.insert(choice, rank);
                 if !tried.insert(next.iter().map(|(a, b)| (*a, *b)).collect()) {
                     continue;
                 }

@@ -172,17 +172,22 @@ fn matching_soundness_table() {
 
 #[test]
 fn a_value_overwritten_in_place_and_used_again_has_spilling_alternatives() {
-    // softmax overwrites S in d2, and S.V needs S too: the best candidate keeps S in d1 (which
-    // may not fit); the alternatives go through HBM with a store and a load.
+    // softmax overwrites S in d2, and S.V needs S too: the best candidate keeps S and P in d1
+    // at once (which may not fit); alternatives store a value to HBM and load it back, into
+    // the same buffer, for one of its uses.
     let isa = qkv();
     let k = kernel_file("softmax_input_reused.hlo");
     let sel = run(&k, &isa).unwrap();
-    assert_eq!(sel.candidates[0].instruction_count(), 12);
-    let spills = sel.candidates.iter().filter(|g| {
-        let names = multiset(&isa, g);
-        names.iter().filter(|n| n.starts_with("store")).count() > 1
-    });
-    assert!(spills.count() >= 1, "some candidate stores an intermediate value");
+    let best = &sel.candidates[0];
+    assert_eq!(best.instruction_count(), 12);
+    let mut reload = multiset(&isa, best);
+    reload.extend(["load_rm".to_string(), "store_rm".to_string()]);
+    reload.sort();
+    assert!(
+        sel.candidates.iter().any(|g| multiset(&isa, g) == reload),
+        "some candidate spills one value with a store and a load: {:?}",
+        sel.candidates.iter().map(|g| multiset(&isa, g)).collect::<Vec<_>>()
+    );
     assert_candidates_compute_kernel(&isa, &k, &sel);
     assert!(select_support::assert_egraph_consistent(&k, &isa) > 100);
 }
