@@ -49,14 +49,25 @@ export function activate(context: vscode.ExtensionContext): void {
       // Trust can turn executeSpecs on; the server re-checks open specs when told.
       void server.pushSettings();
     }),
-    vscode.window.onDidChangeActiveTextEditor((editor) => updateSpecContext(editor)),
+    vscode.window.onDidChangeActiveTextEditor((editor) => followActiveEditor(editor)),
     vscode.workspace.onDidSaveTextDocument((document) => {
       if (document === vscode.window.activeTextEditor?.document) {
-        updateSpecContext(vscode.window.activeTextEditor);
+        followActiveEditor(vscode.window.activeTextEditor);
       }
     }),
   );
-  updateSpecContext(vscode.window.activeTextEditor);
+
+  /** What depends on the file in front: the spec context key, the status item, failure notices. */
+  function followActiveEditor(editor: vscode.TextEditor | undefined): void {
+    const document = editor?.document;
+    const isSpec = document?.languageId === "python" && looksLikeSpec(document.getText());
+    const isKernel = document?.languageId === "hlo";
+    // Shows "Generate Backend" in the spec's context menu.
+    void vscode.commands.executeCommand("setContext", "act.activeEditorIsSpec", isSpec);
+    status.setActFileActive(isSpec || isKernel);
+    server.setActFileActive(isSpec || isKernel);
+  }
+  followActiveEditor(vscode.window.activeTextEditor);
 
   // Not awaited: checking the interpreter and starting the server must not hold up the
   // window; commands wait for the start themselves.
@@ -66,15 +77,6 @@ export function activate(context: vscode.ExtensionContext): void {
 export async function deactivate(): Promise<void> {
   await controller?.stop();
   controller = undefined;
-}
-
-/** Sets `act.activeEditorIsSpec`, which shows "Generate Backend" in the spec's context menu. */
-function updateSpecContext(editor: vscode.TextEditor | undefined): void {
-  const isSpec =
-    editor !== undefined &&
-    editor.document.languageId === "python" &&
-    looksLikeSpec(editor.document.getText());
-  void vscode.commands.executeCommand("setContext", "act.activeEditorIsSpec", isSpec);
 }
 
 /** Progress the server reports outside any ACT command gets a notification of its own. */

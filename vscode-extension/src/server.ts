@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 import { DidChangeConfigurationNotification, type LanguageClient, State } from "vscode-languageclient/node";
 
 import { createClient } from "./client";
+import { FailureNotice } from "./failureNotice";
 import type { ProgressRouter } from "./progress";
 import {
   checkPython,
@@ -27,6 +28,7 @@ export class ServerController implements vscode.Disposable {
   /** Fires with the new state whenever the server starts, stops or fails. */
   readonly onDidChangeState = this.stateEmitter.event;
   private state: ServerState = "stopped";
+  private readonly failureNotice = new FailureNotice();
 
   constructor(
     private readonly extensionPath: string,
@@ -111,6 +113,7 @@ export class ServerController implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
+    this.failureNotice.clear();
     this.setState("starting");
     const folder = vscode.workspace.workspaceFolders?.[0];
     const configured = vscode.workspace.getConfiguration(SECTION).get<string>("pythonPath");
@@ -123,7 +126,7 @@ export class ServerController implements vscode.Disposable {
       const message = describeFailure(choice, check);
       this.output.error(message);
       this.setState("failed", message);
-      void this.offerFix(message, choice, check.problem === "missing-package" || check.problem === "failed");
+      this.reportFailure(message, choice, check.problem === "missing-package" || check.problem === "failed");
       return;
     }
     this.output.info(`Python ${check.version} imports lsp and act_backend; starting the server`);
@@ -156,8 +159,17 @@ export class ServerController implements vscode.Disposable {
       this.output.error(message);
       this.client = undefined;
       this.setState("failed", message);
-      void this.offerFix(message, choice, false);
+      this.reportFailure(message, choice, false);
     }
+  }
+
+  /** Whether the active editor holds a spec or a kernel (see FailureNotice). */
+  setActFileActive(active: boolean): void {
+    this.failureNotice.setActFileActive(active);
+  }
+
+  private reportFailure(message: string, choice: PythonChoice, offerInstall: boolean): void {
+    this.failureNotice.report(() => void this.offerFix(message, choice, offerInstall));
   }
 
   private async offerFix(message: string, choice: PythonChoice, offerInstall: boolean): Promise<void> {

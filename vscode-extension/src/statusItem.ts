@@ -11,6 +11,7 @@ const LAST_GENERATION_KEY = "act.lastGeneration";
 export class StatusItem implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
   private inputs: StatusInputs;
+  private actFileActive = false;
 
   constructor(private readonly store: StateStore) {
     this.item = vscode.window.createStatusBarItem("act.status", vscode.StatusBarAlignment.Left, 50);
@@ -22,7 +23,15 @@ export class StatusItem implements vscode.Disposable {
       isGenerationState(saved) && saved.kind !== "running" ? saved : { kind: "none" };
     this.inputs = { trusted: vscode.workspace.isTrusted, server: "stopped", generation };
     this.redraw();
-    this.item.show();
+  }
+
+  /**
+   * Shown while a spec or kernel is in front, or once a generation has happened: a Python
+   * project unrelated to ACT gets no ACT item in its status bar.
+   */
+  setActFileActive(active: boolean): void {
+    this.actFileActive = active;
+    this.redraw();
   }
 
   setTrusted(trusted: boolean): void {
@@ -52,5 +61,10 @@ export class StatusItem implements vscode.Disposable {
     this.item.command = view.command;
     this.item.backgroundColor =
       view.background === undefined ? undefined : new vscode.ThemeColor(view.background);
+    if (this.actFileActive || this.inputs.generation.kind !== "none") {
+      this.item.show();
+    } else {
+      this.item.hide();
+    }
   }
 }

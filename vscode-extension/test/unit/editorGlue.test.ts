@@ -16,10 +16,23 @@ function memento(initial: Record<string, unknown> = {}) {
 }
 
 describe("the status bar item", () => {
-  it("shows at once and redraws on every change", () => {
+  it("appears with a spec or kernel in front, or once something was generated", () => {
     const item = new StatusItem(memento());
     const drawn = fake.statusItems[0];
-    expect(drawn).toMatchObject({ id: "act.status", visible: true, text: "$(loading~spin) ACT" });
+    expect(drawn).toMatchObject({ id: "act.status", visible: false });
+    item.setActFileActive(true);
+    expect(drawn.visible).toBe(true);
+    item.setActFileActive(false);
+    expect(drawn.visible).toBe(false);
+    item.setGeneration({ kind: "cancelled", spec: "/ws/QKV.py", finishedAt: "t" });
+    expect(drawn.visible).toBe(true);
+  });
+
+  it("redraws on every change", () => {
+    const item = new StatusItem(memento());
+    const drawn = fake.statusItems[0];
+    item.setActFileActive(true);
+    expect(drawn.text).toBe("$(loading~spin) ACT");
     item.setServer("running");
     expect(drawn.text).toBe("$(circuit-board) ACT");
     item.setGeneration({ kind: "failed", spec: "/ws/QKV.py", message: "refused", finishedAt: "t" });
@@ -37,10 +50,13 @@ describe("the status bar item", () => {
     reloaded.setServer("running");
     expect(fake.statusItems[0].text).toBe("$(circle-slash) ACT: QKV.py cancelled");
 
+    expect(fake.statusItems[0].visible).toBe(true);
+
     fake.statusItems = [];
     const interrupted = new StatusItem(memento({ "act.lastGeneration": { kind: "running", spec: "/ws/QKV.py" } }));
     interrupted.setServer("running");
     expect(fake.statusItems[0].text).toBe("$(circuit-board) ACT");
+    expect(fake.statusItems[0].visible).toBe(false);
   });
 });
 

@@ -245,6 +245,9 @@ export const window = {
       show() {
         item.visible = true;
       },
+      hide() {
+        item.visible = false;
+      },
       dispose() {
         item.disposed = true;
       },
