@@ -35,7 +35,9 @@ async function oracleFor(backendPath: string | undefined): Promise<string | unde
     .sort();
   if (tables.length === 0) {
     throw new Error(
-      "ACT: there is no generated oracle (targets/<name>/oracle) in this workspace. Run 'ACT: Generate Backend' on the spec first.",
+      // Generate Backend builds only the backend; the oracle comes from the spec's own
+      // generate_oracle call when the spec runs as a program.
+      "ACT: there is no generated oracle (targets/<name>/oracle) in this workspace. Run the spec (e.g. `python QKV.py`), whose generate_oracle(...) call writes it.",
     );
   }
   if (tables.length === 1) {
