@@ -166,6 +166,9 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
     Ok(tokens)
 }
 
+/// Attributes left out of an instruction's text in messages.
+const NOISE_ATTRS: &[&str] = &["metadata", "frontend_attributes", "backend_config", "statistics_viz"];
+
 /// An HLO module: its computations in source order.
 #[derive(Debug, Clone)]
 pub struct Module {
@@ -515,17 +518,25 @@ impl<'a> Parser<'a> {
                 );
             }
         }
-        let mut last = self.next();
+        let close = self.next();
+        // The text shown in messages: the instruction without its source-location and
+        // configuration attributes, which say nothing about what it computes.
+        let mut text = self.text[first.start..close.end].to_string();
         let mut attrs = Vec::new();
         while self.is_punct(',') {
             self.next();
-            attrs.push(self.attribute()?);
-            last = self.toks[self.at - 1].clone();
+            let start = self.peek().start;
+            let attr = self.attribute()?;
+            if !NOISE_ATTRS.contains(&attr.name.as_str()) {
+                text.push_str(", ");
+                text.push_str(&self.text[start..self.toks[self.at - 1].end]);
+            }
+            attrs.push(attr);
         }
         if self.is_punct(';') {
-            last = self.next();
+            self.next();
         }
-        let text = self.text[first.start..last.end].split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         Ok(Instr { name: strip_percent(&name), pos, root, ty, opcode, opcode_pos, args, attrs, text })
     }
 
@@ -741,6 +752,8 @@ mod tests {
         assert_eq!(s.attr("slice").unwrap().value.to_string(), "{[0:2],[0:4:1]}");
         assert!(matches!(s.attr("metadata").unwrap().value, Value::List(ref v, _) if matches!(v[0], Value::Seq(..))));
         assert!(e.instrs[2].root);
+        assert_eq!(s.text, "s = f32[2,4] slice(p), slice={[0:2], [0:4:1]}", "metadata is left out of the text");
+        assert_eq!(e.instrs[2].text, "ROOT c = f32[2,4] copy(s)");
     }
 
     #[test]
