@@ -94,9 +94,10 @@ def _e2e_tools_missing() -> str | None:
 
 @pytest.mark.slow
 def test_end_to_end_in_code_server(npm: str) -> None:
-    """Restricted Mode hides the build commands; in a trusted window a refused instruction
-    shows in the Problems panel, Generate Backend builds backends/QKV and Compile Kernel
-    compiles the attention kernel. Screenshots of each step go to
+    """Restricted Mode hides the build commands and a missing interpreter is explained; in
+    a trusted window a refused instruction shows in the Problems panel, Generate Backend can
+    be cancelled and then builds backends/QKV, Compile Kernel compiles the attention kernel
+    and Simulate Kernel runs it on the oracle. Screenshots of each step go to
     vscode-extension/test-results/."""
     missing = _e2e_tools_missing()
     if missing is not None:

@@ -3,9 +3,8 @@
 # headless Chromium (test/e2e/smoke.ts). Screenshots and, on failure, logs go to test-results/.
 # Install what it needs first with scripts/install-e2e-deps.sh.
 #
-#   scripts/e2e.sh                  diagnostic, generate, compile
-#   scripts/e2e.sh diagnostic       only the steps up to the one named
-#   scripts/e2e.sh simulate         all of them and Simulate Kernel
+#   scripts/e2e.sh                  every step: diagnostic, generate, compile, simulate
+#   scripts/e2e.sh compile          only the steps up to the one named
 #
 # Environment: ACT_E2E_PYTHON (default: $ACT_PYTHON, else python3), the interpreter the
 # language server runs with; ACT_E2E_CACHE and CODE_SERVER_VERSION as for the install script;
@@ -41,6 +40,6 @@ ACT_E2E_CHROMIUM="$CHROMIUM" \
 ACT_E2E_PYTHON="$PYTHON" \
 ACT_E2E_VSIX="$EXT_DIR/act-backend.vsix" \
 ACT_E2E_RESULTS="$EXT_DIR/test-results" \
-ACT_E2E_UNTIL="${1:-compile}" \
+ACT_E2E_UNTIL="${1:-simulate}" \
 ACT_E2E_SIDE_CHECKS="${ACT_E2E_SIDE_CHECKS:-1}" \
     node out/e2e/smoke.js

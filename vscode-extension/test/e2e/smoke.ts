@@ -5,7 +5,7 @@
 //   1. opens QKV.py and waits for the refusal in the Problems panel, then deletes the line;
 //   2. runs "ACT: Generate Backend", cancels it, runs it again and waits for backends/QKV;
 //   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
-//   4. (when asked: ACT_E2E_UNTIL=simulate) runs "ACT: Simulate Kernel" on it;
+//   4. runs the spec for its oracle (`python QKV.py`), then "ACT: Simulate Kernel";
 // and, in windows of their own, checks that Restricted Mode hides the build commands (while
 // kernels are still checked) and that a missing interpreter is reported with its fix.
 // Each step saves a screenshot into the results folder; a failure saves one more and the logs.
@@ -62,7 +62,7 @@ function env(name: string, fallback?: string): string {
 }
 
 function options(): Options {
-  const until = env("ACT_E2E_UNTIL", "compile") as Step;
+  const until = env("ACT_E2E_UNTIL", "simulate") as Step;
   if (!STEPS.includes(until)) {
     throw new Error(`ACT_E2E_UNTIL must be one of ${STEPS.join(", ")}, got ${until}`);
   }
@@ -364,7 +364,10 @@ async function compileStep(page: Page, opts: Options, folder: string): Promise<v
   await screenshot(page, opts, "04-kernel-compiled.png");
 }
 
-async function simulateStep(page: Page, opts: Options): Promise<void> {
+async function simulateStep(page: Page, opts: Options, folder: string): Promise<void> {
+  // The oracle comes from the spec's generate_oracle call: run the spec as its docstring says.
+  log("running the spec for its oracle (python QKV.py)");
+  execFileSync(opts.python, ["QKV.py"], { cwd: folder, stdio: "inherit" });
   await openFile(page, "QKV/kernels/attention.hlo");
   await clearNotifications(page);
   await runCommand(page, "ACT: Simulate Kernel");
@@ -501,7 +504,7 @@ async function main(): Promise<void> {
       } else if (current === "compile") {
         await compileStep(page, opts, folder);
       } else {
-        await simulateStep(page, opts);
+        await simulateStep(page, opts, folder);
       }
     }
     step = "trace";
