@@ -49,7 +49,7 @@ fn jax_attention() {
     assert_eq!(reduce.op, Op::ReduceAdd(vec![1]));
     assert_eq!(reduce.ty.dtype.name(), "f32");
     assert_eq!(k.nodes[k.root].name, "dot_general.3");
-    assert_eq!(k.nodes[k.param_nodes[2]].name, "V.1");
+    assert_eq!(k.nodes[k.param_nodes[2]].name, "v.1");
 }
 
 #[test]

@@ -226,7 +226,7 @@ fn tanh_has_no_instruction() {
     let err = run(&kernel_file("tanh_jax.hlo"), &qkv()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "tanh_jax.hlo:5: no instruction of QKV computes `tanh` (ROOT tanh.1 = bf16[64,64]{1,0} tanh(A.1))"
+        "tanh_jax.hlo:5: no instruction of QKV computes `tanh` (ROOT tanh.1 = bf16[64,64]{1,0} tanh(a.1))"
     );
 }
 
