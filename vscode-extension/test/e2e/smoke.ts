@@ -323,6 +323,8 @@ async function generateStep(page: Page, opts: Options, folder: string): Promise<
 
   // Cancel stops the build (the server kills it) and the status bar says so.
   await notification(page, "Generating backend").first().getByRole("button", { name: "Cancel" }).click();
+  // Move off the button, or its tooltip stays over the next notification in the pictures.
+  await page.mouse.move(700, 300);
   await page.locator(ACT_STATUS, { hasText: "cancelled" }).waitFor({ timeout: 60_000 });
   await waitForOutcome(page, "ACT: generating the backend from QKV.py was cancelled", 15_000);
   if (fs.existsSync(path.join(folder, "backends", "QKV"))) {
