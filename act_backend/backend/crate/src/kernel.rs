@@ -376,6 +376,14 @@ impl<'a> Builder<'a> {
             if let Some(bad) = values.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
                 return self.err(value.pos(), KernelErrorKind::Shape, format!("{bad} is not a value of {}", ty.dtype));
             }
+            // Literals are kept as f64: larger integers would no longer be told apart.
+            if values.iter().any(|v| v.abs() >= 9007199254740992.0) {
+                return self.err(
+                    value.pos(),
+                    KernelErrorKind::Unsupported,
+                    "integer constants of magnitude 2^53 or more are not supported",
+                );
+            }
         }
         Ok(Literal::from_values(&values))
     }
@@ -756,6 +764,8 @@ mod tests {
         assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:40: the literal's nested lists are ragged");
         let wrong = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[3] constant({1, 2})\n}\n", "m.hlo");
         assert_eq!(wrong.unwrap_err().kind, KernelErrorKind::Shape);
+        let huge = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = s64[] constant(9007199254740993)\n}\n", "m.hlo");
+        assert_eq!(huge.unwrap_err().kind, KernelErrorKind::Unsupported);
         let fraction = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = s32[] constant(1.5)\n}\n", "m.hlo");
         assert_eq!(fraction.unwrap_err().to_string(), "m.hlo:3:27: 1.5 is not a value of s32");
     }
