@@ -217,37 +217,7 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
     let finished = wait(&rx, args.time_limit, &cancel);
     let snapshot = lock(&progress).clone();
     let limit = args.time_limit.map_or(0.0, |l| l.as_secs_f64());
-    let verdict: Result<(&Best, Option<String>), String> = match (finished, &snapshot.best) {
-        (Some(Err(msg)), _) => Err(msg),
-        (Some(Ok(())), Some(best)) if snapshot.stop == Some(StopReason::TimeLimit) => Ok((
-            best,
-            Some(format!(
-                "the {limit} s time limit was reached after {} of {} candidates; emitting \
-                 candidate {}, the best so far",
-                snapshot.records.len(),
-                snapshot.candidates_found.unwrap_or(0),
-                best.index
-            )),
-        )),
-        (Some(Ok(())), Some(best)) => Ok((best, None)),
-        (Some(Ok(())), None) if snapshot.stop == Some(StopReason::TimeLimit) => Err(format!(
-            "the {limit} s time limit was reached after {} candidates, none of them placed",
-            snapshot.records.len()
-        )),
-        (Some(Ok(())), None) => Err(no_candidate_message(&snapshot)),
-        (None, Some(best)) => Ok((
-            best,
-            Some(format!(
-                "the {limit} s time limit was reached during {}; emitting candidate {}, the \
-                 best so far",
-                snapshot.phase, best.index
-            )),
-        )),
-        (None, None) => Err(format!(
-            "the {limit} s time limit was reached during {}, before any candidate was placed",
-            snapshot.phase
-        )),
-    };
+    let verdict = verdict(finished, &snapshot, limit);
     let written = verdict.and_then(|(best, warning)| {
         write_atomically(&args.output, best.assembly.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
@@ -259,16 +229,8 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
         Ok(Some(_)) => ("time_limit", None),
         Err(msg) => ("error", Some(msg.as_str())),
     };
-    if let Some(d) = &args.report_dir {
-        let kernel = args.input.display().to_string();
-        let json = snapshot.to_json(&kernel, &isa.name, status, error, total);
-        let text = serde_json::to_string_pretty(&json).expect("a report serialises") + "\n";
-        let path = d.join("report.json");
-        if let Err(e) = write_atomically(&path, text.as_bytes()) {
-            if !args.quiet {
-                eprintln!("warning: cannot write {}: {e}", path.display());
-            }
-        }
+    if let Some(dir) = &args.report_dir {
+        write_report(args, dir, &isa.name, &snapshot, status, error, total);
     }
     match written {
         Ok(warning) => {
@@ -293,8 +255,72 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
     }
 }
 
+/// What the compile comes to once its thread answered (`Some`) or was given up on (`None`):
+/// the candidate to write, with a warning when the time limit cut the search short, or the
+/// compile error.
+fn verdict(
+    finished: Option<WorkResult>,
+    p: &Progress,
+    limit: f64,
+) -> Result<(&Best, Option<String>), String> {
+    let timed_out = p.stop == Some(StopReason::TimeLimit);
+    match (finished, &p.best) {
+        (Some(Err(msg)), _) => Err(msg),
+        (Some(Ok(())), Some(best)) if timed_out => Ok((
+            best,
+            Some(format!(
+                "the {limit} s time limit was reached after {} of {} candidates; emitting \
+                 candidate {}, the best so far",
+                p.records.len(),
+                p.candidates_found.unwrap_or(0),
+                best.index
+            )),
+        )),
+        (Some(Ok(())), Some(best)) => Ok((best, None)),
+        (Some(Ok(())), None) if timed_out => Err(format!(
+            "the {limit} s time limit was reached after {} candidates, none of them placed",
+            p.records.len()
+        )),
+        (Some(Ok(())), None) => Err(no_candidate_message(p)),
+        (None, Some(best)) => Ok((
+            best,
+            Some(format!(
+                "the {limit} s time limit was reached during {}; emitting candidate {}, the \
+                 best so far",
+                p.phase, best.index
+            )),
+        )),
+        (None, None) => Err(format!(
+            "the {limit} s time limit was reached during {}, before any candidate was placed",
+            p.phase
+        )),
+    }
+}
+
+/// `report.json` in the report directory; failing to write it is only a warning.
+fn write_report(
+    args: &Args,
+    dir: &Path,
+    isa: &str,
+    p: &Progress,
+    status: &str,
+    error: Option<&str>,
+    total: Duration,
+) {
+    let json = p.to_json(&args.input.display().to_string(), isa, status, error, total);
+    let text = serde_json::to_string_pretty(&json).expect("a report serialises") + "\n";
+    let path = dir.join("report.json");
+    if let Err(e) = write_atomically(&path, text.as_bytes()) {
+        if !args.quiet {
+            eprintln!("warning: cannot write {}: {e}", path.display());
+        }
+    }
+}
+
 /// Waits for the compile thread; `None` when it did not answer within the time limit and
-/// the grace period after it.
+/// the grace period after it. A thread given up on keeps running until the process exits; it
+/// can only be stuck in selection or inside one allocator or cost-model call, since the
+/// candidate loop checks the cancel flag between those.
 fn wait(
     rx: &mpsc::Receiver<WorkResult>,
     limit: Option<Duration>,
@@ -473,6 +499,34 @@ mod tests {
         assert_eq!(a.output, PathBuf::from("k.py"));
         assert_eq!(a.time_limit, Some(Duration::from_millis(2500)));
         assert!(a.verbose && !a.quiet && a.report_dir.is_none());
+    }
+
+    fn best(index: usize) -> Best {
+        Best { index, cost: 9.0, assembly: String::new() }
+    }
+
+    #[test]
+    fn the_verdict_emits_the_best_and_says_when_the_time_limit_cut_the_search() {
+        let mut p =
+            Progress { best: Some(best(2)), candidates_found: Some(5), ..Progress::default() };
+        assert!(matches!(verdict(Some(Ok(())), &p, 1.0), Ok((b, None)) if b.index == 2));
+        p.stop = Some(StopReason::TimeLimit);
+        let Ok((_, Some(warning))) = verdict(Some(Ok(())), &p, 1.0) else { panic!() };
+        assert!(warning.contains("emitting candidate 2"), "{warning}");
+        p.phase = "the candidate loop";
+        let Ok((_, Some(warning))) = verdict(None, &p, 1.0) else { panic!() };
+        assert!(warning.contains("during the candidate loop"), "{warning}");
+    }
+
+    #[test]
+    fn the_verdict_without_a_candidate_is_an_error_that_says_why() {
+        let mut p = Progress { phase: "instruction selection", ..Progress::default() };
+        let err = verdict(None, &p, 0.5).unwrap_err();
+        assert!(err.contains("0.5 s time limit was reached during instruction selection"), "{err}");
+        assert_eq!(verdict(Some(Err("bad".into())), &p, 0.5).unwrap_err(), "bad");
+        p.candidates_found = Some(0);
+        let err = verdict(Some(Ok(())), &p, 0.5).unwrap_err();
+        assert!(err.contains("found no candidate"), "{err}");
     }
 
     #[test]
