@@ -268,7 +268,7 @@ impl Pattern {
             if let PKind::Reduce(dims, Reducer::Add) = &kind {
                 let zero_init = operands
                     .get(1)
-                    .is_some_and(|&k| matches!(&ops[k].kind, PKind::Const(v) if v.iter().all(|x| *x == 0.0)));
+                    .is_some_and(|&k| matches!(&ops[k].kind, PKind::Const(v) if v.iter().all(|x| x.to_bits() == 0)));
                 if zero_init {
                     kind = PKind::ReduceAdd(dims.clone());
                     operands.truncate(1);

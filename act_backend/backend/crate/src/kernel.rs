@@ -591,7 +591,8 @@ impl<'a> Builder<'a> {
                 }
                 let dims = self.dims(instr, "dimensions", true)?;
                 let reducer = self.reducer(instr)?;
-                let init_is_zero = matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat() == Some(0.0));
+                let init_is_zero =
+                    matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat().map(f64::to_bits) == Some(0));
                 if reducer == Reducer::Add && init_is_zero {
                     let x = operands[0];
                     if nodes[operands[1]].ty.dtype != nodes[x].ty.dtype {
