@@ -305,14 +305,8 @@ impl<'a> Finder<'a> {
                     }
                 }
             }
-            Op::ReduceAdd(dims) => {
-                let x = node.children[0];
-                let x_ty = class_ty(eg, x);
-                if dims.iter().all(|&d| x_ty.shape[d] == 1) {
-                    self.push("reduce-trivial", id, reshape_term(Term::Class(x), x_ty, node.ty.clone()));
-                }
-                self.reduce_layouts(id, node, dims);
-            }
+            // A sum over size-1 dimensions is not a reshape: the init +0 turns -0 into +0.
+            Op::ReduceAdd(dims) => self.reduce_layouts(id, node, dims),
             Op::Reduce { dims, .. } => self.reduce_layouts(id, node, dims),
             Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
             _ => {}
