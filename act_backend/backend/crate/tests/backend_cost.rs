@@ -3,12 +3,24 @@
 use act_compiler::cost::{cost_of, CostError};
 use std::path::PathBuf;
 
-fn scratch_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("act-cost-test-{}", std::process::id()));
+/// A file in a folder of its own, removed with the folder when dropped.
+struct ScratchFile {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn scratch_file(name: &str, text: &str) -> ScratchFile {
+    let dir = std::env::temp_dir().join(format!("act-cost-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
-    path
+    ScratchFile { dir, path }
 }
 
 #[test]
@@ -26,15 +38,15 @@ fn counts_lines_whose_text_starts_with_an_api_call() {
                 \x20       api.softmax(n=64, addr=0); api.mov(n=1)\n\
                 \x20   return k_\n\
                 api.last_line_without_newline()";
-    let path = scratch_file("count.py", text);
-    assert_eq!(cost_of(&path), Ok(5.0));
+    let file = scratch_file("count.py", text);
+    assert_eq!(cost_of(&file.path), Ok(5.0));
 }
 
 #[test]
 fn handles_lines_longer_than_any_buffer() {
     let long = format!("        api.x({})\n", "a".repeat(1 << 20));
-    let path = scratch_file("long.py", &format!("{long}{long}  not.api()\n"));
-    assert_eq!(cost_of(&path), Ok(2.0));
+    let file = scratch_file("long.py", &format!("{long}{long}  not.api()\n"));
+    assert_eq!(cost_of(&file.path), Ok(2.0));
 }
 
 #[test]
