@@ -28,7 +28,12 @@ if [ "$editor" -eq 1 ]; then
     need_pkg libkrb5-dev
     need_pkg ripgrep
     need_pkg build-essential
-    command -v node >/dev/null 2>&1 || missing+=("nodejs" "npm")
+    if ! node --version 2>/dev/null | grep -q '^v20\.'; then
+        # code-server 4.100.3 (the extension's end-to-end test) runs on Node.js 20 only, which
+        # Debian 12 does not package.
+        echo "install-deps.sh: the editor tests need Node.js 20 with npm (found: $(node --version 2>/dev/null || echo none))" >&2
+        exit 1
+    fi
 fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
