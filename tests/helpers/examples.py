@@ -28,6 +28,9 @@ EXAMPLES = {
     "QKV": ("QKV", "QKV.py", 9),
     "QKV_new": ("QKV_new", "QKV_new.py", 10),
 }
+# Test accelerators under tests/specs/, built the same way (name -> spec file).
+TEST_SPECS = {"Vec": "Vec.py"}
+SPECS_DIR = ROOT / "tests" / "specs"
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,16 @@ class ExampleBuild:
 
 
 def build_example(example: str, work_root: Path) -> ExampleBuild:
-    """Copies the example and runs its spec there; raises with the spec's output on failure."""
-    name, spec, _ = EXAMPLES[example]
+    """Copies the example (or test accelerator) and runs its spec there; raises with the
+    spec's output on failure."""
+    if example in TEST_SPECS:
+        name, spec, source = example, TEST_SPECS[example], SPECS_DIR / example
+    else:
+        name, spec, _ = EXAMPLES[example]
+        source = EXAMPLES_DIR / example
     workdir = work_root / example
     skip = shutil.ignore_patterns("targets", "backends", "*.py[co]", "attention.py")
-    shutil.copytree(EXAMPLES_DIR / example, workdir, ignore=skip)
+    shutil.copytree(source, workdir, ignore=skip)
     run = subprocess.run([sys.executable, spec], cwd=workdir, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"python {spec} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
