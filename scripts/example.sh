@@ -12,5 +12,13 @@ scripts/install-deps.sh
 
 cd examples/QKV
 "$ACT_PYTHON" QKV.py
-./backends/QKV --input kernels/attention.hlo --output attention.py
-echo "assembly: $root/examples/QKV/attention.py"
+report="$(mktemp -d)"
+trap 'rm -rf "$report"' EXIT
+./backends/QKV --input kernels/attention.hlo --output attention.py --report-dir "$report"
+"$ACT_PYTHON" - "$report/report.json" "$root/examples/QKV/attention.py" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+calls = sum(1 for line in open(sys.argv[2]) if line.strip().startswith("api."))
+print(f"assembly: {sys.argv[2]} ({calls} instructions, cost {report['chosen_cost']:g}; "
+      f"candidate {report['chosen'] + 1} of {report['candidates_tried']} tried)")
+PY
