@@ -73,8 +73,18 @@ else
     # install scripts that no allowScripts entry names, and is set to skip them in the future;
     # the postinstall's nested installs of VS Code's native modules need them, so the
     # permission travels through the environment.
+    # Native modules are built against Node's headers; node-gyp would download them, so
+    # point it at the ones the installed Node.js package ships when their version matches.
+    headers_env=()
+    headers=/usr/include/node/node_version.h
+    if [[ -f "$headers" ]]; then
+        version="$(awk '/define NODE_(MAJOR|MINOR|PATCH)_VERSION/ {printf "%s.", $3}' "$headers")"
+        if [[ "v${version%.}" == "$(node --version)" ]]; then
+            headers_env=(npm_config_nodedir=/usr)
+        fi
+    fi
     (cd "$CS_PREFIX" &&
-        npm_config_unsafe_perm=true npm_config_yes=true \
+        env "${headers_env[@]}" npm_config_unsafe_perm=true npm_config_yes=true \
             npm_config_dangerously_allow_all_scripts=true \
             npm install --no-audit --no-fund --no-save "code-server@$CODE_SERVER_VERSION")
     if [[ ! -d "$CS_VSCODE_MODULES" ]]; then
