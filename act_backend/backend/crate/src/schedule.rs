@@ -1,7 +1,9 @@
 //! Execution orders of a candidate and the live range of every value under each order.
 //!
 //! The first order is a Sethi-Ullman-like one that keeps few on-chip rows live (summed over
-//! the on-chip buffers); deterministic fallbacks follow. An instruction that overwrites an
+//! the on-chip buffers); deterministic fallbacks follow. When none of the heuristic orders
+//! keeps every on-chip buffer within its capacity, a bounded depth-first search over
+//! topological orders looks for one that does (see `search`). An instruction that overwrites an
 //! operand in place must be that operand's last reader: orders breaking this are rejected
 //! here, before the allocator spends time on them.
 //!
@@ -13,7 +15,7 @@
 use crate::isa::Isa;
 use crate::pii::{PiiGraph, PiiNode};
 use crate::value::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 /// One execution order of a candidate.
@@ -62,6 +64,18 @@ pub fn orders(
         }
         if let Ok(schedule) = from_order(graph, values, heuristic, steps) {
             out.push(schedule);
+        }
+    }
+    // The search only runs when every heuristic order overfills some buffer: such orders are
+    // certainly infeasible, and an order that fits is worth handing to the allocator.
+    let capacity = capacities(isa, values);
+    if out.iter().all(|s| !fits(s, values, &capacity)) {
+        if let Some(steps) = ctx.search(&capacity, SEARCH_BUDGET) {
+            if !out.iter().any(|s| s.steps == steps) {
+                if let Ok(schedule) = from_order(graph, values, "search", steps) {
+                    out.push(schedule);
+                }
+            }
         }
     }
     if out.is_empty() {
@@ -167,6 +181,37 @@ impl Schedule {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// States the fallback search may expand before giving up: enough for every kernel the
+/// examples hold many times over, small enough to cost milliseconds.
+pub const SEARCH_BUDGET: usize = 20_000;
+
+/// Per buffer: the positions it holds (product of its access dims), `None` if unbounded
+/// (HBM, or a dimension of unknown extent). Only buffers that some value lives in matter.
+fn capacities(isa: &Isa, values: &[Value]) -> Vec<Option<i64>> {
+    let mut cap = vec![None; isa.buffers.len()];
+    for v in values {
+        let b = &isa.buffers[v.buffer];
+        if !b.is_hbm() {
+            cap[v.buffer] = b.access_dims.iter().try_fold(1i64, |acc, d| d.map(|d| acc * d));
+        }
+    }
+    cap
+}
+
+/// Whether, at every instant of `schedule`, the values live in each bounded buffer cover no
+/// more positions than it holds. Necessary for a placement to exist, not sufficient.
+fn fits(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> bool {
+    (0..schedule.end).all(|t| {
+        let mut used = vec![0i64; capacity.len()];
+        for (n, r) in schedule.live.iter().enumerate() {
+            if matches!(r, Some((s, e)) if *s <= t && t < *e) {
+                used[values[n].buffer] += values[n].size.iter().product::<i64>();
+            }
+        }
+        used.iter().zip(capacity).all(|(u, c)| c.is_none_or(|c| *u <= c))
+    })
 }
 
 /// Nodes the root depends on (the root included).
@@ -356,6 +401,101 @@ impl<'a> Ctx<'a> {
         steps
     }
 
+    /// Depth-first search over topological orders for one that keeps every bounded buffer
+    /// within `capacity` (by positions covered, as `fits` measures). At each step the ready
+    /// instructions are tried in order of least growth of live on-chip rows, ties to the
+    /// lower node, so the first order found is deterministic. The live values after a step
+    /// depend only on which instructions ran, so a set of ran instructions from which no
+    /// order completes is remembered and never expanded again. Gives up after `budget`
+    /// expanded states.
+    fn search(&self, capacity: &[Option<i64>], budget: usize) -> Option<Vec<usize>> {
+        let count = self.graph.nodes.len();
+        let mut state = SearchState {
+            ran: self.graph.nodes.iter().map(|n| matches!(n, PiiNode::Input { .. })).collect(),
+            pending: self.readers.iter().map(Vec::len).collect(),
+            used: vec![0; capacity.len()],
+            steps: Vec::new(),
+            dead: HashSet::new(),
+            budget,
+        };
+        // Kernel inputs and the output never leave; inputs occupy their buffer throughout.
+        for n in 0..count {
+            if self.live[n] && matches!(self.graph.nodes[n], PiiNode::Input { .. }) {
+                state.used[self.values[n].buffer] += self.positions(n);
+            }
+        }
+        let total = (0..count).filter(|&n| self.live[n] && !state.ran[n]).count();
+        if self.dfs(capacity, total, &mut state) {
+            Some(state.steps)
+        } else {
+            None
+        }
+    }
+
+    fn positions(&self, n: usize) -> i64 {
+        self.values[n].size.iter().product()
+    }
+
+    fn dfs(&self, capacity: &[Option<i64>], total: usize, st: &mut SearchState) -> bool {
+        if st.steps.len() == total {
+            return true;
+        }
+        if st.budget == 0 || st.dead.contains(&st.ran) {
+            return false;
+        }
+        st.budget -= 1;
+        let mut ready: Vec<(i64, usize)> = (0..self.graph.nodes.len())
+            .filter(|&n| self.live[n] && !st.ran[n] && self.is_ready(n, &st.ran))
+            .map(|n| (self.growth(n, &st.pending), n))
+            .collect();
+        ready.sort_unstable();
+        for (_, n) in ready {
+            let ops = distinct(self.operands(n));
+            // The result is written after the operands are read, so operands read for the
+            // last time here free their space for it.
+            let buffer = self.values[n].buffer;
+            let freed: Vec<usize> = ops
+                .iter()
+                .copied()
+                .filter(|&o| {
+                    st.pending[o] == 1
+                        && o != self.graph.root
+                        && !matches!(self.graph.nodes[o], PiiNode::Input { .. })
+                })
+                .collect();
+            for &o in &freed {
+                st.used[self.values[o].buffer] -= self.positions(o);
+            }
+            st.used[buffer] += self.positions(n);
+            let within = capacity[buffer].is_none_or(|c| st.used[buffer] <= c);
+            // A value nobody reads (only the root) stays; others leave after their last read.
+            if within {
+                st.ran[n] = true;
+                for &o in &ops {
+                    st.pending[o] -= 1;
+                }
+                st.steps.push(n);
+                if self.dfs(capacity, total, st) {
+                    return true;
+                }
+                st.steps.pop();
+                for &o in &ops {
+                    st.pending[o] += 1;
+                }
+                st.ran[n] = false;
+            }
+            st.used[buffer] -= self.positions(n);
+            for &o in &freed {
+                st.used[self.values[o].buffer] += self.positions(o);
+            }
+            if st.budget == 0 {
+                return false;
+            }
+        }
+        st.dead.insert(st.ran.clone());
+        false
+    }
+
     fn is_ready(&self, n: usize, ran: &[bool]) -> bool {
         self.operands(n).iter().all(|&o| ran[o])
             && self.operands(n).iter().all(|&v| {
@@ -373,6 +513,19 @@ impl<'a> Ctx<'a> {
             .sum();
         self.rows[n] - freed
     }
+}
+
+/// The mutable part of the fallback search.
+struct SearchState {
+    ran: Vec<bool>,
+    /// Needed readers of each value that have not run yet.
+    pending: Vec<usize>,
+    /// Positions covered per buffer by the values live after the last step.
+    used: Vec<i64>,
+    steps: Vec<usize>,
+    /// Sets of ran instructions from which no order completes.
+    dead: HashSet<Vec<bool>>,
+    budget: usize,
 }
 
 /// The distinct entries of `items`, first occurrences in order.
