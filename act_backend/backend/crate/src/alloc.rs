@@ -201,10 +201,12 @@ fn value_starts(
     b: &mut Builder,
 ) -> Result<Starts, Stop> {
     let live = |n: usize| schedule.live[n].is_some();
+    let anchors = anchors(values, schedule);
     let out_end = layout.output.end();
     // Scratch HBM values go after the output; placed side by side they always fit below this.
     let scratch: i64 = (0..values.len())
-        .filter(|&n| live(n) && n != graph.root && is_scratch_hbm(graph, isa, values, n))
+        .filter(|&n| live(n) && anchors[n].0 == n && n != graph.root)
+        .filter(|&n| is_scratch_hbm(graph, isa, values, n))
         .map(|n| values[n].size[0])
         .sum();
     let hbm_limit = out_end + scratch;
@@ -213,7 +215,15 @@ fn value_starts(
     let mut per_dim = vec![Vec::new(); values.len()];
     let mut scratch_vars = Vec::new();
     for (n, value) in values.iter().enumerate() {
-        let Some(time) = schedule.live[n] else { continue };
+        if schedule.live[n].is_none() || anchors[n].0 != n {
+            continue;
+        }
+        // The storage lasts from the first to the last moment any name of it is live.
+        let time = (0..values.len())
+            .filter(|&m| anchors[m].0 == n)
+            .filter_map(|m| schedule.live[m])
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+            .expect("the anchor itself is live");
         let buffer = &isa.buffers[value.buffer];
         let name = format!("node{n}");
         if buffer.is_hbm() {
@@ -297,6 +307,26 @@ fn value_starts(
         b.block(&buffer.name, Some(capacity), flat, flat_size, time);
         per_dim[n] = vars;
     }
+    // Views and parts of concatenations: a fixed offset from the storage they are part of.
+    for (n, value) in values.iter().enumerate() {
+        let (anchor, ref offset) = anchors[n];
+        if schedule.live[n].is_none() || anchor == n {
+            continue;
+        }
+        let mut vars = Vec::with_capacity(offset.len());
+        for (k, &off) in offset.iter().enumerate() {
+            let base = per_dim[anchor][k];
+            let (lo, hi) = b.domain(base);
+            let (lo, hi) = match isa.buffers[value.buffer].access_dims[k] {
+                Some(dim) => (lo + off, (hi + off).min(dim - value.size[k])),
+                None => (lo + off, hi + off),
+            };
+            let var = b.var(format!("node{n}.start{k}"), lo, hi.max(lo));
+            b.equal(vec![(var, 1), (base, -1)], -off);
+            vars.push(var);
+        }
+        per_dim[n] = vars;
+    }
     if !scratch_vars.is_empty() {
         // hbm_end >= start + size for each scratch value, as equalities with slack.
         let end = b.var("hbm_end".into(), out_end, hbm_limit);
@@ -310,7 +340,33 @@ fn value_starts(
 }
 
 fn is_scratch_hbm(graph: &PiiGraph, isa: &Isa, values: &[Value], n: usize) -> bool {
-    isa.buffers[values[n].buffer].is_hbm() && matches!(graph.nodes[n], PiiNode::Instr { .. })
+    isa.buffers[values[n].buffer].is_hbm() && !matches!(graph.nodes[n], PiiNode::Input { .. })
+}
+
+/// Per node: the live node whose storage holds its value (itself for most), and its offset
+/// there per access dimension. Views and parts of live concatenations follow their links;
+/// a part whose concatenation the program leaves out keeps storage of its own.
+fn anchors(values: &[Value], schedule: &Schedule) -> Vec<(usize, Vec<i64>)> {
+    let mut out: Vec<(usize, Vec<i64>)> = Vec::with_capacity(values.len());
+    for (n, v) in values.iter().enumerate() {
+        out.push((n, vec![0; v.size.len()]));
+    }
+    // A view links to an earlier node, a part to a later one: follow links to the end.
+    for n in 0..values.len() {
+        let mut at = n;
+        let mut offset = vec![0i64; values[n].size.len()];
+        while let Some((next, off)) = &values[at].within {
+            if schedule.live[*next].is_none() {
+                break;
+            }
+            for (o, d) in offset.iter_mut().zip(off) {
+                *o += d;
+            }
+            at = *next;
+        }
+        out[n] = (at, offset);
+    }
+    out
 }
 
 /// Variables of the addressing attributes of step `s` (node `n`), and the equalities tying

@@ -292,7 +292,7 @@ impl Ctx<'_> {
                 PiiNode::Instr { instr, comp, .. } => {
                     Step { instr: &self.isa.instructions[*instr], comp, addr }
                 }
-                PiiNode::Input { .. } => unreachable!("schedules hold instruction nodes only"),
+                _ => unreachable!("schedules hold instruction nodes only"),
             })
             .collect();
         let hbm = placement.hbm_end.max(self.layout.output.end());

@@ -127,24 +127,41 @@ pub fn from_order(
         }
     }
     let end = 2 * steps.len() as i64 + 1;
-    let mut live: Vec<Option<(i64, i64)>> = vec![None; graph.nodes.len()];
+    // A view exists once what it views does, a concatenation once its last part does.
+    let mut begin: Vec<i64> = vec![0; graph.nodes.len()];
     for (n, node) in graph.nodes.iter().enumerate() {
+        begin[n] = match (node, step_of[n]) {
+            (PiiNode::Input { .. }, _) => 0,
+            (PiiNode::Instr { .. }, Some(p)) => 2 * p as i64 + 1,
+            (PiiNode::Instr { .. }, None) => continue,
+            (PiiNode::View { of, .. }, _) => begin[*of],
+            (PiiNode::Concat { parts, .. }, _) => parts.iter().map(|&p| begin[p]).max().unwrap_or(0),
+        };
+    }
+    // A value read through a view or concatenation lasts as long as that name of it does;
+    // users come after their operands, so a backward pass sees every user's end first.
+    let mut live: Vec<Option<(i64, i64)>> = vec![None; graph.nodes.len()];
+    for n in (0..graph.nodes.len()).rev() {
         if !live_nodes[n] {
             continue;
         }
-        let begin = match (node, step_of[n]) {
-            (PiiNode::Input { .. }, _) => 0,
-            (_, Some(p)) => 2 * p as i64 + 1,
-            (_, None) => unreachable!("every live instruction was checked to be scheduled"),
-        };
-        let last_read = values[n].users.iter().filter_map(|&(u, _)| step_of[u]).max();
+        let node = &graph.nodes[n];
+        let last_read = values[n]
+            .users
+            .iter()
+            .filter(|&&(u, _)| live_nodes[u])
+            .map(|&(u, _)| match step_of[u] {
+                Some(p) => 2 * p as i64 + 1,
+                None => live[u].map_or(0, |(_, e)| e),
+            })
+            .max();
         let finish = match (node, last_read) {
             _ if n == graph.root => end,
             (PiiNode::Input { .. }, _) => end,
-            (_, Some(u)) => 2 * u as i64 + 1,
+            (_, Some(u)) => u,
             (_, None) => unreachable!("a live non-root value has a live reader"),
         };
-        live[n] = Some((begin, finish));
+        live[n] = Some((begin[n], finish));
     }
     Ok(Schedule { heuristic, steps, live, end })
 }
@@ -206,7 +223,7 @@ fn fits(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> bool
     (0..schedule.end).all(|t| {
         let mut used = vec![0i64; capacity.len()];
         for (n, r) in schedule.live.iter().enumerate() {
-            if matches!(r, Some((s, e)) if *s <= t && t < *e) {
+            if !values[n].identity && matches!(r, Some((s, e)) if *s <= t && t < *e) {
                 used[values[n].buffer] += values[n].size.iter().product::<i64>();
             }
         }
@@ -219,8 +236,8 @@ fn reachable(graph: &PiiGraph) -> Vec<bool> {
     let mut seen = vec![false; graph.nodes.len()];
     seen[graph.root] = true;
     for n in (0..graph.nodes.len()).rev() {
-        if let (true, PiiNode::Instr { operands, .. }) = (seen[n], &graph.nodes[n]) {
-            for &op in operands {
+        if seen[n] {
+            for &op in graph.nodes[n].operands() {
                 seen[op] = true;
             }
         }
@@ -234,7 +251,10 @@ struct Ctx<'a> {
     values: &'a [Value],
     live: Vec<bool>,
     rows: Vec<i64>,
-    /// Distinct needed readers of each node, in node order.
+    /// Per instruction: the distinct inputs and instructions whose storage it reads, looking
+    /// through views and concatenations (which never run); empty for other nodes.
+    sources: Vec<Vec<usize>>,
+    /// Distinct needed instructions reading each node's storage, in node order.
     readers: Vec<Vec<usize>>,
 }
 
@@ -247,16 +267,33 @@ impl<'a> Ctx<'a> {
         }
         let live = reachable(graph);
         let rows = values.iter().map(|v| v.on_chip_rows(isa)).collect();
-        let readers: Vec<Vec<usize>> = values
+        let count = graph.nodes.len();
+        // What each node stands for: itself, or for an identity node what it names.
+        let mut stands_for: Vec<Vec<usize>> = Vec::with_capacity(count);
+        for (n, node) in graph.nodes.iter().enumerate() {
+            stands_for.push(if node.is_identity() {
+                distinct(&node.operands().iter().flat_map(|&o| stands_for[o].clone()).collect::<Vec<_>>())
+            } else {
+                vec![n]
+            });
+        }
+        let sources: Vec<Vec<usize>> = graph
+            .nodes
             .iter()
-            .map(|v| {
-                let mut r: Vec<usize> =
-                    v.users.iter().map(|&(u, _)| u).filter(|&u| live[u]).collect();
-                r.dedup();
-                r
+            .map(|node| match node {
+                PiiNode::Instr { operands, .. } => {
+                    distinct(&operands.iter().flat_map(|&o| stands_for[o].clone()).collect::<Vec<_>>())
+                }
+                _ => Vec::new(),
             })
             .collect();
-        let ctx = Ctx { graph, values, live, rows, readers };
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for n in (0..count).filter(|&n| live[n]) {
+            for &v in &sources[n] {
+                readers[v].push(n);
+            }
+        }
+        let ctx = Ctx { graph, values, live, rows, sources, readers };
         ctx.check_in_place()?;
         Ok(ctx)
     }
@@ -292,18 +329,19 @@ impl<'a> Ctx<'a> {
         let mut dep = vec![false; self.graph.nodes.len()];
         dep[x] = true;
         for n in x + 1..self.graph.nodes.len() {
-            if let PiiNode::Instr { operands, .. } = &self.graph.nodes[n] {
-                dep[n] = operands.iter().any(|&o| dep[o]);
-            }
+            dep[n] = self.graph.nodes[n].operands().iter().any(|&o| dep[o]);
         }
         dep
     }
 
+    /// What instruction `n` reads, as storage: see `sources`.
     fn operands(&self, n: usize) -> &[usize] {
-        match &self.graph.nodes[n] {
-            PiiNode::Instr { operands, .. } => operands,
-            PiiNode::Input { .. } => &[],
-        }
+        &self.sources[n]
+    }
+
+    /// A needed instruction that has not run.
+    fn pending_instr(&self, n: usize, ran: &[bool]) -> bool {
+        self.live[n] && !ran[n] && matches!(self.graph.nodes[n], PiiNode::Instr { .. })
     }
 
     /// Depth-first post-order from the root. With `by_need`, operands needing more on-chip
@@ -385,7 +423,7 @@ impl<'a> Ctx<'a> {
         let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
         let mut steps = Vec::new();
         loop {
-            let ready = (0..count).filter(|&n| self.live[n] && !ran[n] && self.is_ready(n, &ran));
+            let ready = (0..count).filter(|&n| self.pending_instr(n, &ran) && self.is_ready(n, &ran));
             let pick = if min_live {
                 ready.min_by_key(|&n| (self.growth(n, &pending), n))
             } else {
@@ -424,7 +462,7 @@ impl<'a> Ctx<'a> {
                 state.used[self.values[n].buffer] += self.positions(n);
             }
         }
-        let total = (0..count).filter(|&n| self.live[n] && !state.ran[n]).count();
+        let total = (0..count).filter(|&n| self.pending_instr(n, &state.ran)).count();
         if self.dfs(capacity, total, &mut state) {
             Some(state.steps)
         } else {
@@ -432,8 +470,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Positions `n` occupies in its buffer; identity nodes occupy none of their own.
     fn positions(&self, n: usize) -> i64 {
-        self.values[n].size.iter().product()
+        if self.values[n].identity {
+            0
+        } else {
+            self.values[n].size.iter().product()
+        }
     }
 
     fn dfs(&self, capacity: &[Option<i64>], total: usize, st: &mut SearchState) -> bool {
@@ -445,7 +488,7 @@ impl<'a> Ctx<'a> {
         }
         st.budget -= 1;
         let mut ready: Vec<(i64, usize)> = (0..self.graph.nodes.len())
-            .filter(|&n| self.live[n] && !st.ran[n] && self.is_ready(n, &st.ran))
+            .filter(|&n| self.pending_instr(n, &st.ran) && self.is_ready(n, &st.ran))
             .map(|n| (self.growth(n, &st.pending), n))
             .collect();
         ready.sort_unstable();
