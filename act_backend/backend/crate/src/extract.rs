@@ -14,7 +14,7 @@
 use crate::analysis::SelGraph;
 use crate::isa::Isa;
 use crate::isa_match;
-use crate::lang::Op;
+use crate::lang::{DType, Op};
 use crate::pii::{PiiGraph, PiiNode};
 use egg::Id;
 use std::cmp::Reverse;
@@ -31,7 +31,16 @@ struct StateKey {
 enum How {
     Input { param: usize, bytes: u64 },
     Instr { instr: usize, comp: Vec<i64> },
+    /// `size` bytes of HBM starting `offset` bytes into the operand's: no instruction.
+    View { offset: i64, size: i64 },
+    /// The operands' bytes end to end in HBM, each written in place: no instruction.
+    Concat,
 }
+
+/// Cost of one instruction. Views and concatenations cost one, kernel inputs nothing, so
+/// instruction counts decide and, among equal counts, fewer identity nodes win; and every
+/// provider costs more than each of its operands, which keeps best choices acyclic.
+const INSTR_COST: u64 = 1 << 20;
 
 #[derive(Debug, Clone)]
 struct Provider {
@@ -98,6 +107,38 @@ impl Extractor {
                         providers[s]
                             .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
                     }
+                    // A contiguous run of bytes of a value in HBM is a view of it.
+                    Op::Slice(ranges) if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
+                        let (lo, hi, stride) = ranges[0];
+                        let whole = eg[node.children[0]].data.bytes();
+                        if stride != 1 || hi - lo >= whole {
+                            continue;
+                        }
+                        let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole] };
+                        let from = state(from, &mut keys, &mut providers);
+                        let s = state(
+                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo] },
+                            &mut keys,
+                            &mut providers,
+                        );
+                        providers[s].push(Provider { how: How::View { offset: lo, size: hi - lo }, inputs: vec![from] });
+                    }
+                    // Byte strings end to end in HBM: a concatenation written in place.
+                    Op::Concatenate(0)
+                        if class.data.dtype == DType::U8 && class.data.rank() == 1 && node.children.len() > 1 =>
+                    {
+                        let mut inputs = Vec::new();
+                        for &child in &node.children {
+                            let key = StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()] };
+                            inputs.push(state(key, &mut keys, &mut providers));
+                        }
+                        let s = state(
+                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                            &mut keys,
+                            &mut providers,
+                        );
+                        providers[s].push(Provider { how: How::Concat, inputs });
+                    }
                     Op::Pii { instr, comp } => {
                         let ins = &isa.instructions[*instr];
                         let env = ins.comp_env(comp);
@@ -135,7 +176,11 @@ impl Extractor {
     }
 
     fn provider_cost(&self, p: &Provider) -> u64 {
-        let base = u64::from(matches!(p.how, How::Instr { .. }));
+        let base = match p.how {
+            How::Input { .. } => 0,
+            How::Instr { .. } => INSTR_COST,
+            How::View { .. } | How::Concat => 1,
+        };
         p.inputs.iter().try_fold(base, |acc, &i| (self.cost[i] != INF).then(|| acc + self.cost[i])).unwrap_or(INF)
     }
 
@@ -186,9 +231,14 @@ impl Extractor {
         })
     }
 
-    /// Alternatives of the root state: instructions only (the output needs its own copy).
+    /// Alternatives of the root state: instructions, or a concatenation whose parts are
+    /// written into the output in place (the output needs its own copy, never a view).
     fn root_alts(&self, root: usize) -> Vec<usize> {
-        self.alts[root].iter().copied().filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. })).collect()
+        self.alts[root]
+            .iter()
+            .copied()
+            .filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. } | How::Concat))
+            .collect()
     }
 
     /// Builds the candidate that makes each choice as `overrides` says (rank among the
@@ -227,6 +277,10 @@ impl Extractor {
                 self.nodes.push(match &p.how {
                     How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
+                    How::View { offset, size } => {
+                        PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }
+                    }
+                    How::Concat => PiiNode::Concat { parts: operands, dim: 0 },
                 });
                 Some(self.nodes.len() - 1)
             }
