@@ -78,6 +78,8 @@ pub struct Plan {
     pub step_vars: Vec<Vec<usize>>,
     /// Start variable and size of every HBM block, for the end of HBM in use.
     hbm_blocks: Vec<(usize, i64)>,
+    /// Constant nodes and their start variables, in node order.
+    constant_vars: Vec<(usize, usize)>,
 }
 
 /// The result of preparing a request: a plan, or a proof by counting that none can exist.
@@ -94,6 +96,8 @@ pub struct Placement {
     pub addrs: Vec<Vec<i64>>,
     /// One past the highest HBM byte in use.
     pub hbm_end: i64,
+    /// Constant nodes and where in d0 each is placed, in node order.
+    pub constants: Vec<(usize, i64)>,
     /// The allocator's note, e.g. "optimal".
     pub message: String,
 }
@@ -265,6 +269,9 @@ fn value_starts(
                 _ => (out_end, hbm_limit - size),
             };
             let var = b.var(format!("{name}.start"), lo, hi);
+            if let PiiNode::Constant { .. } = graph.nodes[n] {
+                b.constant_vars.push((n, var));
+            }
             if lo != hi {
                 scratch_vars.push((var, size));
             }
@@ -471,6 +478,7 @@ struct Builder {
     hbm_end: Option<(usize, i64)>,
     /// Bound of attributes whose domain no single slice determines.
     loose: i64,
+    constant_vars: Vec<(usize, usize)>,
 }
 
 impl Builder {
@@ -487,6 +495,7 @@ impl Builder {
             on_chip_starts: Vec::new(),
             hbm_end: None,
             loose: 0,
+            constant_vars: Vec::new(),
         }
     }
 
@@ -531,7 +540,12 @@ impl Builder {
             objective.extend(self.on_chip_starts.iter().map(|&(v, _)| (v, 1)));
         }
         self.request.objective = objective;
-        Plan { request: self.request, step_vars, hbm_blocks: self.hbm_blocks }
+        Plan {
+            request: self.request,
+            step_vars,
+            hbm_blocks: self.hbm_blocks,
+            constant_vars: self.constant_vars,
+        }
     }
 }
 
@@ -568,7 +582,9 @@ impl Plan {
                     .collect();
                 let hbm_end =
                     self.hbm_blocks.iter().map(|&(v, size)| r.values[v] + size).max().unwrap_or(0);
-                Ok(Outcome::Solved(Placement { addrs, hbm_end, message: r.message }))
+                let constants =
+                    self.constant_vars.iter().map(|&(n, v)| (n, r.values[v])).collect();
+                Ok(Outcome::Solved(Placement { addrs, hbm_end, constants, message: r.message }))
             }
             "infeasible" => Ok(Outcome::Infeasible(r.message)),
             "out_of_budget" => Ok(Outcome::OutOfBudget(r.message)),

@@ -35,6 +35,8 @@ enum How {
     View { offset: i64, size: i64 },
     /// The operands' bytes end to end in HBM, each written in place: no instruction.
     Concat,
+    /// A literal's bytes, placed in HBM before the program runs.
+    Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
 }
 
 /// Cost of one instruction. Views and concatenations cost one, kernel inputs nothing, so
@@ -73,6 +75,26 @@ pub struct Extractor {
     root: Option<usize>,
 }
 
+/// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
+/// where `x`'s class holds a shaped constant (every value, or one for all).
+fn literal_bytes(eg: &SelGraph, bytes: Id) -> Vec<(DType, Vec<i64>, Vec<u64>)> {
+    let mut out = Vec::new();
+    for cast in &eg[bytes].nodes {
+        if cast.op != Op::BitcastConvert || eg[bytes].data.dtype != DType::U8 {
+            continue;
+        }
+        let literal = &eg[cast.children[0]];
+        for node in &literal.nodes {
+            let Op::Constant(lit) = &node.op else { continue };
+            let ty = &literal.data;
+            if ty.rank() >= 1 && (lit.bits.len() == 1 || lit.bits.len() as i64 == ty.elements()) {
+                out.push((ty.dtype, ty.shape.clone(), lit.bits.clone()));
+            }
+        }
+    }
+    out
+}
+
 /// Ways an extraction can fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExtractFailure {
@@ -106,6 +128,20 @@ impl Extractor {
                             state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
                         providers[s]
                             .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
+                    }
+                    // The bytes of a literal are a constant in HBM.
+                    Op::Reshape if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
+                        for (dtype, shape, bits) in literal_bytes(eg, node.children[0]) {
+                            let s = state(
+                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                                &mut keys,
+                                &mut providers,
+                            );
+                            let how = How::Constant { dtype, shape, bits };
+                            if !providers[s].iter().any(|p| p.how == how) {
+                                providers[s].push(Provider { how, inputs: vec![] });
+                            }
+                        }
                     }
                     // A contiguous run of bytes of a value in HBM is a view of it.
                     Op::Slice(ranges) if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
@@ -177,7 +213,7 @@ impl Extractor {
 
     fn provider_cost(&self, p: &Provider) -> u64 {
         let base = match p.how {
-            How::Input { .. } => 0,
+            How::Input { .. } | How::Constant { .. } => 0,
             How::Instr { .. } => INSTR_COST,
             How::View { .. } | How::Concat => 1,
         };
@@ -281,6 +317,9 @@ impl Extractor {
                         PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }
                     }
                     How::Concat => PiiNode::Concat { parts: operands, dim: 0 },
+                    How::Constant { dtype, shape, bits } => {
+                        PiiNode::Constant { dtype: *dtype, shape: shape.clone(), bits: bits.clone() }
+                    }
                 });
                 Some(self.nodes.len() - 1)
             }

@@ -1,6 +1,8 @@
 //! Candidate programs: graphs of partially instantiated instructions (PIIs), the hand-over
 //! from instruction selection to scheduling and memory allocation.
 
+use crate::lang::DType;
+
 /// A candidate program. `nodes` is in topological order (operands before users); `root` is the
 /// node whose value is the kernel's output, which lives in HBM (d0).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,17 +27,26 @@ pub enum PiiNode {
     /// by side along access dimension `dim`, so each part's producer writes it into place.
     /// A part may not be a kernel input or a view, nor a part of another concatenation.
     Concat { parts: Vec<usize>, dim: usize },
+    /// A literal the kernel uses, placed in d0 before the program runs (the assembly's
+    /// `constant` list): `bits` are the values' f64 bit patterns, row-major, or one value
+    /// that every element holds.
+    Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
 }
 
 impl PiiNode {
     /// The nodes whose values this node reads or stands for.
     pub fn operands(&self) -> &[usize] {
         match self {
-            PiiNode::Input { .. } => &[],
+            PiiNode::Input { .. } | PiiNode::Constant { .. } => &[],
             PiiNode::Instr { operands, .. } => operands,
             PiiNode::View { of, .. } => std::slice::from_ref(of),
             PiiNode::Concat { parts, .. } => parts,
         }
+    }
+
+    /// Kernel inputs and constants: in d0 from the start, live to the end.
+    pub fn is_given(&self) -> bool {
+        matches!(self, PiiNode::Input { .. } | PiiNode::Constant { .. })
     }
 
     /// Views and concatenations: nodes that name a value without computing it.
@@ -48,6 +59,11 @@ impl PiiGraph {
     /// Number of instructions (inputs are free).
     pub fn instruction_count(&self) -> usize {
         self.nodes.iter().filter(|n| matches!(n, PiiNode::Instr { .. })).count()
+    }
+
+    /// Bytes a constant node occupies in d0.
+    pub fn constant_bytes(dtype: DType, shape: &[i64]) -> i64 {
+        shape.iter().product::<i64>() * i64::from(dtype.bytes())
     }
 
     /// Checks the structural invariants: operands precede their users, the root exists.

@@ -131,7 +131,7 @@ pub fn from_order(
     let mut begin: Vec<i64> = vec![0; graph.nodes.len()];
     for (n, node) in graph.nodes.iter().enumerate() {
         begin[n] = match (node, step_of[n]) {
-            (PiiNode::Input { .. }, _) => 0,
+            (PiiNode::Input { .. } | PiiNode::Constant { .. }, _) => 0,
             (PiiNode::Instr { .. }, Some(p)) => 2 * p as i64 + 1,
             (PiiNode::Instr { .. }, None) => continue,
             (PiiNode::View { of, .. }, _) => begin[*of],
@@ -157,7 +157,7 @@ pub fn from_order(
             .max();
         let finish = match (node, last_read) {
             _ if n == graph.root => end,
-            (PiiNode::Input { .. }, _) => end,
+            (PiiNode::Input { .. } | PiiNode::Constant { .. }, _) => end,
             (_, Some(u)) => u,
             (_, None) => unreachable!("a live non-root value has a live reader"),
         };
@@ -265,6 +265,11 @@ impl<'a> Ctx<'a> {
                 "the output is kernel parameter {param} itself, and no instruction copies it"
             )));
         }
+        if let PiiNode::Constant { .. } = graph.nodes[graph.root] {
+            return Err(Unschedulable(
+                "the output is a constant, and no instruction copies it".into(),
+            ));
+        }
         let live = reachable(graph);
         let rows = values.iter().map(|v| v.on_chip_rows(isa)).collect();
         let count = graph.nodes.len();
@@ -306,6 +311,12 @@ impl<'a> Ctx<'a> {
                 return Err(Unschedulable(format!(
                     "node {writer} overwrites kernel parameter {param} in place, but kernel \
                      inputs stay live for the whole program"
+                )));
+            }
+            if let PiiNode::Constant { .. } = self.graph.nodes[v] {
+                return Err(Unschedulable(format!(
+                    "node {writer} overwrites constant node {v} in place, but constants stay \
+                     live for the whole program"
                 )));
             }
             if v == self.graph.root {
@@ -419,7 +430,7 @@ impl<'a> Ctx<'a> {
     fn list(&self, min_live: bool) -> Vec<usize> {
         let count = self.graph.nodes.len();
         let mut ran: Vec<bool> =
-            self.graph.nodes.iter().map(|n| matches!(n, PiiNode::Input { .. })).collect();
+            self.graph.nodes.iter().map(PiiNode::is_given).collect();
         let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
         let mut steps = Vec::new();
         loop {
@@ -449,7 +460,7 @@ impl<'a> Ctx<'a> {
     fn search(&self, capacity: &[Option<i64>], budget: usize) -> Option<Vec<usize>> {
         let count = self.graph.nodes.len();
         let mut state = SearchState {
-            ran: self.graph.nodes.iter().map(|n| matches!(n, PiiNode::Input { .. })).collect(),
+            ran: self.graph.nodes.iter().map(PiiNode::is_given).collect(),
             pending: self.readers.iter().map(Vec::len).collect(),
             used: vec![0; capacity.len()],
             steps: Vec::new(),
@@ -458,7 +469,7 @@ impl<'a> Ctx<'a> {
         };
         // Kernel inputs and the output never leave; inputs occupy their buffer throughout.
         for n in 0..count {
-            if self.live[n] && matches!(self.graph.nodes[n], PiiNode::Input { .. }) {
+            if self.live[n] && self.graph.nodes[n].is_given() {
                 state.used[self.values[n].buffer] += self.positions(n);
             }
         }
@@ -503,7 +514,7 @@ impl<'a> Ctx<'a> {
                 .filter(|&o| {
                     st.pending[o] == 1
                         && o != self.graph.root
-                        && !matches!(self.graph.nodes[o], PiiNode::Input { .. })
+                        && !self.graph.nodes[o].is_given()
                 })
                 .collect();
             for &o in &freed {

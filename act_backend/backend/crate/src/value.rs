@@ -54,7 +54,7 @@ impl Value {
 pub fn instruction_of<'a>(isa: &'a Isa, node: &PiiNode) -> Option<&'a Instruction> {
     match node {
         PiiNode::Instr { instr, .. } => isa.instructions.get(*instr),
-        PiiNode::Input { .. } | PiiNode::View { .. } | PiiNode::Concat { .. } => None,
+        _ => None,
     }
 }
 
@@ -94,6 +94,23 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
                 within: None,
                 identity: false,
             },
+            PiiNode::Constant { dtype, shape, bits } => {
+                let elements: i64 = shape.iter().product();
+                if bits.len() != 1 && bits.len() as i64 != elements {
+                    return Err(CandidateError(format!(
+                        "node {n} is a constant of shape {shape:?} with {} values",
+                        bits.len()
+                    )));
+                }
+                Value {
+                    buffer: hbm,
+                    size: vec![PiiGraph::constant_bytes(*dtype, shape)],
+                    users: Vec::new(),
+                    overwritten_by: None,
+                    within: None,
+                    identity: false,
+                }
+            }
             PiiNode::View { of, offset, size } => view_value(n, *of, offset, size, isa, &values)?,
             PiiNode::Concat { parts, dim } => concat_value(n, parts, *dim, graph, isa, &mut values)?,
             PiiNode::Instr { instr, comp, operands } => {
@@ -305,9 +322,9 @@ fn concat_value(
                 part.size, values[first].size
             )));
         }
-        if let PiiNode::Input { param, .. } = graph.nodes[p] {
+        if graph.nodes[p].is_given() {
             return Err(here(format!(
-                "part {i} (node {p}) is kernel parameter {param}, which cannot move into place"
+                "part {i} (node {p}) is a kernel parameter or constant, which cannot move into place"
             )));
         }
         if part.within.is_some() {

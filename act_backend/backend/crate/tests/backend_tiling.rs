@@ -150,7 +150,7 @@ fn malformed_identity_nodes_are_named() {
     graph.nodes.push(PiiNode::Concat { parts: vec![0, 8], dim: 0 });
     graph.root = 14;
     let err = analyse(&graph, &isa).unwrap_err();
-    assert!(err.0.contains("part 0 (node 0) is kernel parameter 0"), "{err}");
+    assert!(err.0.contains("part 0 (node 0) is a kernel parameter or constant"), "{err}");
 }
 
 #[test]

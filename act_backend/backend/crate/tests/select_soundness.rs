@@ -296,3 +296,22 @@ fn a_product_taller_than_the_matrix_unit_is_tiled_by_rows() {
     assert!(matches!(&best.nodes[best.root], PiiNode::Concat { parts, dim: 0 } if parts.len() == 2));
     assert_candidates_compute_kernel(&isa, &k, &sel);
 }
+
+#[test]
+fn a_literal_operand_is_a_constant_in_hbm() {
+    // A . broadcast(0.5): the splat becomes a constant placed in d0 and loaded like an input.
+    let isa = qkv();
+    let k = kernel_text(
+        "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  h = bf16[] constant(0.5)\n  \
+         b = bf16[64,64] broadcast(h), dimensions={}\n  \
+         ROOT d = bf16[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+    );
+    let sel = run(&k, &isa).unwrap();
+    let best = &sel.candidates[0];
+    assert_eq!(multiset(&isa, best), sorted(&["gemm", "load_rm", "load_rm", "mov", "store_rm"]));
+    let constants: Vec<&PiiNode> = best.nodes.iter().filter(|n| matches!(n, PiiNode::Constant { .. })).collect();
+    assert_eq!(constants.len(), 1);
+    let PiiNode::Constant { shape, bits, .. } = constants[0] else { unreachable!() };
+    assert_eq!((shape.as_slice(), bits.as_slice()), (&[64i64, 64][..], &[0.5f64.to_bits()][..]));
+    assert_candidates_compute_kernel(&isa, &k, &sel);
+}

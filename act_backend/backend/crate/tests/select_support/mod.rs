@@ -51,7 +51,7 @@ pub fn multiset(isa: &Isa, g: &PiiGraph) -> Vec<String> {
         .iter()
         .filter_map(|n| match n {
             PiiNode::Instr { instr, .. } => Some(isa.instructions[*instr].name.clone()),
-            PiiNode::Input { .. } | PiiNode::View { .. } | PiiNode::Concat { .. } => None,
+            _ => None,
         })
         .collect();
     v.sort();
@@ -407,6 +407,12 @@ pub fn eval_candidate(isa: &Isa, g: &PiiGraph, inputs: &[Vec<u8>]) -> Vec<u8> {
     let mut bytes: Vec<Vec<u8>> = Vec::new();
     for (n, node) in g.nodes.iter().enumerate() {
         let out = match node {
+            PiiNode::Constant { dtype, shape, bits } => {
+                let ty = Ty::new(*dtype, shape.clone());
+                let values: Vec<f64> = bits.iter().map(|&b| round(f64::from_bits(b), *dtype)).collect();
+                let data = if values.len() == 1 { vec![values[0]; ty.elements() as usize] } else { values };
+                encode(&Tensor { ty, data })
+            }
             PiiNode::View { of, offset, size } => {
                 let whole = &values[*of].size;
                 let unit = bytes[*of].len() / whole.iter().product::<i64>().max(1) as usize;
