@@ -5,7 +5,10 @@
 //! Variables: every addressing attribute of every step; the start of every value along each
 //! access dimension; for buffers with several access dimensions, the row-major flattened
 //! start, whose block conservatively covers the bounding range of the slice. Equalities tie
-//! each producer's output start and each consumer's input start to the value's start.
+//! each producer's output start and each consumer's input start to the value's start. Views
+//! and parts of concatenations have no block of their own: their starts are the start of the
+//! storage they lie in plus their offset, and that storage's block spans all their lifetimes.
+//! Constants are scratch HBM that lives for the whole program.
 
 use crate::isa::{Affine, Instruction, Isa, Slice};
 use crate::layout::HbmLayout;

@@ -10,6 +10,10 @@
 //! shared instance is made, or, for one use of a value, a fresh instance of its own (a reload
 //! from HBM of a value stored earlier, a second copy), so that a value can live in the same
 //! buffer twice when a buffer is too small to keep it in between.
+//!
+//! Besides instructions, three providers cost no instruction: a contiguous byte run of an HBM
+//! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
+//! written in place, and the bytes of a literal are a constant placed in HBM.
 
 use crate::analysis::SelGraph;
 use crate::isa::Isa;

@@ -872,6 +872,43 @@ mod tests {
     }
 
     #[test]
+    fn a_product_taller_than_every_tile_is_the_concatenation_of_its_row_tiles() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), ty(&[8, 4])));
+        let b = eg.add(Node::leaf(Op::Input(1), ty(&[4, 3])));
+        let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        let d = eg.add(Node::new(Op::Dot(std.clone()), ty(&[8, 3]), vec![a, b]));
+        let rules = RuleSet { dot: true, dot_tiles: vec![2, 4], ..RuleSet::default() };
+        saturate(&mut eg, &rules);
+        // Tiles of the largest size that divides the rows: two of four rows each.
+        let tile = |lo: i64| {
+            let rows = eg.lookup(Node::new(Op::Slice(vec![(lo, lo + 4, 1), (0, 4, 1)]), ty(&[4, 4]), vec![a]))?;
+            eg.lookup(Node::new(Op::Dot(std.clone()), ty(&[4, 3]), vec![rows, b]))
+        };
+        let (t0, t1) = (tile(0).expect("tile 0 built"), tile(4).expect("tile 1 built"));
+        let whole = eg.lookup(Node::new(Op::Concatenate(0), ty(&[8, 3]), vec![t0, t1])).expect("concatenated");
+        assert_eq!(eg.find(whole), eg.find(d));
+        // A tile already of a unit's size is not split again.
+        assert!(eg[t0].nodes.iter().all(|n| !matches!(n.op, Op::Concatenate(_))));
+    }
+
+    #[test]
+    fn slices_of_values_read_from_bytes_read_fewer_bytes() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let bytes = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::U8, vec![64])));
+        let x = crate::analysis::from_bytes(&mut eg, bytes, &ty(&[8, 4]));
+        let rows = eg.add(Node::new(Op::Slice(vec![(2, 6, 1), (0, 4, 1)]), ty(&[4, 4]), vec![x]));
+        saturate(&mut eg, &RuleSet::default());
+        // Rows 2..6 of a row of 8 bytes: bytes 16..48.
+        let run = eg
+            .lookup(Node::new(Op::Slice(vec![(16, 48, 1)]), Ty::new(DType::U8, vec![32]), vec![bytes]))
+            .expect("the byte run was built");
+        let read = crate::analysis::from_bytes(&mut eg, run, &ty(&[4, 4]));
+        eg.rebuild();
+        assert_eq!(eg.find(read), eg.find(rows));
+    }
+
+    #[test]
     fn narrowing_an_accumulation_is_the_narrow_reduction() {
         let mut eg = SelGraph::new(TypeAnalysis);
         let x = eg.add(Node::leaf(Op::Input(0), ty(&[4, 8])));

@@ -1,6 +1,7 @@
 //! What scheduling and allocation need to know about each value of a candidate: the buffer it
 //! lives in, its extent along each access dimension, who reads it, and which instructions
-//! overwrite an operand in place. Also where a candidate breaks the selection contract.
+//! overwrite an operand in place, and which storage a view or a part of a concatenation lies
+//! in. Also where a candidate breaks the selection contract.
 
 use crate::isa::{Instruction, Isa};
 use crate::pii::{PiiGraph, PiiNode};
