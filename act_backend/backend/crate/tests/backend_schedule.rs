@@ -300,3 +300,41 @@ fn the_search_gives_up_when_no_order_fits() {
     assert!(!all.is_empty());
     assert!(all.iter().all(|s| s.heuristic != "search"));
 }
+
+#[test]
+fn softmax_input_reused_compiles_through_an_order_only_the_search_finds() {
+    // Selection's twelve-instruction candidates keep S, P and V in d1 at once, which never
+    // fits; a fourteen-instruction candidate that spills P fits only in the searched order.
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/softmax_input_reused.hlo",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let kernel = act_compiler::kernel::parse_kernel(&text, "softmax_input_reused.hlo").unwrap();
+    let table = std::fs::read_to_string(format!(
+        "{}/tests/data/qkv_isa.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let isa = act_compiler::isa::Isa::from_json(&table).unwrap();
+    let sel = act_compiler::select::select(&kernel, &isa, &Default::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("act-search-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let config = act_compiler::driver::Config::default();
+    let run = act_compiler::driver::run(
+        &isa,
+        &attention_signature(),
+        &sel.candidates,
+        &dir,
+        &config,
+        &cancel,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let best = run.best.expect("some candidate compiles");
+    let record = &run.records[best.index];
+    assert_eq!((record.instructions, record.order), (14, Some("search")));
+}
