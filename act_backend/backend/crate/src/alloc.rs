@@ -5,7 +5,10 @@
 //! Variables: every addressing attribute of every step; the start of every value along each
 //! access dimension; for buffers with several access dimensions, the row-major flattened
 //! start, whose block conservatively covers the bounding range of the slice. Equalities tie
-//! each producer's output start and each consumer's input start to the value's start.
+//! each producer's output start and each consumer's input start to the value's start. Views
+//! and parts of concatenations have no block of their own: their starts are the start of the
+//! storage they lie in plus their offset, and that storage's block spans all their lifetimes.
+//! Constants are scratch HBM that lives for the whole program.
 
 use crate::isa::{Affine, Instruction, Isa, Slice};
 use crate::layout::HbmLayout;
@@ -78,6 +81,8 @@ pub struct Plan {
     pub step_vars: Vec<Vec<usize>>,
     /// Start variable and size of every HBM block, for the end of HBM in use.
     hbm_blocks: Vec<(usize, i64)>,
+    /// Constant nodes and their start variables, in node order.
+    constant_vars: Vec<(usize, usize)>,
 }
 
 /// The result of preparing a request: a plan, or a proof by counting that none can exist.
@@ -94,6 +99,8 @@ pub struct Placement {
     pub addrs: Vec<Vec<i64>>,
     /// One past the highest HBM byte in use.
     pub hbm_end: i64,
+    /// Constant nodes and where in d0 each is placed, in node order.
+    pub constants: Vec<(usize, i64)>,
     /// The allocator's note, e.g. "optimal".
     pub message: String,
 }
@@ -201,10 +208,12 @@ fn value_starts(
     b: &mut Builder,
 ) -> Result<Starts, Stop> {
     let live = |n: usize| schedule.live[n].is_some();
+    let anchors = anchors(values, schedule);
     let out_end = layout.output.end();
     // Scratch HBM values go after the output; placed side by side they always fit below this.
     let scratch: i64 = (0..values.len())
-        .filter(|&n| live(n) && n != graph.root && is_scratch_hbm(graph, isa, values, n))
+        .filter(|&n| live(n) && anchors[n].0 == n && n != graph.root)
+        .filter(|&n| is_scratch_hbm(graph, isa, values, n))
         .map(|n| values[n].size[0])
         .sum();
     let hbm_limit = out_end + scratch;
@@ -213,7 +222,15 @@ fn value_starts(
     let mut per_dim = vec![Vec::new(); values.len()];
     let mut scratch_vars = Vec::new();
     for (n, value) in values.iter().enumerate() {
-        let Some(time) = schedule.live[n] else { continue };
+        if schedule.live[n].is_none() || anchors[n].0 != n {
+            continue;
+        }
+        // The storage lasts from the first to the last moment any name of it is live.
+        let time = (0..values.len())
+            .filter(|&m| anchors[m].0 == n)
+            .filter_map(|m| schedule.live[m])
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+            .expect("the anchor itself is live");
         let buffer = &isa.buffers[value.buffer];
         let name = format!("node{n}");
         if buffer.is_hbm() {
@@ -255,6 +272,9 @@ fn value_starts(
                 _ => (out_end, hbm_limit - size),
             };
             let var = b.var(format!("{name}.start"), lo, hi);
+            if let PiiNode::Constant { .. } = graph.nodes[n] {
+                b.constant_vars.push((n, var));
+            }
             if lo != hi {
                 scratch_vars.push((var, size));
             }
@@ -297,6 +317,26 @@ fn value_starts(
         b.block(&buffer.name, Some(capacity), flat, flat_size, time);
         per_dim[n] = vars;
     }
+    // Views and parts of concatenations: a fixed offset from the storage they are part of.
+    for (n, value) in values.iter().enumerate() {
+        let (anchor, ref offset) = anchors[n];
+        if schedule.live[n].is_none() || anchor == n {
+            continue;
+        }
+        let mut vars = Vec::with_capacity(offset.len());
+        for (k, &off) in offset.iter().enumerate() {
+            let base = per_dim[anchor][k];
+            let (lo, hi) = b.domain(base);
+            let (lo, hi) = match isa.buffers[value.buffer].access_dims[k] {
+                Some(dim) => (lo + off, (hi + off).min(dim - value.size[k])),
+                None => (lo + off, hi + off),
+            };
+            let var = b.var(format!("node{n}.start{k}"), lo, hi.max(lo));
+            b.equal(vec![(var, 1), (base, -1)], -off);
+            vars.push(var);
+        }
+        per_dim[n] = vars;
+    }
     if !scratch_vars.is_empty() {
         // hbm_end >= start + size for each scratch value, as equalities with slack.
         let end = b.var("hbm_end".into(), out_end, hbm_limit);
@@ -310,7 +350,33 @@ fn value_starts(
 }
 
 fn is_scratch_hbm(graph: &PiiGraph, isa: &Isa, values: &[Value], n: usize) -> bool {
-    isa.buffers[values[n].buffer].is_hbm() && matches!(graph.nodes[n], PiiNode::Instr { .. })
+    isa.buffers[values[n].buffer].is_hbm() && !matches!(graph.nodes[n], PiiNode::Input { .. })
+}
+
+/// Per node: the live node whose storage holds its value (itself for most), and its offset
+/// there per access dimension. Views and parts of live concatenations follow their links;
+/// a part whose concatenation the program leaves out keeps storage of its own.
+fn anchors(values: &[Value], schedule: &Schedule) -> Vec<(usize, Vec<i64>)> {
+    let mut out: Vec<(usize, Vec<i64>)> = Vec::with_capacity(values.len());
+    for (n, v) in values.iter().enumerate() {
+        out.push((n, vec![0; v.size.len()]));
+    }
+    // A view links to an earlier node, a part to a later one: follow links to the end.
+    for n in 0..values.len() {
+        let mut at = n;
+        let mut offset = vec![0i64; values[n].size.len()];
+        while let Some((next, off)) = &values[at].within {
+            if schedule.live[*next].is_none() {
+                break;
+            }
+            for (o, d) in offset.iter_mut().zip(off) {
+                *o += d;
+            }
+            at = *next;
+        }
+        out[n] = (at, offset);
+    }
+    out
 }
 
 /// Variables of the addressing attributes of step `s` (node `n`), and the equalities tying
@@ -415,6 +481,7 @@ struct Builder {
     hbm_end: Option<(usize, i64)>,
     /// Bound of attributes whose domain no single slice determines.
     loose: i64,
+    constant_vars: Vec<(usize, usize)>,
 }
 
 impl Builder {
@@ -431,6 +498,7 @@ impl Builder {
             on_chip_starts: Vec::new(),
             hbm_end: None,
             loose: 0,
+            constant_vars: Vec::new(),
         }
     }
 
@@ -475,7 +543,12 @@ impl Builder {
             objective.extend(self.on_chip_starts.iter().map(|&(v, _)| (v, 1)));
         }
         self.request.objective = objective;
-        Plan { request: self.request, step_vars, hbm_blocks: self.hbm_blocks }
+        Plan {
+            request: self.request,
+            step_vars,
+            hbm_blocks: self.hbm_blocks,
+            constant_vars: self.constant_vars,
+        }
     }
 }
 
@@ -512,7 +585,9 @@ impl Plan {
                     .collect();
                 let hbm_end =
                     self.hbm_blocks.iter().map(|&(v, size)| r.values[v] + size).max().unwrap_or(0);
-                Ok(Outcome::Solved(Placement { addrs, hbm_end, message: r.message }))
+                let constants =
+                    self.constant_vars.iter().map(|&(n, v)| (n, r.values[v])).collect();
+                Ok(Outcome::Solved(Placement { addrs, hbm_end, constants, message: r.message }))
             }
             "infeasible" => Ok(Outcome::Infeasible(r.message)),
             "out_of_budget" => Ok(Outcome::OutOfBudget(r.message)),

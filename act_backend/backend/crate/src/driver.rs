@@ -292,12 +292,22 @@ impl Ctx<'_> {
                 PiiNode::Instr { instr, comp, .. } => {
                     Step { instr: &self.isa.instructions[*instr], comp, addr }
                 }
-                PiiNode::Input { .. } => unreachable!("schedules hold instruction nodes only"),
+                _ => unreachable!("schedules hold instruction nodes only"),
             })
             .collect();
         let hbm = placement.hbm_end.max(self.layout.output.end());
-        let text =
-            emit::assembly(self.sig, self.layout, hbm, &steps).map_err(DriverError::Layout)?;
+        let constants: Vec<emit::Constant> = placement
+            .constants
+            .iter()
+            .map(|&(n, addr)| match &graph.nodes[n] {
+                PiiNode::Constant { dtype, shape, bits } => {
+                    emit::Constant { addr, dtype: dtype.name(), shape, bits }
+                }
+                _ => unreachable!("the placement lists constant nodes only"),
+            })
+            .collect();
+        let text = emit::assembly_with_constants(self.sig, self.layout, hbm, &steps, &constants)
+            .map_err(DriverError::Layout)?;
         let path = self.dir.join(format!("candidate_{index}.py"));
         std::fs::write(&path, &text)
             .map_err(|error| DriverError::Io { path: path.clone(), error })?;

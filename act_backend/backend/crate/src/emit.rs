@@ -1,9 +1,10 @@
 //! The assembly of docs/architecture.md section 3: a Python file whose kernel function makes
 //! one `api.<instruction>(...)` call per step. The text depends on its inputs only, so the
-//! same candidate always gives the same bytes.
+//! same candidate always gives the same bytes. Constants the program reads are listed with
+//! their values, which the simulator writes into HBM before the program runs.
 
 use crate::isa::Instruction;
-use crate::layout::{HbmLayout, LayoutError, Placed, Signature, Tensor};
+use crate::layout::{element_type, HbmLayout, LayoutError, Placed, Signature, Tensor};
 use std::fmt::Write;
 
 /// One instruction of the program with all its attributes known.
@@ -37,13 +38,36 @@ pub fn python_identifier(name: &str) -> String {
     out
 }
 
-/// The assembly of a program. `hbm` is one past the highest HBM byte in use.
+/// A constant placed in HBM: `bits` are f64 bit patterns, row-major, or one for a splat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Constant<'a> {
+    pub addr: i64,
+    pub dtype: &'a str,
+    pub shape: &'a [i64],
+    pub bits: &'a [u64],
+}
+
+/// The assembly of a program without constants. `hbm` is one past the highest HBM byte in
+/// use.
 pub fn assembly(
     sig: &Signature,
     layout: &HbmLayout,
     hbm: i64,
     steps: &[Step<'_>],
 ) -> Result<String, LayoutError> {
+    assembly_with_constants(sig, layout, hbm, steps, &[])
+}
+
+/// The assembly of a program that reads `constants`.
+pub fn assembly_with_constants(
+    sig: &Signature,
+    layout: &HbmLayout,
+    hbm: i64,
+    steps: &[Step<'_>],
+    constants: &[Constant<'_>],
+) -> Result<String, LayoutError> {
+    let constant_list =
+        constants.iter().map(constant_spec).collect::<Result<Vec<_>, _>>()?.join(", ");
     let name = python_identifier(&sig.module);
     let inputs = sig
         .inputs
@@ -62,7 +86,7 @@ pub fn assembly(
          def {name}(kernel, api):\n    \
          @kernel(hbm={hbm},\n\
          {pad}input=[{inputs}],\n\
-         {pad}constant=[],\n\
+         {pad}constant=[{constant_list}],\n\
          {pad}output=[{output}])\n    \
          def {name}_():\n"
     );
@@ -89,13 +113,44 @@ fn call(step: &Step<'_>) -> String {
     format!("api.{}({})", instr.name, args.join(", "))
 }
 
-fn tensor_spec(t: &Tensor, at: &Placed) -> Result<String, LayoutError> {
-    let dims: Vec<String> = t.shape.iter().map(i64::to_string).collect();
-    let shape = match dims.len() {
+fn shape_tuple(shape: &[i64]) -> String {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    match dims.len() {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
-    };
+    }
+}
+
+fn tensor_spec(t: &Tensor, at: &Placed) -> Result<String, LayoutError> {
+    let shape = shape_tuple(&t.shape);
     Ok(format!("{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{}}}", at.addr, t.element()?.jnp))
+}
+
+/// A Python literal of `v` that reads back as the same f64.
+fn python_float(v: f64) -> String {
+    if v.is_nan() {
+        "float('nan')".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "float('inf')" } else { "-float('inf')" }.into()
+    } else {
+        // Debug prints the shortest text that reads back exactly, always with a '.' or 'e'.
+        format!("{v:?}")
+    }
+}
+
+/// `{'addr': .., 'shape': .., 'dtype': .., 'value': ..}`: a splat as `jnp.full`, other
+/// values as a flat array reshaped.
+fn constant_spec(c: &Constant<'_>) -> Result<String, LayoutError> {
+    let jnp = element_type(c.dtype)
+        .ok_or_else(|| LayoutError(format!("unknown element type {:?}", c.dtype)))?
+        .jnp;
+    let shape = shape_tuple(c.shape);
+    let values: Vec<String> = c.bits.iter().map(|&b| python_float(f64::from_bits(b))).collect();
+    let value = match values.as_slice() {
+        [one] => format!("jnp.full({shape}, {one}, dtype=jnp.{jnp})"),
+        all => format!("jnp.array([{}], dtype=jnp.{jnp}).reshape({shape})", all.join(", ")),
+    };
+    Ok(format!("{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{jnp}, 'value': {value}}}", c.addr))
 }
 
 #[cfg(test)]

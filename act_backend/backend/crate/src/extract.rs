@@ -10,11 +10,15 @@
 //! shared instance is made, or, for one use of a value, a fresh instance of its own (a reload
 //! from HBM of a value stored earlier, a second copy), so that a value can live in the same
 //! buffer twice when a buffer is too small to keep it in between.
+//!
+//! Besides instructions, three providers cost no instruction: a contiguous byte run of an HBM
+//! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
+//! written in place, and the bytes of a literal are a constant placed in HBM.
 
 use crate::analysis::SelGraph;
 use crate::isa::Isa;
 use crate::isa_match;
-use crate::lang::Op;
+use crate::lang::{DType, Op};
 use crate::pii::{PiiGraph, PiiNode};
 use egg::Id;
 use std::cmp::Reverse;
@@ -31,7 +35,18 @@ struct StateKey {
 enum How {
     Input { param: usize, bytes: u64 },
     Instr { instr: usize, comp: Vec<i64> },
+    /// `size` bytes of HBM starting `offset` bytes into the operand's: no instruction.
+    View { offset: i64, size: i64 },
+    /// The operands' bytes end to end in HBM, each written in place: no instruction.
+    Concat,
+    /// A literal's bytes, placed in HBM before the program runs.
+    Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
 }
+
+/// Cost of one instruction. Views and concatenations cost one, kernel inputs nothing, so
+/// instruction counts decide and, among equal counts, fewer identity nodes win; and every
+/// provider costs more than each of its operands, which keeps best choices acyclic.
+const INSTR_COST: u64 = 1 << 20;
 
 #[derive(Debug, Clone)]
 struct Provider {
@@ -62,6 +77,26 @@ pub struct Extractor {
     /// Providers of each state with a finite cost, best first.
     alts: Vec<Vec<usize>>,
     root: Option<usize>,
+}
+
+/// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
+/// where `x`'s class holds a shaped constant (every value, or one for all).
+fn literal_bytes(eg: &SelGraph, bytes: Id) -> Vec<(DType, Vec<i64>, Vec<u64>)> {
+    let mut out = Vec::new();
+    for cast in &eg[bytes].nodes {
+        if cast.op != Op::BitcastConvert || eg[bytes].data.dtype != DType::U8 {
+            continue;
+        }
+        let literal = &eg[cast.children[0]];
+        for node in &literal.nodes {
+            let Op::Constant(lit) = &node.op else { continue };
+            let ty = &literal.data;
+            if ty.rank() >= 1 && (lit.bits.len() == 1 || lit.bits.len() as i64 == ty.elements()) {
+                out.push((ty.dtype, ty.shape.clone(), lit.bits.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// Ways an extraction can fail.
@@ -97,6 +132,52 @@ impl Extractor {
                             state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
                         providers[s]
                             .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
+                    }
+                    // The bytes of a literal are a constant in HBM.
+                    Op::Reshape if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
+                        for (dtype, shape, bits) in literal_bytes(eg, node.children[0]) {
+                            let s = state(
+                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                                &mut keys,
+                                &mut providers,
+                            );
+                            let how = How::Constant { dtype, shape, bits };
+                            if !providers[s].iter().any(|p| p.how == how) {
+                                providers[s].push(Provider { how, inputs: vec![] });
+                            }
+                        }
+                    }
+                    // A contiguous run of bytes of a value in HBM is a view of it.
+                    Op::Slice(ranges) if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
+                        let (lo, hi, stride) = ranges[0];
+                        let whole = eg[node.children[0]].data.bytes();
+                        if stride != 1 || hi - lo >= whole {
+                            continue;
+                        }
+                        let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole] };
+                        let from = state(from, &mut keys, &mut providers);
+                        let s = state(
+                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo] },
+                            &mut keys,
+                            &mut providers,
+                        );
+                        providers[s].push(Provider { how: How::View { offset: lo, size: hi - lo }, inputs: vec![from] });
+                    }
+                    // Byte strings end to end in HBM: a concatenation written in place.
+                    Op::Concatenate(0)
+                        if class.data.dtype == DType::U8 && class.data.rank() == 1 && node.children.len() > 1 =>
+                    {
+                        let mut inputs = Vec::new();
+                        for &child in &node.children {
+                            let key = StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()] };
+                            inputs.push(state(key, &mut keys, &mut providers));
+                        }
+                        let s = state(
+                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                            &mut keys,
+                            &mut providers,
+                        );
+                        providers[s].push(Provider { how: How::Concat, inputs });
                     }
                     Op::Pii { instr, comp } => {
                         let ins = &isa.instructions[*instr];
@@ -135,7 +216,11 @@ impl Extractor {
     }
 
     fn provider_cost(&self, p: &Provider) -> u64 {
-        let base = u64::from(matches!(p.how, How::Instr { .. }));
+        let base = match p.how {
+            How::Input { .. } | How::Constant { .. } => 0,
+            How::Instr { .. } => INSTR_COST,
+            How::View { .. } | How::Concat => 1,
+        };
         p.inputs.iter().try_fold(base, |acc, &i| (self.cost[i] != INF).then(|| acc + self.cost[i])).unwrap_or(INF)
     }
 
@@ -186,9 +271,14 @@ impl Extractor {
         })
     }
 
-    /// Alternatives of the root state: instructions only (the output needs its own copy).
+    /// Alternatives of the root state: instructions, or a concatenation whose parts are
+    /// written into the output in place (the output needs its own copy, never a view).
     fn root_alts(&self, root: usize) -> Vec<usize> {
-        self.alts[root].iter().copied().filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. })).collect()
+        self.alts[root]
+            .iter()
+            .copied()
+            .filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. } | How::Concat))
+            .collect()
     }
 
     /// Builds the candidate that makes each choice as `overrides` says (rank among the
@@ -227,6 +317,13 @@ impl Extractor {
                 self.nodes.push(match &p.how {
                     How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
+                    How::View { offset, size } => {
+                        PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }
+                    }
+                    How::Concat => PiiNode::Concat { parts: operands, dim: 0 },
+                    How::Constant { dtype, shape, bits } => {
+                        PiiNode::Constant { dtype: *dtype, shape: shape.clone(), bits: bits.clone() }
+                    }
                 });
                 Some(self.nodes.len() - 1)
             }

@@ -1,6 +1,8 @@
 //! Candidate programs: graphs of partially instantiated instructions (PIIs), the hand-over
 //! from instruction selection to scheduling and memory allocation.
 
+use crate::lang::DType;
+
 /// A candidate program. `nodes` is in topological order (operands before users); `root` is the
 /// node whose value is the kernel's output, which lives in HBM (d0).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -17,6 +19,40 @@ pub enum PiiNode {
     /// computational attributes fixed (in `comp_attrs` order); `operands[i]` is the node whose
     /// value feeds input slice `i`. Addressing attributes are left to the allocator.
     Instr { instr: usize, comp: Vec<i64>, operands: Vec<usize> },
+    /// An identity view: no instruction runs; the value is the part of `of`'s value that
+    /// starts `offset` positions into it (per access dimension of its buffer) and spans
+    /// `size`. It lives in `of`'s buffer, inside `of`'s storage.
+    View { of: usize, offset: Vec<i64>, size: Vec<i64> },
+    /// An identity concatenation: no instruction runs; the parts, all in one buffer, lie side
+    /// by side along access dimension `dim`, so each part's producer writes it into place.
+    /// A part may not be a kernel input or a view, nor a part of another concatenation.
+    Concat { parts: Vec<usize>, dim: usize },
+    /// A literal the kernel uses, placed in d0 before the program runs (the assembly's
+    /// `constant` list): `bits` are the values' f64 bit patterns, row-major, or one value
+    /// that every element holds.
+    Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
+}
+
+impl PiiNode {
+    /// The nodes whose values this node reads or stands for.
+    pub fn operands(&self) -> &[usize] {
+        match self {
+            PiiNode::Input { .. } | PiiNode::Constant { .. } => &[],
+            PiiNode::Instr { operands, .. } => operands,
+            PiiNode::View { of, .. } => std::slice::from_ref(of),
+            PiiNode::Concat { parts, .. } => parts,
+        }
+    }
+
+    /// Kernel inputs and constants: in d0 from the start, live to the end.
+    pub fn is_given(&self) -> bool {
+        matches!(self, PiiNode::Input { .. } | PiiNode::Constant { .. })
+    }
+
+    /// Views and concatenations: nodes that name a value without computing it.
+    pub fn is_identity(&self) -> bool {
+        matches!(self, PiiNode::View { .. } | PiiNode::Concat { .. })
+    }
 }
 
 impl PiiGraph {
@@ -25,16 +61,19 @@ impl PiiGraph {
         self.nodes.iter().filter(|n| matches!(n, PiiNode::Instr { .. })).count()
     }
 
+    /// Bytes a constant node occupies in d0.
+    pub fn constant_bytes(dtype: DType, shape: &[i64]) -> i64 {
+        shape.iter().product::<i64>() * i64::from(dtype.bytes())
+    }
+
     /// Checks the structural invariants: operands precede their users, the root exists.
     pub fn check(&self) -> Result<(), String> {
         if self.root >= self.nodes.len() {
             return Err(format!("root {} out of {} nodes", self.root, self.nodes.len()));
         }
         for (i, node) in self.nodes.iter().enumerate() {
-            if let PiiNode::Instr { operands, .. } = node {
-                if let Some(bad) = operands.iter().find(|&&o| o >= i) {
-                    return Err(format!("node {i} uses node {bad}, which does not precede it"));
-                }
+            if let Some(bad) = node.operands().iter().find(|&&o| o >= i) {
+                return Err(format!("node {i} uses node {bad}, which does not precede it"));
             }
         }
         Ok(())

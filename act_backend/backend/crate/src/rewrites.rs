@@ -11,7 +11,8 @@ use crate::analysis::SelGraph;
 use crate::infer;
 use crate::lang::{DType, DotDims, Literal, Node, Op, Reducer, Ty};
 use egg::Id;
-use std::collections::BTreeSet;
+use crate::isa::Isa;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A term to add to the e-graph: an existing class or a new node over terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,11 @@ pub struct RuleSet {
     /// `x = transpose(transpose(x))` for computed values: lets an instruction that transposes
     /// (a transposing store or move) finish a value computed in the other layout.
     pub transpose: bool,
+    /// Row counts of the products the ISA's matrix units take (constant lhs rows of `dot`s
+    /// in the semantics), ascending. A product with more rows, a multiple of one of them, is
+    /// split into row tiles of the largest such count and the tiles concatenated: the tiles
+    /// of the operand and result then become views and concatenations of byte ranges.
+    pub dot_tiles: Vec<i64>,
 }
 
 impl RuleSet {
@@ -50,12 +56,31 @@ impl RuleSet {
             dot: ops.contains("dot"),
             reduce: ops.contains("reduce_add") || ops.contains("reduce"),
             transpose: ops.contains("transpose"),
+            dot_tiles: Vec::new(),
         }
+    }
+
+    /// The same rules, with products split into row tiles of the sizes `isa`'s matrix units
+    /// take (see `dot_tiles`).
+    pub fn with_dot_tiles_of(mut self, isa: &Isa) -> RuleSet {
+        let mut tiles: Vec<i64> = isa
+            .instructions
+            .iter()
+            .flat_map(|i| &i.semantics)
+            .filter(|op| op.op == "dot")
+            .filter(|op| op.attrs.get("lhs_batch_dims").is_none_or(|b| b.as_array().is_some_and(Vec::is_empty)))
+            .filter_map(|op| op.shape.first()?.eval(&BTreeMap::new()).ok())
+            .filter(|&rows| rows > 0)
+            .collect();
+        tiles.sort_unstable();
+        tiles.dedup();
+        self.dot_tiles = tiles;
+        self
     }
 
     /// Every rule on (for tests of the rules themselves).
     pub fn all() -> RuleSet {
-        RuleSet { copy: true, dot: true, reduce: true, transpose: true }
+        RuleSet { copy: true, dot: true, reduce: true, transpose: true, dot_tiles: Vec::new() }
     }
 }
 
@@ -228,6 +253,19 @@ impl<'a> Finder<'a> {
                                 reshape_term(Term::Class(y), class_ty(eg, y), node.ty.clone()),
                             );
                         }
+                        // Flattening a concatenation along its leading dimension flattens
+                        // each part and lays them end to end.
+                        Op::Concatenate(0) if node.ty.rank() == 1 && inner.children.len() > 1 => {
+                            let parts = inner
+                                .children
+                                .iter()
+                                .map(|&c| {
+                                    let c_ty = class_ty(eg, c);
+                                    reshape_term(Term::Class(c), c_ty, c_ty.with_shape(vec![c_ty.elements()]))
+                                })
+                                .collect();
+                            self.push("reshape-of-concat", id, Term::Node(Op::Concatenate(0), node.ty.clone(), parts));
+                        }
                         // Reshaping elements that were read from bytes is reshaping the bytes.
                         Op::BitcastConvert => {
                             let y = inner.children[0];
@@ -265,6 +303,24 @@ impl<'a> Finder<'a> {
                                     "bitcast-compose",
                                     id,
                                     Term::Node(Op::BitcastConvert, node.ty.clone(), vec![Term::Class(y)]),
+                                );
+                            }
+                        }
+                        // A bit cast acts on each element alone, so on each part alone.
+                        (Op::Concatenate(d), Some(_)) if *d < class_ty(eg, x).rank().min(node.ty.rank()) => {
+                            let parts: Option<Vec<Term>> = inner
+                                .children
+                                .iter()
+                                .map(|&c| {
+                                    let cast = infer::bitcast_type(class_ty(eg, c), node.ty.dtype).ok()?;
+                                    Some(Term::Node(Op::BitcastConvert, cast, vec![Term::Class(c)]))
+                                })
+                                .collect();
+                            if let Some(parts) = parts {
+                                self.push(
+                                    "bitcast-of-concat",
+                                    id,
+                                    Term::Node(Op::Concatenate(*d), node.ty.clone(), parts),
                                 );
                             }
                         }
@@ -308,10 +364,89 @@ impl<'a> Finder<'a> {
             // A sum over size-1 dimensions is not a reshape: the init +0 turns -0 into +0.
             Op::ReduceAdd(dims) => self.reduce_layouts(id, node, dims),
             Op::Reduce { dims, .. } => self.reduce_layouts(id, node, dims),
-            Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
+            Op::Dot(dd) if self.rules.dot => {
+                self.dot(id, node, dd);
+                self.split_rows(id, node, dd);
+            }
+            Op::Slice(ranges) => self.slice(id, node, ranges),
             _ => {}
         }
         self.squeeze(id, node);
+    }
+
+    /// `dot(a, b) = concatenate_0(dot(slice(a, rows of tile i), b) ...)` for a plain matrix
+    /// product `[m, k] . [k, n]` whose `m` no matrix unit takes but a multiple of one that does:
+    /// each result row depends on the same lhs row only, so the tiles compute the same bits.
+    fn split_rows(&mut self, id: Id, node: &Node, dd: &DotDims) {
+        let eg = self.eg;
+        let (a, b) = (node.children[0], node.children[1]);
+        let (a_ty, b_ty) = (class_ty(eg, a), class_ty(eg, b));
+        let plain = a_ty.rank() == 2
+            && b_ty.rank() == 2
+            && dd.lhs_batch.is_empty()
+            && dd.rhs_batch.is_empty()
+            && dd.lhs_contracting == [1];
+        let m = node.ty.shape.first().copied().unwrap_or(0);
+        if !plain || self.rules.dot_tiles.contains(&m) {
+            return;
+        }
+        let Some(&tile) = self.rules.dot_tiles.iter().rev().find(|&&t| t < m && m % t == 0) else { return };
+        let k = a_ty.shape[1];
+        let parts = (0..m / tile)
+            .map(|i| {
+                let rows = Term::Node(
+                    Op::Slice(vec![(i * tile, (i + 1) * tile, 1), (0, k, 1)]),
+                    a_ty.with_shape(vec![tile, k]),
+                    vec![Term::Class(a)],
+                );
+                let mut shape = node.ty.shape.clone();
+                shape[0] = tile;
+                Term::Node(Op::Dot(dd.clone()), node.ty.with_shape(shape), vec![rows, Term::Class(b)])
+            })
+            .collect();
+        self.push("dot-split-rows", id, Term::Node(Op::Concatenate(0), node.ty.clone(), parts));
+    }
+
+    /// Slices of values read from bytes are reads of fewer bytes: through a bit cast (the
+    /// byte dimension a narrowing cast adds is kept whole) and through a reshape of a flat
+    /// byte string, when the slice is a contiguous run of leading rows.
+    fn slice(&mut self, id: Id, node: &Node, ranges: &[(i64, i64, i64)]) {
+        let eg = self.eg;
+        let x = node.children[0];
+        for inner in self.nodes(x) {
+            let y = match inner.children.first() {
+                Some(&y) => y,
+                None => continue,
+            };
+            let y_ty = class_ty(eg, y);
+            match &inner.op {
+                Op::BitcastConvert if y_ty.rank() == node.ty.rank() + 1 || y_ty.rank() == node.ty.rank() => {
+                    let mut wide = ranges.to_vec();
+                    if y_ty.rank() > node.ty.rank() {
+                        wide.push((0, *y_ty.shape.last().expect("rank at least one"), 1));
+                    }
+                    let Ok(sliced) = infer::slice_type(y_ty, &wide) else { continue };
+                    let term = Term::Node(Op::Slice(wide), sliced, vec![Term::Class(y)]);
+                    self.push("slice-of-bitcast", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![term]));
+                }
+                Op::Reshape if y_ty.rank() == 1 => {
+                    let x_shape = &class_ty(eg, x).shape;
+                    let whole_rest = ranges.iter().zip(x_shape).skip(1).all(|(r, &d)| *r == (0, d, 1));
+                    let Some(&(lo, hi, stride)) = ranges.first() else { continue };
+                    if !whole_rest || stride != 1 {
+                        continue;
+                    }
+                    let row: i64 = x_shape[1..].iter().product();
+                    let run = Term::Node(
+                        Op::Slice(vec![(lo * row, hi * row, 1)]),
+                        y_ty.with_shape(vec![(hi - lo) * row]),
+                        vec![Term::Class(y)],
+                    );
+                    self.push("slice-of-flat-reshape", id, reshape_term(run, &y_ty.with_shape(vec![(hi - lo) * row]), node.ty.clone()));
+                }
+                _ => {}
+            }
+        }
     }
 
     /// An operation on values with size-1 dimensions is a reshape of the same operation on
@@ -734,6 +869,43 @@ mod tests {
         // ...and never a product with b itself in the standard form (A.B^T is not A.B).
         let wrong = eg.lookup(Node::new(Op::Dot(std), ty(&[4, 6]), vec![a, b]));
         assert!(wrong.is_none() || eg.find(wrong.unwrap()) != eg.find(d));
+    }
+
+    #[test]
+    fn a_product_taller_than_every_tile_is_the_concatenation_of_its_row_tiles() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), ty(&[8, 4])));
+        let b = eg.add(Node::leaf(Op::Input(1), ty(&[4, 3])));
+        let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        let d = eg.add(Node::new(Op::Dot(std.clone()), ty(&[8, 3]), vec![a, b]));
+        let rules = RuleSet { dot: true, dot_tiles: vec![2, 4], ..RuleSet::default() };
+        saturate(&mut eg, &rules);
+        // Tiles of the largest size that divides the rows: two of four rows each.
+        let tile = |lo: i64| {
+            let rows = eg.lookup(Node::new(Op::Slice(vec![(lo, lo + 4, 1), (0, 4, 1)]), ty(&[4, 4]), vec![a]))?;
+            eg.lookup(Node::new(Op::Dot(std.clone()), ty(&[4, 3]), vec![rows, b]))
+        };
+        let (t0, t1) = (tile(0).expect("tile 0 built"), tile(4).expect("tile 1 built"));
+        let whole = eg.lookup(Node::new(Op::Concatenate(0), ty(&[8, 3]), vec![t0, t1])).expect("concatenated");
+        assert_eq!(eg.find(whole), eg.find(d));
+        // A tile already of a unit's size is not split again.
+        assert!(eg[t0].nodes.iter().all(|n| !matches!(n.op, Op::Concatenate(_))));
+    }
+
+    #[test]
+    fn slices_of_values_read_from_bytes_read_fewer_bytes() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let bytes = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::U8, vec![64])));
+        let x = crate::analysis::from_bytes(&mut eg, bytes, &ty(&[8, 4]));
+        let rows = eg.add(Node::new(Op::Slice(vec![(2, 6, 1), (0, 4, 1)]), ty(&[4, 4]), vec![x]));
+        saturate(&mut eg, &RuleSet::default());
+        // Rows 2..6 of a row of 8 bytes: bytes 16..48.
+        let run = eg
+            .lookup(Node::new(Op::Slice(vec![(16, 48, 1)]), Ty::new(DType::U8, vec![32]), vec![bytes]))
+            .expect("the byte run was built");
+        let read = crate::analysis::from_bytes(&mut eg, run, &ty(&[4, 4]));
+        eg.rebuild();
+        assert_eq!(eg.find(read), eg.find(rows));
     }
 
     #[test]

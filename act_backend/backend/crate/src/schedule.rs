@@ -1,7 +1,9 @@
 //! Execution orders of a candidate and the live range of every value under each order.
 //!
 //! The first order is a Sethi-Ullman-like one that keeps few on-chip rows live (summed over
-//! the on-chip buffers); deterministic fallbacks follow. An instruction that overwrites an
+//! the on-chip buffers); deterministic fallbacks follow. When none of the heuristic orders
+//! keeps every on-chip buffer within its capacity, a bounded depth-first search over
+//! topological orders looks for one that does (see `search`). An instruction that overwrites an
 //! operand in place must be that operand's last reader: orders breaking this are rejected
 //! here, before the allocator spends time on them.
 //!
@@ -13,7 +15,7 @@
 use crate::isa::Isa;
 use crate::pii::{PiiGraph, PiiNode};
 use crate::value::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 /// One execution order of a candidate.
@@ -62,6 +64,18 @@ pub fn orders(
         }
         if let Ok(schedule) = from_order(graph, values, heuristic, steps) {
             out.push(schedule);
+        }
+    }
+    // The search only runs when every heuristic order overfills some buffer: such orders are
+    // certainly infeasible, and an order that fits is worth handing to the allocator.
+    let capacity = capacities(isa, values);
+    if out.iter().all(|s| !fits(s, values, &capacity)) {
+        if let Some(steps) = ctx.search(&capacity, SEARCH_BUDGET) {
+            if !out.iter().any(|s| s.steps == steps) {
+                if let Ok(schedule) = from_order(graph, values, "search", steps) {
+                    out.push(schedule);
+                }
+            }
         }
     }
     if out.is_empty() {
@@ -113,24 +127,41 @@ pub fn from_order(
         }
     }
     let end = 2 * steps.len() as i64 + 1;
-    let mut live: Vec<Option<(i64, i64)>> = vec![None; graph.nodes.len()];
+    // A view exists once what it views does, a concatenation once its last part does.
+    let mut begin: Vec<i64> = vec![0; graph.nodes.len()];
     for (n, node) in graph.nodes.iter().enumerate() {
+        begin[n] = match (node, step_of[n]) {
+            (PiiNode::Input { .. } | PiiNode::Constant { .. }, _) => 0,
+            (PiiNode::Instr { .. }, Some(p)) => 2 * p as i64 + 1,
+            (PiiNode::Instr { .. }, None) => continue,
+            (PiiNode::View { of, .. }, _) => begin[*of],
+            (PiiNode::Concat { parts, .. }, _) => parts.iter().map(|&p| begin[p]).max().unwrap_or(0),
+        };
+    }
+    // A value read through a view or concatenation lasts as long as that name of it does;
+    // users come after their operands, so a backward pass sees every user's end first.
+    let mut live: Vec<Option<(i64, i64)>> = vec![None; graph.nodes.len()];
+    for n in (0..graph.nodes.len()).rev() {
         if !live_nodes[n] {
             continue;
         }
-        let begin = match (node, step_of[n]) {
-            (PiiNode::Input { .. }, _) => 0,
-            (_, Some(p)) => 2 * p as i64 + 1,
-            (_, None) => unreachable!("every live instruction was checked to be scheduled"),
-        };
-        let last_read = values[n].users.iter().filter_map(|&(u, _)| step_of[u]).max();
+        let node = &graph.nodes[n];
+        let last_read = values[n]
+            .users
+            .iter()
+            .filter(|&&(u, _)| live_nodes[u])
+            .map(|&(u, _)| match step_of[u] {
+                Some(p) => 2 * p as i64 + 1,
+                None => live[u].map_or(0, |(_, e)| e),
+            })
+            .max();
         let finish = match (node, last_read) {
             _ if n == graph.root => end,
-            (PiiNode::Input { .. }, _) => end,
-            (_, Some(u)) => 2 * u as i64 + 1,
+            (PiiNode::Input { .. } | PiiNode::Constant { .. }, _) => end,
+            (_, Some(u)) => u,
             (_, None) => unreachable!("a live non-root value has a live reader"),
         };
-        live[n] = Some((begin, finish));
+        live[n] = Some((begin[n], finish));
     }
     Ok(Schedule { heuristic, steps, live, end })
 }
@@ -169,13 +200,44 @@ impl Schedule {
     }
 }
 
+/// States the fallback search may expand before giving up: enough for every kernel the
+/// examples hold many times over, small enough to cost milliseconds.
+pub const SEARCH_BUDGET: usize = 20_000;
+
+/// Per buffer: the positions it holds (product of its access dims), `None` if unbounded
+/// (HBM, or a dimension of unknown extent). Only buffers that some value lives in matter.
+fn capacities(isa: &Isa, values: &[Value]) -> Vec<Option<i64>> {
+    let mut cap = vec![None; isa.buffers.len()];
+    for v in values {
+        let b = &isa.buffers[v.buffer];
+        if !b.is_hbm() {
+            cap[v.buffer] = b.access_dims.iter().try_fold(1i64, |acc, d| d.map(|d| acc * d));
+        }
+    }
+    cap
+}
+
+/// Whether, at every instant of `schedule`, the values live in each bounded buffer cover no
+/// more positions than it holds. Necessary for a placement to exist, not sufficient.
+fn fits(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> bool {
+    (0..schedule.end).all(|t| {
+        let mut used = vec![0i64; capacity.len()];
+        for (n, r) in schedule.live.iter().enumerate() {
+            if !values[n].identity && matches!(r, Some((s, e)) if *s <= t && t < *e) {
+                used[values[n].buffer] += values[n].size.iter().product::<i64>();
+            }
+        }
+        used.iter().zip(capacity).all(|(u, c)| c.is_none_or(|c| *u <= c))
+    })
+}
+
 /// Nodes the root depends on (the root included).
 fn reachable(graph: &PiiGraph) -> Vec<bool> {
     let mut seen = vec![false; graph.nodes.len()];
     seen[graph.root] = true;
     for n in (0..graph.nodes.len()).rev() {
-        if let (true, PiiNode::Instr { operands, .. }) = (seen[n], &graph.nodes[n]) {
-            for &op in operands {
+        if seen[n] {
+            for &op in graph.nodes[n].operands() {
                 seen[op] = true;
             }
         }
@@ -189,7 +251,10 @@ struct Ctx<'a> {
     values: &'a [Value],
     live: Vec<bool>,
     rows: Vec<i64>,
-    /// Distinct needed readers of each node, in node order.
+    /// Per instruction: the distinct inputs and instructions whose storage it reads, looking
+    /// through views and concatenations (which never run); empty for other nodes.
+    sources: Vec<Vec<usize>>,
+    /// Distinct needed instructions reading each node's storage, in node order.
     readers: Vec<Vec<usize>>,
 }
 
@@ -200,18 +265,40 @@ impl<'a> Ctx<'a> {
                 "the output is kernel parameter {param} itself, and no instruction copies it"
             )));
         }
+        if let PiiNode::Constant { .. } = graph.nodes[graph.root] {
+            return Err(Unschedulable(
+                "the output is a constant, and no instruction copies it".into(),
+            ));
+        }
         let live = reachable(graph);
         let rows = values.iter().map(|v| v.on_chip_rows(isa)).collect();
-        let readers: Vec<Vec<usize>> = values
+        let count = graph.nodes.len();
+        // What each node stands for: itself, or for an identity node what it names.
+        let mut stands_for: Vec<Vec<usize>> = Vec::with_capacity(count);
+        for (n, node) in graph.nodes.iter().enumerate() {
+            stands_for.push(if node.is_identity() {
+                distinct(&node.operands().iter().flat_map(|&o| stands_for[o].clone()).collect::<Vec<_>>())
+            } else {
+                vec![n]
+            });
+        }
+        let sources: Vec<Vec<usize>> = graph
+            .nodes
             .iter()
-            .map(|v| {
-                let mut r: Vec<usize> =
-                    v.users.iter().map(|&(u, _)| u).filter(|&u| live[u]).collect();
-                r.dedup();
-                r
+            .map(|node| match node {
+                PiiNode::Instr { operands, .. } => {
+                    distinct(&operands.iter().flat_map(|&o| stands_for[o].clone()).collect::<Vec<_>>())
+                }
+                _ => Vec::new(),
             })
             .collect();
-        let ctx = Ctx { graph, values, live, rows, readers };
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for n in (0..count).filter(|&n| live[n]) {
+            for &v in &sources[n] {
+                readers[v].push(n);
+            }
+        }
+        let ctx = Ctx { graph, values, live, rows, sources, readers };
         ctx.check_in_place()?;
         Ok(ctx)
     }
@@ -224,6 +311,12 @@ impl<'a> Ctx<'a> {
                 return Err(Unschedulable(format!(
                     "node {writer} overwrites kernel parameter {param} in place, but kernel \
                      inputs stay live for the whole program"
+                )));
+            }
+            if let PiiNode::Constant { .. } = self.graph.nodes[v] {
+                return Err(Unschedulable(format!(
+                    "node {writer} overwrites constant node {v} in place, but constants stay \
+                     live for the whole program"
                 )));
             }
             if v == self.graph.root {
@@ -247,18 +340,19 @@ impl<'a> Ctx<'a> {
         let mut dep = vec![false; self.graph.nodes.len()];
         dep[x] = true;
         for n in x + 1..self.graph.nodes.len() {
-            if let PiiNode::Instr { operands, .. } = &self.graph.nodes[n] {
-                dep[n] = operands.iter().any(|&o| dep[o]);
-            }
+            dep[n] = self.graph.nodes[n].operands().iter().any(|&o| dep[o]);
         }
         dep
     }
 
+    /// What instruction `n` reads, as storage: see `sources`.
     fn operands(&self, n: usize) -> &[usize] {
-        match &self.graph.nodes[n] {
-            PiiNode::Instr { operands, .. } => operands,
-            PiiNode::Input { .. } => &[],
-        }
+        &self.sources[n]
+    }
+
+    /// A needed instruction that has not run.
+    fn pending_instr(&self, n: usize, ran: &[bool]) -> bool {
+        self.live[n] && !ran[n] && matches!(self.graph.nodes[n], PiiNode::Instr { .. })
     }
 
     /// Depth-first post-order from the root. With `by_need`, operands needing more on-chip
@@ -336,11 +430,11 @@ impl<'a> Ctx<'a> {
     fn list(&self, min_live: bool) -> Vec<usize> {
         let count = self.graph.nodes.len();
         let mut ran: Vec<bool> =
-            self.graph.nodes.iter().map(|n| matches!(n, PiiNode::Input { .. })).collect();
+            self.graph.nodes.iter().map(PiiNode::is_given).collect();
         let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
         let mut steps = Vec::new();
         loop {
-            let ready = (0..count).filter(|&n| self.live[n] && !ran[n] && self.is_ready(n, &ran));
+            let ready = (0..count).filter(|&n| self.pending_instr(n, &ran) && self.is_ready(n, &ran));
             let pick = if min_live {
                 ready.min_by_key(|&n| (self.growth(n, &pending), n))
             } else {
@@ -354,6 +448,106 @@ impl<'a> Ctx<'a> {
             steps.push(n);
         }
         steps
+    }
+
+    /// Depth-first search over topological orders for one that keeps every bounded buffer
+    /// within `capacity` (by positions covered, as `fits` measures). At each step the ready
+    /// instructions are tried in order of least growth of live on-chip rows, ties to the
+    /// lower node, so the first order found is deterministic. The live values after a step
+    /// depend only on which instructions ran, so a set of ran instructions from which no
+    /// order completes is remembered and never expanded again. Gives up after `budget`
+    /// expanded states.
+    fn search(&self, capacity: &[Option<i64>], budget: usize) -> Option<Vec<usize>> {
+        let count = self.graph.nodes.len();
+        let mut state = SearchState {
+            ran: self.graph.nodes.iter().map(PiiNode::is_given).collect(),
+            pending: self.readers.iter().map(Vec::len).collect(),
+            used: vec![0; capacity.len()],
+            steps: Vec::new(),
+            dead: HashSet::new(),
+            budget,
+        };
+        // Kernel inputs and the output never leave; inputs occupy their buffer throughout.
+        for n in 0..count {
+            if self.live[n] && self.graph.nodes[n].is_given() {
+                state.used[self.values[n].buffer] += self.positions(n);
+            }
+        }
+        let total = (0..count).filter(|&n| self.pending_instr(n, &state.ran)).count();
+        if self.dfs(capacity, total, &mut state) {
+            Some(state.steps)
+        } else {
+            None
+        }
+    }
+
+    /// Positions `n` occupies in its buffer; identity nodes occupy none of their own.
+    fn positions(&self, n: usize) -> i64 {
+        if self.values[n].identity {
+            0
+        } else {
+            self.values[n].size.iter().product()
+        }
+    }
+
+    fn dfs(&self, capacity: &[Option<i64>], total: usize, st: &mut SearchState) -> bool {
+        if st.steps.len() == total {
+            return true;
+        }
+        if st.budget == 0 || st.dead.contains(&st.ran) {
+            return false;
+        }
+        st.budget -= 1;
+        let mut ready: Vec<(i64, usize)> = (0..self.graph.nodes.len())
+            .filter(|&n| self.pending_instr(n, &st.ran) && self.is_ready(n, &st.ran))
+            .map(|n| (self.growth(n, &st.pending), n))
+            .collect();
+        ready.sort_unstable();
+        for (_, n) in ready {
+            let ops = distinct(self.operands(n));
+            // The result is written after the operands are read, so operands read for the
+            // last time here free their space for it.
+            let buffer = self.values[n].buffer;
+            let freed: Vec<usize> = ops
+                .iter()
+                .copied()
+                .filter(|&o| {
+                    st.pending[o] == 1
+                        && o != self.graph.root
+                        && !self.graph.nodes[o].is_given()
+                })
+                .collect();
+            for &o in &freed {
+                st.used[self.values[o].buffer] -= self.positions(o);
+            }
+            st.used[buffer] += self.positions(n);
+            let within = capacity[buffer].is_none_or(|c| st.used[buffer] <= c);
+            // A value nobody reads (only the root) stays; others leave after their last read.
+            if within {
+                st.ran[n] = true;
+                for &o in &ops {
+                    st.pending[o] -= 1;
+                }
+                st.steps.push(n);
+                if self.dfs(capacity, total, st) {
+                    return true;
+                }
+                st.steps.pop();
+                for &o in &ops {
+                    st.pending[o] += 1;
+                }
+                st.ran[n] = false;
+            }
+            st.used[buffer] -= self.positions(n);
+            for &o in &freed {
+                st.used[self.values[o].buffer] += self.positions(o);
+            }
+            if st.budget == 0 {
+                return false;
+            }
+        }
+        st.dead.insert(st.ran.clone());
+        false
     }
 
     fn is_ready(&self, n: usize, ran: &[bool]) -> bool {
@@ -373,6 +567,19 @@ impl<'a> Ctx<'a> {
             .sum();
         self.rows[n] - freed
     }
+}
+
+/// The mutable part of the fallback search.
+struct SearchState {
+    ran: Vec<bool>,
+    /// Needed readers of each value that have not run yet.
+    pending: Vec<usize>,
+    /// Positions covered per buffer by the values live after the last step.
+    used: Vec<i64>,
+    steps: Vec<usize>,
+    /// Sets of ran instructions from which no order completes.
+    dead: HashSet<Vec<bool>>,
+    budget: usize,
 }
 
 /// The distinct entries of `items`, first occurrences in order.

@@ -1,6 +1,7 @@
 //! What scheduling and allocation need to know about each value of a candidate: the buffer it
 //! lives in, its extent along each access dimension, who reads it, and which instructions
-//! overwrite an operand in place. Also where a candidate breaks the selection contract.
+//! overwrite an operand in place, and which storage a view or a part of a concatenation lies
+//! in. Also where a candidate breaks the selection contract.
 
 use crate::isa::{Instruction, Isa};
 use crate::pii::{PiiGraph, PiiNode};
@@ -30,13 +31,19 @@ pub struct Value {
     pub users: Vec<(usize, usize)>,
     /// The instruction node that overwrites this value in place, if any.
     pub overwritten_by: Option<usize>,
+    /// For a view, the node it views; for a part of a concatenation, the concatenation:
+    /// with the offset of this value inside that node's value, per access dimension.
+    pub within: Option<(usize, Vec<i64>)>,
+    /// A view or concatenation, which occupies no storage of its own.
+    pub identity: bool,
 }
 
 impl Value {
     /// Positions the value covers in its buffer when flattened row-major: the product of its
     /// extents. Zero for HBM, which is not the scarce resource scheduling minimises.
+    /// Identity nodes count zero: their positions are counted by the values they stand for.
     pub fn on_chip_rows(&self, isa: &Isa) -> i64 {
-        if isa.buffers[self.buffer].is_hbm() {
+        if self.identity || isa.buffers[self.buffer].is_hbm() {
             0
         } else {
             self.size.iter().product()
@@ -48,7 +55,7 @@ impl Value {
 pub fn instruction_of<'a>(isa: &'a Isa, node: &PiiNode) -> Option<&'a Instruction> {
     match node {
         PiiNode::Instr { instr, .. } => isa.instructions.get(*instr),
-        PiiNode::Input { .. } => None,
+        _ => None,
     }
 }
 
@@ -85,7 +92,28 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
                 size: vec![to_i64(*bytes, n)?],
                 users: Vec::new(),
                 overwritten_by: None,
+                within: None,
+                identity: false,
             },
+            PiiNode::Constant { dtype, shape, bits } => {
+                let elements: i64 = shape.iter().product();
+                if bits.len() != 1 && bits.len() as i64 != elements {
+                    return Err(CandidateError(format!(
+                        "node {n} is a constant of shape {shape:?} with {} values",
+                        bits.len()
+                    )));
+                }
+                Value {
+                    buffer: hbm,
+                    size: vec![PiiGraph::constant_bytes(*dtype, shape)],
+                    users: Vec::new(),
+                    overwritten_by: None,
+                    within: None,
+                    identity: false,
+                }
+            }
+            PiiNode::View { of, offset, size } => view_value(n, *of, offset, size, isa, &values)?,
+            PiiNode::Concat { parts, dim } => concat_value(n, parts, *dim, graph, isa, &mut values)?,
             PiiNode::Instr { instr, comp, operands } => {
                 let def = isa.instructions.get(*instr).ok_or_else(|| {
                     CandidateError(format!(
@@ -99,12 +127,24 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
         values.push(value);
     }
     for (n, node) in graph.nodes.iter().enumerate() {
+        for (slot, &op) in node.operands().iter().enumerate() {
+            values[op].users.push((n, slot));
+        }
+    }
+    for (n, node) in graph.nodes.iter().enumerate() {
         if let PiiNode::Instr { instr, operands, .. } = node {
-            for (slot, &op) in operands.iter().enumerate() {
-                values[op].users.push((n, slot));
-            }
             for slot in in_place_slots(&isa.instructions[*instr]) {
                 let op = operands[slot];
+                // Writing over shared storage would change what the other names of it see.
+                let aliased = values[op].identity
+                    || values[op].within.is_some()
+                    || values[op].users.iter().any(|&(u, _)| graph.nodes[u].is_identity());
+                if aliased {
+                    return Err(CandidateError(format!(
+                        "node {n} overwrites node {op} in place, but node {op} shares its \
+                         storage with a view or concatenation"
+                    )));
+                }
                 if let Some(other) = values[op].overwritten_by {
                     if other != n {
                         return Err(CandidateError(format!(
@@ -115,6 +155,12 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
                 values[op].overwritten_by = Some(n);
             }
         }
+    }
+    if let PiiNode::View { of, .. } = graph.nodes[graph.root] {
+        return Err(CandidateError(format!(
+            "the root (node {}) is a view of node {of}; the output must be written in place",
+            graph.root
+        )));
     }
     if values[graph.root].buffer != hbm {
         return Err(CandidateError(format!(
@@ -203,5 +249,94 @@ fn instr_value(
             isa.buffers[buffer].access_dims.len()
         )));
     }
-    Ok(Value { buffer, size, users: Vec::new(), overwritten_by: None })
+    Ok(Value { buffer, size, users: Vec::new(), overwritten_by: None, within: None, identity: false })
+}
+
+fn view_value(
+    n: usize,
+    of: usize,
+    offset: &[i64],
+    size: &[i64],
+    isa: &Isa,
+    values: &[Value],
+) -> Result<Value, CandidateError> {
+    let whole = &values[of];
+    let dims = whole.size.len();
+    if offset.len() != dims || size.len() != dims {
+        return Err(CandidateError(format!(
+            "node {n} views node {of} with offset {offset:?} and size {size:?}, but {} has {dims} \
+             access dimensions",
+            isa.buffers[whole.buffer].name
+        )));
+    }
+    let inside = (0..dims).all(|k| offset[k] >= 0 && size[k] >= 0 && offset[k] + size[k] <= whole.size[k]);
+    if !inside {
+        return Err(CandidateError(format!(
+            "node {n} views {size:?} at offset {offset:?} of node {of}, which holds only {:?}",
+            whole.size
+        )));
+    }
+    Ok(Value {
+        buffer: whole.buffer,
+        size: size.to_vec(),
+        users: Vec::new(),
+        overwritten_by: None,
+        within: Some((of, offset.to_vec())),
+        identity: true,
+    })
+}
+
+/// The value of a concatenation; records each part's place inside it.
+fn concat_value(
+    n: usize,
+    parts: &[usize],
+    dim: usize,
+    graph: &PiiGraph,
+    isa: &Isa,
+    values: &mut [Value],
+) -> Result<Value, CandidateError> {
+    let here = |msg: String| CandidateError(format!("node {n} (concatenation): {msg}"));
+    let Some(&first) = parts.first() else { return Err(here("it has no parts".into())) };
+    let buffer = values[first].buffer;
+    let mut size = values[first].size.clone();
+    if dim >= size.len() {
+        return Err(here(format!(
+            "dimension {dim}, but {} has {} access dimensions",
+            isa.buffers[buffer].name,
+            size.len()
+        )));
+    }
+    size[dim] = 0;
+    for (i, &p) in parts.iter().enumerate() {
+        let part = &values[p];
+        if part.buffer != buffer {
+            return Err(here(format!(
+                "part {i} (node {p}) lives in {}, part 0 in {}",
+                isa.buffers[part.buffer].name, isa.buffers[buffer].name
+            )));
+        }
+        let agrees = part.size.len() == size.len()
+            && part.size.iter().zip(&size).enumerate().all(|(k, (a, b))| k == dim || a == b);
+        if !agrees {
+            return Err(here(format!(
+                "part {i} (node {p}) has extent {:?}, part 0 {:?}, off dimension {dim}",
+                part.size, values[first].size
+            )));
+        }
+        if graph.nodes[p].is_given() {
+            return Err(here(format!(
+                "part {i} (node {p}) is a kernel parameter or constant, which cannot move into place"
+            )));
+        }
+        if part.within.is_some() {
+            return Err(here(format!(
+                "part {i} (node {p}) is a view, or a part of another concatenation already"
+            )));
+        }
+        let mut offset = vec![0; size.len()];
+        offset[dim] = size[dim];
+        size[dim] += part.size[dim];
+        values[p].within = Some((n, offset));
+    }
+    Ok(Value { buffer, size, users: Vec::new(), overwritten_by: None, within: None, identity: true })
 }

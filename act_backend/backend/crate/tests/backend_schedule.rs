@@ -198,3 +198,143 @@ fn interference_lists_same_buffer_values_live_together() {
     assert!(early.is_superset(&pairs), "V loaded first adds interference, removes none");
     assert!(early.contains(&(3, 8)) && early.contains(&(4, 8)));
 }
+
+/// softmax_input_reused.hlo as selection's 14-instruction spilling candidate: S is copied to
+/// d1 before softmax overwrites it, P is stored to HBM and loaded back for the last product.
+fn softmax_input_reused_with_spill(isa: &act_compiler::isa::Isa) -> PiiGraph {
+    let nodes = vec![
+        input(0),                             // 0 Q
+        instr(isa, "load_rm", &[64], &[0]),   // 1 Q in d1
+        input(1),                             // 2 K
+        instr(isa, "load_cm", &[64], &[2]),   // 3 K^T in d1
+        instr(isa, "gemm", &[], &[1, 3]),     // 4 S in d2
+        instr(isa, "softmax", &[64], &[4]),   // 5 P in d2, over S
+        instr(isa, "mov", &[64], &[5]),       // 6 P in d1
+        instr(isa, "store_rm", &[64], &[6]),  // 7 P in HBM
+        instr(isa, "load_rm", &[64], &[7]),   // 8 P in d1 again
+        instr(isa, "mov", &[64], &[4]),       // 9 S in d1
+        input(2),                             // 10 V
+        instr(isa, "load_rm", &[64], &[10]),  // 11 V in d1
+        instr(isa, "gemm", &[], &[9, 11]),    // 12 S.V in d2
+        instr(isa, "mov", &[64], &[12]),      // 13 S.V in d1
+        instr(isa, "gemm", &[], &[8, 13]),    // 14 O in d2
+        instr(isa, "mov", &[64], &[14]),      // 15 O in d1
+        instr(isa, "store_rm", &[64], &[15]), // 16 O in HBM
+    ];
+    PiiGraph { nodes, root: 16 }
+}
+
+/// The most positions live at once in any on-chip buffer, per buffer index.
+fn peak_per_buffer(
+    s: &act_compiler::schedule::Schedule,
+    values: &[act_compiler::value::Value],
+    buffers: usize,
+) -> Vec<i64> {
+    let mut peak = vec![0; buffers];
+    for t in 0..s.end {
+        let mut used = vec![0; buffers];
+        for (n, r) in s.live.iter().enumerate() {
+            if matches!(r, Some((a, b)) if *a <= t && t < *b) {
+                used[values[n].buffer] += values[n].size.iter().product::<i64>();
+            }
+        }
+        for b in 0..buffers {
+            peak[b] = peak[b].max(used[b]);
+        }
+    }
+    peak
+}
+
+#[test]
+fn when_every_heuristic_overfills_a_buffer_the_search_finds_an_order_that_fits() {
+    let isa = qkv();
+    let graph = softmax_input_reused_with_spill(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    let (heuristics, searched): (Vec<_>, Vec<_>) =
+        all.iter().partition(|s| s.heuristic != "search");
+    for s in &heuristics {
+        let peak = peak_per_buffer(s, &values, isa.buffers.len());
+        assert!(peak[1] > 128 || peak[2] > 64, "{} fits: {peak:?}", s.heuristic);
+    }
+    assert_eq!(searched.len(), 1, "the search adds one order");
+    let found = searched[0];
+    assert!(from_order(&graph, &values, "check", found.steps.clone()).is_ok());
+    assert_eq!(peak_per_buffer(found, &values, isa.buffers.len())[1..], [128, 64]);
+    // The order the search finds keeps d1 at two tiles: S is copied out before softmax, P
+    // goes out to HBM before V comes in, and comes back only once S and V are consumed.
+    assert_eq!(found.steps, [1, 3, 4, 9, 5, 6, 7, 11, 12, 13, 8, 14, 15, 16]);
+    // And the allocator places it.
+    let layout = attention_layout();
+    let prepared = act_compiler::alloc::prepare(
+        &graph,
+        &isa,
+        &values,
+        found,
+        &layout,
+        act_compiler::alloc::Limits::default(),
+    )
+    .unwrap();
+    let act_compiler::alloc::Prepared::Plan(plan) = prepared else { panic!("{prepared:?}") };
+    let act_compiler::alloc::Outcome::Solved(placement) = plan.solve().unwrap() else {
+        panic!("the searched order is not placed")
+    };
+    check_placement(&graph, &isa, found, &layout, &placement);
+}
+
+#[test]
+fn the_search_is_not_run_when_a_heuristic_order_fits() {
+    let isa = qkv();
+    let graph = attention(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    assert!(orders(&graph, &isa, &values).unwrap().iter().all(|s| s.heuristic != "search"));
+}
+
+#[test]
+fn the_search_gives_up_when_no_order_fits() {
+    // With d1 one tile tall, the product's two operands can never be live together.
+    let isa = qkv_with(64);
+    let graph = attention(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    assert!(!all.is_empty());
+    assert!(all.iter().all(|s| s.heuristic != "search"));
+}
+
+#[test]
+fn softmax_input_reused_compiles_through_an_order_only_the_search_finds() {
+    // Selection's twelve-instruction candidates keep S, P and V in d1 at once, which never
+    // fits; a fourteen-instruction candidate that spills P fits only in the searched order.
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/softmax_input_reused.hlo",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let kernel = act_compiler::kernel::parse_kernel(&text, "softmax_input_reused.hlo").unwrap();
+    let table = std::fs::read_to_string(format!(
+        "{}/tests/data/qkv_isa.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let isa = act_compiler::isa::Isa::from_json(&table).unwrap();
+    let sel = act_compiler::select::select(&kernel, &isa, &Default::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("act-search-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let config = act_compiler::driver::Config::default();
+    let run = act_compiler::driver::run(
+        &isa,
+        &attention_signature(),
+        &sel.candidates,
+        &dir,
+        &config,
+        &cancel,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let best = run.best.expect("some candidate compiles");
+    let record = &run.records[best.index];
+    assert_eq!((record.instructions, record.order), (14, Some("search")));
+}

@@ -114,8 +114,20 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
         ("softmax over columns needs a transposing load", softmax_kernel("{0}", "{1}", "s1"), qkv_plain(), Missing("exponential", 13)),
         ("broadcast dimensions are compared", softmax_kernel("{1}", "{1}", "s1"), qkv(), Missing("exponential", 13)),
         (
-            "a product larger than the matrix unit",
+            "a product taller than the matrix unit is tiled by rows",
             "HloModule k\nENTRY e {\n  a = bf16[128,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  ROOT d = bf16[128,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n".into(),
+            qkv(),
+            Count(9),
+        ),
+        (
+            "four row tiles share one load of the right operand",
+            "HloModule k\nENTRY e {\n  a = bf16[256,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  ROOT d = bf16[256,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n".into(),
+            qkv(),
+            Count(17),
+        ),
+        (
+            "rows that are no multiple of the matrix unit are not tiled",
+            "HloModule k\nENTRY e {\n  a = bf16[96,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  ROOT d = bf16[96,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n".into(),
             qkv(),
             Missing("dot", 5),
         ),
@@ -265,4 +277,41 @@ fn the_interpreter_tells_a_product_from_its_transpose() {
     let expected = eval_kernel(&k, &inputs);
     assert_eq!(eval_candidate(&isa, &graph(2, 3), &inputs), expected);
     assert_ne!(eval_candidate(&isa, &graph(3, 2), &inputs), expected);
+}
+
+#[test]
+fn a_product_taller_than_the_matrix_unit_is_tiled_by_rows() {
+    // bf16[128,64] . bf16[64,64] on QKV, whose gemm takes 64 rows: the rows of A are two
+    // views of its bytes, and the two product tiles are stored side by side into the output.
+    let isa = qkv();
+    let k = kernel_file("matmul_128x64.hlo");
+    let sel = run(&k, &isa).unwrap();
+    let best = &sel.candidates[0];
+    assert_eq!(
+        multiset(&isa, best),
+        sorted(&["gemm", "gemm", "load_rm", "load_rm", "load_rm", "mov", "mov", "store_rm", "store_rm"])
+    );
+    let views = best.nodes.iter().filter(|n| matches!(n, PiiNode::View { .. })).count();
+    assert_eq!(views, 2);
+    assert!(matches!(&best.nodes[best.root], PiiNode::Concat { parts, dim: 0 } if parts.len() == 2));
+    assert_candidates_compute_kernel(&isa, &k, &sel);
+}
+
+#[test]
+fn a_literal_operand_is_a_constant_in_hbm() {
+    // A . broadcast(0.5): the splat becomes a constant placed in d0 and loaded like an input.
+    let isa = qkv();
+    let k = kernel_text(
+        "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  h = bf16[] constant(0.5)\n  \
+         b = bf16[64,64] broadcast(h), dimensions={}\n  \
+         ROOT d = bf16[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+    );
+    let sel = run(&k, &isa).unwrap();
+    let best = &sel.candidates[0];
+    assert_eq!(multiset(&isa, best), sorted(&["gemm", "load_rm", "load_rm", "mov", "store_rm"]));
+    let constants: Vec<&PiiNode> = best.nodes.iter().filter(|n| matches!(n, PiiNode::Constant { .. })).collect();
+    assert_eq!(constants.len(), 1);
+    let PiiNode::Constant { shape, bits, .. } = constants[0] else { unreachable!() };
+    assert_eq!((shape.as_slice(), bits.as_slice()), (&[64i64, 64][..], &[0.5f64.to_bits()][..]));
+    assert_candidates_compute_kernel(&isa, &k, &sel);
 }

@@ -168,6 +168,7 @@ pub fn check_placement(
             at.insert(n, ("d0".into(), vec![layout.inputs[*param].addr], vec![*bytes as i64]));
         }
     }
+    place_identities(graph, &mut at);
     for (s, &n) in schedule.steps.iter().enumerate() {
         let PiiNode::Instr { instr, comp, operands } = &graph.nodes[n] else { panic!() };
         let def = &isa.instructions[*instr];
@@ -190,6 +191,8 @@ pub fn check_placement(
         }
         let out = &def.outputs[0];
         at.insert(n, (out.buffer.clone(), eval(&out.start), eval(&out.size)));
+        // Views of what is placed now, and concatenations now complete.
+        place_identities(graph, &mut at);
     }
     let (_, root_start, _) = &at[&graph.root];
     assert_eq!(
@@ -199,6 +202,9 @@ pub fn check_placement(
     );
     let live: Vec<(usize, (i64, i64))> =
         schedule.live.iter().enumerate().filter_map(|(n, r)| r.map(|r| (n, r))).collect();
+    // Identity nodes share their storage by design; instructions' values must not.
+    let live: Vec<(usize, (i64, i64))> =
+        live.into_iter().filter(|&(n, _)| !graph.nodes[n].is_identity()).collect();
     for &(n, _) in &live {
         let (buffer, start, size) = &at[&n];
         let dims = &isa.buffer(buffer).access_dims;
@@ -218,6 +224,42 @@ pub fn check_placement(
             }
             let disjoint = (0..pa.len()).any(|k| pa[k] + za[k] <= pb[k] || pb[k] + zb[k] <= pa[k]);
             assert!(disjoint, "nodes {a} and {b} are live together and overlap in {ba}");
+        }
+    }
+}
+
+/// Places every view whose viewed value is placed (at its offset) and every concatenation
+/// whose parts are all placed, checking that the parts lie side by side.
+fn place_identities(
+    graph: &PiiGraph,
+    at: &mut std::collections::BTreeMap<usize, (String, Vec<i64>, Vec<i64>)>,
+) {
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if at.contains_key(&n) {
+            continue;
+        }
+        match node {
+            PiiNode::View { of, offset, size } => {
+                let Some((buffer, start, _)) = at.get(of).cloned() else { continue };
+                let start = start.iter().zip(offset).map(|(s, o)| s + o).collect();
+                at.insert(n, (buffer, start, size.clone()));
+            }
+            PiiNode::Concat { parts, dim } => {
+                if !parts.iter().all(|p| at.contains_key(p)) {
+                    continue;
+                }
+                let (buffer, start, mut size) = at[&parts[0]].clone();
+                size[*dim] = 0;
+                for &p in parts {
+                    let (b, s, z) = &at[&p];
+                    let mut expect = start.clone();
+                    expect[*dim] += size[*dim];
+                    assert_eq!((b, s), (&buffer, &expect), "part {p} of node {n} is out of place");
+                    size[*dim] += z[*dim];
+                }
+                at.insert(n, (buffer, start, size));
+            }
+            _ => {}
         }
     }
 }

@@ -51,7 +51,7 @@ pub fn multiset(isa: &Isa, g: &PiiGraph) -> Vec<String> {
         .iter()
         .filter_map(|n| match n {
             PiiNode::Instr { instr, .. } => Some(isa.instructions[*instr].name.clone()),
-            PiiNode::Input { .. } => None,
+            _ => None,
         })
         .collect();
     v.sort();
@@ -400,11 +400,47 @@ pub fn eval_kernel(k: &Kernel, inputs: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// The output bytes a candidate produces: each instruction runs its semantics on the bytes of
-/// its operands.
+/// its operands; a view takes its positions out of the bytes of what it views, row-major over
+/// the buffer's access dimensions, and a concatenation lays its parts side by side.
 pub fn eval_candidate(isa: &Isa, g: &PiiGraph, inputs: &[Vec<u8>]) -> Vec<u8> {
+    let values = act_compiler::value::analyse(g, isa).unwrap_or_else(|e| panic!("{e}"));
     let mut bytes: Vec<Vec<u8>> = Vec::new();
-    for node in &g.nodes {
+    for (n, node) in g.nodes.iter().enumerate() {
         let out = match node {
+            PiiNode::Constant { dtype, shape, bits } => {
+                let ty = Ty::new(*dtype, shape.clone());
+                let values: Vec<f64> = bits.iter().map(|&b| round(f64::from_bits(b), *dtype)).collect();
+                let data = if values.len() == 1 { vec![values[0]; ty.elements() as usize] } else { values };
+                encode(&Tensor { ty, data })
+            }
+            PiiNode::View { of, offset, size } => {
+                let whole = &values[*of].size;
+                let unit = bytes[*of].len() / whole.iter().product::<i64>().max(1) as usize;
+                let mut out = Vec::new();
+                for pos in positions(size) {
+                    let at: Vec<i64> = pos.iter().zip(offset).map(|(p, o)| p + o).collect();
+                    let i = flat(&at, whole) * unit;
+                    out.extend_from_slice(&bytes[*of][i..i + unit]);
+                }
+                out
+            }
+            PiiNode::Concat { parts, dim } => {
+                let size = &values[n].size;
+                let mut out = Vec::new();
+                for pos in positions(size) {
+                    // The part holding this position, and the position inside it.
+                    let (mut k, mut local) = (0, pos.clone());
+                    while local[*dim] >= values[parts[k]].size[*dim] {
+                        local[*dim] -= values[parts[k]].size[*dim];
+                        k += 1;
+                    }
+                    let part = &values[parts[k]].size;
+                    let unit = bytes[parts[k]].len() / part.iter().product::<i64>().max(1) as usize;
+                    let i = flat(&local, part) * unit;
+                    out.extend_from_slice(&bytes[parts[k]][i..i + unit]);
+                }
+                out
+            }
             PiiNode::Input { param, bytes } => {
                 assert_eq!(inputs[*param].len() as u64, *bytes);
                 inputs[*param].clone()
@@ -432,6 +468,15 @@ pub fn eval_candidate(isa: &Isa, g: &PiiGraph, inputs: &[Vec<u8>]) -> Vec<u8> {
         bytes.push(out);
     }
     bytes[g.root].clone()
+}
+
+/// Every position of an extent, row-major.
+fn positions(size: &[i64]) -> Vec<Vec<i64>> {
+    let mut out = vec![Vec::new()];
+    for &d in size {
+        out = out.into_iter().flat_map(|p| (0..d).map(move |i| [p.clone(), vec![i]].concat())).collect();
+    }
+    out
 }
 
 /// Deterministic pseudo-random bf16 bytes in [-1, 1) for a parameter of `bytes` bytes.
