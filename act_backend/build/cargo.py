@@ -79,6 +79,21 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def find_cargo() -> str:
+    """cargo from PATH, else where rustup installs it: an editor started from a desktop
+    session often lacks ~/.cargo/bin on its PATH."""
+    found = shutil.which("cargo")
+    if found:
+        return found
+    homes = [Path(os.environ["CARGO_HOME"])] if os.environ.get("CARGO_HOME") else []
+    homes.append(Path.home() / ".cargo")
+    for home in homes:
+        candidate = home / "bin" / "cargo"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return "cargo"  # let the launch fail with the usual error, reported below
+
+
 def build(crate: Path, cost: Path | None, label: str, install_to: Path) -> Built:
     """Builds ``crate`` in release mode and copies its compiler to ``install_to``.
 
@@ -86,7 +101,7 @@ def build(crate: Path, cost: Path | None, label: str, install_to: Path) -> Built
     """
     cache = cache_dir()
     env = build_env(cache, cost)
-    command = ["cargo", "build", "--release", "--locked",
+    command = [find_cargo(), "build", "--release", "--locked",
                "--message-format=json-render-diagnostics",
                "--manifest-path", str(crate / "Cargo.toml")]
     with _locked(cache / "build.lock"):
@@ -108,7 +123,8 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], label: str
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, errors="replace")
     except FileNotFoundError as e:
-        raise RuntimeError(f"building the {label} backend needs cargo on PATH: {e}") from e
+        raise RuntimeError(f"building the {label} backend needs cargo (on PATH, or rustup's "
+                           f"$CARGO_HOME/bin or ~/.cargo/bin): {e}") from e
     messages: list[dict] = []
     stray: list[str] = []
 
