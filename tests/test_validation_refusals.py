@@ -312,3 +312,29 @@ def test_an_instruction_on_a_data_model_with_an_unknown_dtype_reports_the_dtype(
         act_backend.generate_oracle, act_backend.generate_backend = saved
     codes = [p.code for p in check(accelerator) if p.severity == "error"]
     assert codes == ["unknown-dtype"]
+
+
+def test_an_input_that_does_not_reach_the_root_is_a_warning_naming_it(tmp_path):
+    # Selection could never bind such an input, so the backend leaves the instruction out.
+    spec = tmp_path / "spec.py"
+    spec.write_text(PRELUDE + textwrap.dedent('''
+        i = acc.add_instruction("first", [], ["a", "b", "o"])
+        i.set_inputs([["d1", ["@a.a"], ["64"]], ["d1", ["@a.b"], ["64"]]])
+        i.set_outputs([["d1", ["@a.o"], ["64"]]])
+        i.add_semantics("""
+        ENTRY first {
+            %In1 = bf16[64,64] parameter(0);
+            %In2 = bf16[64,64] parameter(1);
+            ROOT %Out0 = bf16[64,64] copy(%In1);
+        }
+        """)
+    '''))
+    accelerator = runpy.run_path(str(spec))["acc"]
+    problems = check(accelerator)
+    assert [p.code for p in problems] == ["unused-input"]
+    [warning] = problems
+    assert warning.severity == "warning"
+    assert "input 1 ('In2') does not reach the ROOT value" in warning.message
+    assert warning.span is not None and warning.span.line == spec.read_text().splitlines().index(
+        '    %In2 = bf16[64,64] parameter(1);') + 1
+    assert validate(accelerator) == problems  # a warning: nothing is refused

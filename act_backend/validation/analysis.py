@@ -104,6 +104,8 @@ def _check_instruction(acc: Accelerator, instr: Instruction, index: int,
         return None
     module = check_semantics(ctx, instr, attrs, inputs, output, report)
     _warn_unused(ctx, instr, attrs, module, report)
+    if module is not None:
+        _warn_unreached_inputs(ctx, module, report)
     if report.error_count() > errors_before or module is None or output is None:
         return None
     if inputs is None or any(s is None for s in inputs):
@@ -195,6 +197,26 @@ def _warn_unused(ctx: Context, instr: Instruction, attrs: Attributes, module: Mo
                 report.warning(ctx, "unused-attribute", f"the {noun} attribute {quote(name)} "
                                "is used by no slice and no shape, so nothing determines it",
                                _attr_span(instr, field_name, name, k))
+
+
+def _warn_unreached_inputs(ctx: Context, module: Module, report: Report) -> None:
+    """An input the ROOT does not depend on cannot be matched by instruction selection (a
+    pattern has nothing to bind it to), so the backend leaves the instruction out: say so."""
+    values = module.entry.by_name()
+    reached: set[str] = set()
+    pending = [module.entry.root.name]
+    while pending:
+        name = pending.pop()
+        if name in reached or name not in values:
+            continue
+        reached.add(name)
+        pending.extend(values[name].operands)
+    for param in module.entry.parameters():
+        if param.name not in reached:
+            report.warning(ctx, "unused-input", f"input {param.attrs.get('index')} "
+                           f"({quote(param.name)}) does not reach the ROOT value, so no kernel "
+                           "can match this instruction: it is left out of the backend",
+                           param.span)
 
 
 def _attr_span(instr: Instruction, field_name: str, name: str, k: int) -> Span | None:
