@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what a fresh Debian machine lacks to build backends and run the tests: the C++
 # allocator's headers (protozero, nlohmann/json), CMake and a C++17 compiler, Rust's clippy,
-# Python's venv; with --editor also what the VS Code extension's end-to-end test needs
+# Python's venv, shellcheck for tests/lint.sh; with --editor also what the VS Code extension's end-to-end test needs
 # (Node.js, chromium, code-server's build dependencies). Idempotent: installs only what is
 # missing, and says what it installed.
 set -euo pipefail
@@ -22,6 +22,7 @@ need_pkg nlohmann-json3-dev
 need_pkg cmake
 need_pkg g++
 need_pkg make
+need_pkg shellcheck
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=("python3-venv")
 if [ "$editor" -eq 1 ]; then
     need_pkg chromium
