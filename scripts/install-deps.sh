@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Install what a fresh Debian machine lacks to build backends and run the tests: the C++
 # allocator's headers (protozero, nlohmann/json), CMake and a C++17 compiler, Rust's clippy,
-# Python's venv, shellcheck for tests/lint.sh; with --editor also what the VS Code extension's end-to-end test needs
-# (Node.js, chromium, code-server's build dependencies). Idempotent: installs only what is
-# missing, and says what it installed.
+# Python's venv, shellcheck for tests/lint.sh; with --editor also what the VS Code
+# extension's end-to-end test needs (chromium, code-server's build dependencies; Node.js 20
+# must be there already). Idempotent: installs only what is missing, and says what it
+# installed.
 set -euo pipefail
 
 editor=0
 for arg in "$@"; do
     case "$arg" in
         --editor) editor=1 ;;
-        -h | --help) sed -n '2,6p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,7p' "$0"; exit 0 ;;
         *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
     esac
 done
