@@ -289,11 +289,13 @@ def test_the_isa_table_refuses_what_validate_refuses(tmp_path):
 
 def test_every_error_is_in_the_refusal_one_per_line(tmp_path):
     acc, _, _ = build(tmp_path, 'acc.add_data_model("d2", [0], [4], "bf8")  #!\n')
-    errors = [p.message for p in check(acc) if p.severity == "error"]
+    errors = [p for p in check(acc) if p.severity == "error"]
     assert len(errors) == 2
     with pytest.raises(ValueError) as refusal:
         validate(acc)
-    assert str(refusal.value) == "\n".join(errors)
+    # Each line is file:line:col: message, the place the error was written.
+    assert str(refusal.value) == "\n".join(
+        f"{p.span.file}:{p.span.line}:{p.span.column}: {p.message}" for p in errors)
 
 
 def test_an_instruction_on_a_data_model_with_an_unknown_dtype_reports_the_dtype(tmp_path):

@@ -2,7 +2,8 @@
 
 ``check(acc)`` returns all problems, errors and warnings, each with a stable code and the
 place it was written; it works on a partially built accelerator. ``validate(acc)`` raises
-``ValueError`` with every error message, one per line, and otherwise returns the warnings;
+``ValueError`` with every error message, one per line and each prefixed with
+``file:line:col``, and otherwise returns the warnings;
 the generators call it before they write anything.
 """
 
@@ -19,11 +20,17 @@ def check(acc) -> list[Problem]:
     return analyse(acc).problems
 
 
+def located(problem: Problem) -> str:
+    """``file:line:col: message``, or the message alone when the place is unknown."""
+    return f"{problem.span}: {problem.message}" if problem.span is not None else problem.message
+
+
 def raise_errors(analysis: Analysis) -> list[Problem]:
-    """Raises ``ValueError`` joining the errors' messages; returns the warnings."""
+    """Raises ``ValueError`` joining the errors, one per line, each at its place in the spec;
+    returns the warnings."""
     errors = analysis.errors
     if errors:
-        raise ValueError("\n".join(p.message for p in errors))
+        raise ValueError("\n".join(located(p) for p in errors))
     return analysis.warnings
 
 
@@ -33,4 +40,4 @@ def validate(acc) -> list[Problem]:
 
 
 __all__ = ["Analysis", "Buffer", "CheckedInstruction", "Problem", "Slice", "analyse", "check",
-           "raise_errors", "validate"]
+           "located", "raise_errors", "validate"]
