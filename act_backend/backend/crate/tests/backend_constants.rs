@@ -3,7 +3,7 @@
 
 mod backend_support;
 
-use act_compiler::driver::{run, Config, Status};
+use act_compiler::driver::Status;
 use act_compiler::emit::{assembly_with_constants, Constant};
 use act_compiler::lang::DType;
 use act_compiler::layout::Signature;
@@ -11,7 +11,6 @@ use act_compiler::pii::{PiiGraph, PiiNode};
 use act_compiler::schedule::orders;
 use act_compiler::value::analyse;
 use backend_support::*;
-use std::sync::atomic::AtomicBool;
 
 fn signature() -> Signature {
     Signature { module: "scaled".into(), inputs: vec![bf16(&[64, 64])], output: bf16(&[64, 64]) }
@@ -55,21 +54,7 @@ fn a_constant_with_the_wrong_number_of_values_is_malformed() {
 #[test]
 fn the_driver_places_the_constant_after_the_output_and_lists_it() {
     let isa = qkv();
-    let dir = std::env::temp_dir().join(format!("act-constants-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let cancel = AtomicBool::new(false);
-    let result = run(
-        &isa,
-        &signature(),
-        &[product_with_constant(&isa)],
-        &dir,
-        &Config::default(),
-        &cancel,
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let result = drive(&isa, &signature(), &[product_with_constant(&isa)], "constants");
     assert_eq!(result.records[0].status, Status::Solved, "{}", result.records[0].message);
     let text = result.best.unwrap().assembly;
     // Input at 0, output at 8192, the constant right after the output.

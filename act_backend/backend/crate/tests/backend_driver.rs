@@ -8,16 +8,8 @@ use act_compiler::driver::{run, Config, Run, Status, StopReason};
 use act_compiler::isa::Isa;
 use act_compiler::pii::PiiGraph;
 use backend_support::*;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("act-driver-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn go(isa: &Isa, candidates: &[PiiGraph], config: &Config, name: &str) -> Run {
     let dir = scratch(name);

@@ -5,14 +5,13 @@
 mod backend_support;
 
 use act_compiler::alloc::{prepare, Limits, Outcome, Prepared};
-use act_compiler::driver::{run, Config, Status};
+use act_compiler::driver::Status;
 use act_compiler::isa::Isa;
 use act_compiler::layout::{HbmLayout, Signature};
 use act_compiler::pii::{PiiGraph, PiiNode};
 use act_compiler::schedule::orders;
 use act_compiler::value::analyse;
 use backend_support::*;
-use std::sync::atomic::AtomicBool;
 
 fn matmul_signature() -> Signature {
     Signature {
@@ -107,21 +106,7 @@ fn a_tiled_matmul_is_placed_with_views_and_tiles_in_place() {
 #[test]
 fn the_driver_compiles_the_tiled_matmul_into_nine_instructions() {
     let isa = qkv();
-    let dir = std::env::temp_dir().join(format!("act-tiling-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let cancel = AtomicBool::new(false);
-    let result = run(
-        &isa,
-        &matmul_signature(),
-        &[matmul_128x64(&isa)],
-        &dir,
-        &Config::default(),
-        &cancel,
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let result = drive(&isa, &matmul_signature(), &[matmul_128x64(&isa)], "tiling");
     assert_eq!(result.records[0].status, Status::Solved, "{}", result.records[0].message);
     let text = result.best.unwrap().assembly;
     assert_eq!(text.matches("store_rm").count(), 2, "{text}");

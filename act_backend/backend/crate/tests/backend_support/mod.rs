@@ -3,10 +3,32 @@
 //! read them) and the nine-instruction attention program it runs.
 #![allow(dead_code)]
 
+use act_compiler::driver::{run, Config, Run};
 use act_compiler::isa::Isa;
 use act_compiler::layout::{HbmLayout, Signature, Tensor};
 use act_compiler::pii::{PiiGraph, PiiNode};
 use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+/// An empty scratch directory of this test process, named after the test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("act-backend-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The candidate loop over `candidates` with the default configuration, in a scratch
+/// directory removed afterwards.
+pub fn drive(isa: &Isa, signature: &Signature, candidates: &[PiiGraph], name: &str) -> Run {
+    let dir = scratch(name);
+    let cancel = AtomicBool::new(false);
+    let result = run(isa, signature, candidates, &dir, &Config::default(), &cancel, &mut |_, _| {})
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
 
 pub fn int(v: i64) -> Value {
     json!({ "int": v })
