@@ -43,6 +43,20 @@ class TensorType:
         return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
 
 
+@dataclass(frozen=True)
+class TupleType:
+    """A tuple of types: what XLA kernels use for multi-output roots and variadic reduces
+    (TAIDL semantics never have one)."""
+
+    elements: tuple[HloType, ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(e) for e in self.elements) + ")"
+
+
+HloType = TensorType | TupleType
+
+
 @dataclass
 class Instruction:
     """One SSA instruction: ``[ROOT] name = type opcode(operands), attr=value, ...``.
@@ -56,7 +70,7 @@ class Instruction:
 
     name: str
     opcode: str
-    type: TensorType
+    type: HloType
     operands: list[str]
     attrs: dict[str, Any] = field(default_factory=dict)
     is_root: bool = False

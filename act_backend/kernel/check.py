@@ -12,11 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from act_backend.hlo.infer import HloTypeError, infer_type
-from act_backend.hlo.ir import Computation, Instruction, Module, Span, TensorType
+from act_backend.hlo.ir import (
+    Computation,
+    HloType,
+    Instruction,
+    Module,
+    Span,
+    TensorType,
+    TupleType,
+)
 from act_backend.kernel.errors import HloSyntaxError, KernelError
 from act_backend.kernel.opcodes import STRUCTURAL_OPCODES, SUPPORTED_OPCODES, supported_list
 from act_backend.kernel.parser import Declarations, parse_with_declarations
-from act_backend.kernel.shapes import HloType, TupleType
 from act_backend.validation import Problem
 
 

@@ -28,11 +28,19 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 
 from act_backend.hlo.dtypes import is_known
-from act_backend.hlo.ir import DTYPES, Computation, Instruction, Module, Span, TensorType
+from act_backend.hlo.ir import (
+    DTYPES,
+    Computation,
+    HloType,
+    Instruction,
+    Module,
+    Span,
+    TensorType,
+    TupleType,
+)
 from act_backend.kernel import attributes
 from act_backend.kernel.errors import HloSyntaxError
 from act_backend.kernel.opcodes import normalise_opcode
-from act_backend.kernel.shapes import HloType, TupleType
 from act_backend.kernel.syntax_messages import syntax_error
 
 # Binary reducers the architecture names (reduce attrs "computation").

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from act_backend.hlo.dtypes import numpy_dtype
-from act_backend.hlo.ir import Computation, Instruction, Module
+from act_backend.hlo.ir import Computation, Instruction, Module, TupleType
 from act_backend.kernel import reference_ops as ops
 from act_backend.kernel.opcodes import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY, supported_list
-from act_backend.kernel.shapes import TupleType
 
 Value = Any  # np.ndarray, or a tuple of values
 
