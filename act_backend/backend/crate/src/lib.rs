@@ -25,3 +25,4 @@ pub mod schedule;
 pub mod select;
 pub mod solve;
 pub mod value;
+pub mod vocabulary;
