@@ -21,7 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from lsp import documents, settings, spec_check, spec_model
+from lsp import documents, settings
 from lsp.commands import compile as compile_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
@@ -31,8 +31,10 @@ from lsp.diagnostics import DiagnosticsScheduler
 from lsp.features import completion, definition, hover, lenses, symbols
 from lsp.findings import Finding
 from lsp.paths import same_file
-from lsp.spec_reader import read_spec
-from lsp.spec_runner import new_checker
+from lsp.spec import check as spec_check
+from lsp.spec import model as spec_model
+from lsp.spec.reader import read_spec
+from lsp.spec.runner import new_checker
 from lsp.text_map import lines_of
 
 VERSION = "0.1.0"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from lsp import fork_server
-from lsp.spec_check import check_running, check_static
-from lsp.spec_runner import ForkChecker, SpawnChecker
+from lsp.spec.check import check_running, check_static
+from lsp.spec.runner import ForkChecker, SpawnChecker
 from lsp.text_map import lines_of
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

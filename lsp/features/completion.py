@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from lsp import hlo_ops
-from lsp.spec_model import InstructionInfo, SpecModel
+from lsp.spec.model import InstructionInfo, SpecModel
 from lsp.text_map import Position
 
 SPEC_DTYPES = ("s8", "s32", "u8", "u32", "f32", "f16", "bf16")

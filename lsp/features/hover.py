@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lsp import hlo_ops
-from lsp.spec_model import AcceleratorInfo, InstructionInfo, SliceInfo, SpecModel
+from lsp.spec.model import AcceleratorInfo, InstructionInfo, SliceInfo, SpecModel
 from lsp.text_map import Position, TextRange, word_at
 
 _WORD_EXTRA = "-"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from lsp.spec_model import SpecModel
+from lsp.spec.model import SpecModel
 from lsp.text_map import TextRange
 
 

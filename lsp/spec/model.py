@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp.paths import same_file
-from lsp.spec_reader import ApiCall, Ref, SpecReading
+from lsp.spec.reader import ApiCall, Ref, SpecReading
 from lsp.text_map import TextRange, node_range, span_to_range
 
 
@@ -261,7 +261,7 @@ def _range(span: dict[str, Any] | None, fallback: TextRange) -> TextRange:
 
 
 def from_json(accelerators: list[dict[str, Any]], path: str) -> SpecModel:
-    """The model of what a run of the spec built (``spec_describe.describe`` dicts); parts
+    """The model of what a run of the spec built (``describe.describe`` dicts); parts
     recorded in other files are left without a place in this one."""
     def here(span: dict[str, Any] | None) -> dict[str, Any] | None:
         if span and span.get("file") and not same_file(span["file"], path):
