@@ -23,6 +23,7 @@ from pygls.protocol.language_server import lsp_method
 
 from lsp import documents, settings
 from lsp.commands import compile as compile_command
+from lsp.commands import describe as describe_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
@@ -44,6 +45,7 @@ COMMANDS = {
     generate_command.NAME: generate_command.run,
     compile_command.NAME: compile_command.run,
     simulate_command.NAME: simulate_command.run,
+    describe_command.NAME: describe_command.run,
 }
 
 
