@@ -184,7 +184,7 @@ export class ServerController implements vscode.Disposable {
     }
   }
 
-  /** Whether the active editor holds a spec or a kernel (see FailureNotice). */
+  /** Whether the active editor holds (or may hold) a spec or a kernel (see FailureNotice). */
   setActFileActive(active: boolean): void {
     this.failureNotice.setActFileActive(active);
   }
