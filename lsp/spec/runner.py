@@ -62,8 +62,9 @@ def child_command(mode: str) -> list[str]:
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    # The server's own package must be importable in the child wherever it runs from.
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The server's own package must be importable in the child wherever it runs from: the
+    # directory that holds the ``lsp`` package (two levels above this module).
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
