@@ -127,8 +127,9 @@ def semantics_outline(text: str, lines: list[str], literal: TextRange | None,
 
     ``literal`` is where the string literal holding ``text`` is written in ``lines``; its
     characters are placed by the TAIDL front end's map of the literal (escapes and implicit
-    concatenation included). Without a literal whose value is ``text`` (a string built at
-    run time), positions are within ``text`` itself and ``lines`` are ``text``'s lines.
+    concatenation included). When what is written there is not a plain literal with that
+    value (a string built at run time), the outline is empty: nothing has a place in the
+    file. Without ``literal``, positions are within ``text`` itself (``lines`` unused).
     """
     return _semantics_outline(text, "".join(lines), literal, file)
 
@@ -155,13 +156,13 @@ def _semantics_outline(text: str, document: str, literal: TextRange | None,
     if parsed is None:
         return Outline()
     module, repaired, skipped = parsed
-    text_map = None
-    if literal is not None:
-        (line, column), (end_line, end_column) = literal.start, literal.end
-        text_map = literal_text_map(lines, line + 1, column + 1, end_line + 1, end_column + 1,
-                                    text, file)
-    if text_map is None:
-        return _outline(module, lines_of(text), skipped, _semantics_computation_range)
+    if literal is None:
+        return _outline(module, lines_of(repaired), skipped, _semantics_computation_range)
+    (line, column), (end_line, end_column) = literal.start, literal.end
+    text_map = literal_text_map(lines, line + 1, column + 1, end_line + 1, end_column + 1,
+                                text, file)
+    if text_map is None:  # not a plain literal of this text: nothing has a place in the file
+        return Outline()
     # The repaired text has the literal's length and line breaks: the map places it too.
     return _outline(parse_semantics(repaired, text_map), lines, (),
                     _semantics_computation_range)

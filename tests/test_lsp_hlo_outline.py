@@ -152,6 +152,16 @@ def test_a_semantics_string_with_escapes_is_placed_character_by_character():
     assert found is not None and found.start == at(text, "In1 = f32")
 
 
+def test_a_semantics_text_that_is_not_the_literal_there_has_no_places_in_the_file():
+    # A run reports the text a spec built (here: edited after the literal was written);
+    # its characters have no place in the file, so nothing is placed rather than misplaced.
+    model, lines = spec(QKV)
+    softmax = instruction(model, "softmax")
+    built = softmax.semantics.replace("exponential(", "exp(")
+    assert semantics_outline(built, lines, softmax.semantics_range).computations == []
+    assert semantics_outline(built, lines, None).computations[0].value("a").opcode == "exp"
+
+
 def test_a_semantics_operand_leads_to_its_definition():
     model, lines = spec(QKV)
     found = definition.spec_definition(model, lines, at(QKV, "%reduced), dimensions={0}", 3))
