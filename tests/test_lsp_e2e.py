@@ -518,6 +518,8 @@ async def execute(client: LanguageClient, command: str, arguments: list[Any],
     ("act.simulateKernel", ["QKV.py", "kernels", ["data/Q.dat", "data/X.dat"]],
      "dataFiles[1]"),
     ("act.simulateKernel", ["QKV.py", "kernels", ["data/Q.dat"]], "hloPath"),
+    ("act.describeDocument", [], "documentUri"),
+    ("act.describeDocument", ["kernels/missing.hlo"], "documentUri"),
 ])
 async def test_bad_arguments_are_invalid_params_naming_the_argument(
         static_client, tmp_path, command, arguments, named):
@@ -528,6 +530,21 @@ async def test_bad_arguments_are_invalid_params_naming_the_argument(
     with pytest.raises(JsonRpcInvalidParams) as failure:
         await execute(static_client, command, resolved)
     assert f"argument '{named}'" in str(failure.value)
+
+
+@pytest.mark.asyncio
+async def test_the_server_describes_documents_as_the_editor_holds_them(static_client, tmp_path):
+    example = copy_example(tmp_path)
+    kernel = example / "kernels" / "attention.hlo"
+    edited = kernel.read_text().replace("%V = bf16[64,64]{1,0} parameter(2)",
+                                        "%V = f32[64,64]{1,0} parameter(2)")
+    open_document(static_client, kernel, edited, "hlo")
+    answer = await execute(static_client, "act.describeDocument", [str(kernel)])
+    assert answer["kind"] == "kernel"
+    assert [(p["name"], p["type"]) for p in answer["parameters"]] == [
+        ("Q", "bf16[64,64]"), ("K", "bf16[64,64]"), ("V", "f32[64,64]")]
+    spec = await execute(static_client, "act.describeDocument", [str(example / "QKV.py")])
+    assert (spec["kind"], spec["parameters"]) == ("spec", [])
 
 
 @pytest.mark.asyncio

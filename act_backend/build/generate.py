@@ -24,13 +24,14 @@ def generate_backend(acc, cost: str | os.PathLike | None = None) -> Path:
     ``cost`` names an object file, static or shared library defining ``act_cost`` that
     replaces the default cost model (one per instruction).
     """
-    from act_backend.table import dumps, isa_table
-    from act_backend.validation import validate
+    from act_backend.table import dumps, table_of
+    from act_backend.validation import analysis_of, raise_errors
 
     started = time.monotonic()
-    warnings = validate(acc)
+    analysis = analysis_of(acc)
+    warnings = raise_errors(analysis)
     cost_lib = resolve_cost(cost, acc.base_dir)
-    table = isa_table(acc)
+    table = table_of(acc.name, analysis)
     base = Path(acc.base_dir)
     installed = base / "backends" / acc.name
     _remove(installed)

@@ -2,11 +2,14 @@
 
 ``analyse(acc)`` runs every check in spec order and returns the problems together with the
 checked buffers and instructions (slices as expressions, semantics as HLO IR), so that the
-table is built from exactly what was validated.
+table is built from exactly what was validated. ``analysis_of(acc)`` is the same analysis run
+once per state of the accelerator (its ``revision``): validating, building the table,
+generating the oracle and the backend all read it, so an unchanged spec is analysed once.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from act_backend.hlo import expr as ex
@@ -51,6 +54,27 @@ class Analysis:
     @property
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "warning"]
+
+
+# The last analysis of each accelerator, with the revision it was made at.
+_ANALYSES: weakref.WeakKeyDictionary[Accelerator, tuple[int, Analysis]] = \
+    weakref.WeakKeyDictionary()
+
+
+def analysis_of(acc: Accelerator) -> Analysis:
+    """``analyse(acc)``, reused while the accelerator is unchanged (same ``revision``).
+
+    The analysis is shared: read it, never change it.
+    """
+    revision = getattr(acc, "revision", None)
+    if not isinstance(revision, int):
+        return analyse(acc)  # an object that only looks like an Accelerator keeps no count
+    cached = _ANALYSES.get(acc)
+    if cached is not None and cached[0] == revision:
+        return cached[1]
+    analysis = analyse(acc)
+    _ANALYSES[acc] = (revision, analysis)
+    return analysis
 
 
 def analyse(acc: Accelerator) -> Analysis:

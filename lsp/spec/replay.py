@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp.spec_reader import ApiCall, Ref, SpecReading
+from lsp.spec.reader import ApiCall, Ref, SpecReading
 from lsp.text_map import lines_of
 
 # linecache and the front end's source cache are process-wide: one replay at a time.

@@ -1,6 +1,6 @@
 """Turn ``act_backend`` objects (accelerators, problems) into plain JSON-able dicts, for
 the child process that runs a spec to report what it built and what is wrong with it
-(``spec_model.from_json`` reads the accelerators back in the server)."""
+(``model.from_json`` reads the accelerators back in the server)."""
 
 from __future__ import annotations
 

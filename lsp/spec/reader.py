@@ -6,7 +6,7 @@ module-level statements with a small, budgeted evaluator that understands litera
 names bound to literals, ``for`` loops over literal sequences, ``str.format`` and simple
 arithmetic, and records every call on an ``Accelerator`` or on an instruction it created.
 
-The result is a list of ``ApiCall`` records; ``spec_replay`` turns them into real
+The result is a list of ``ApiCall`` records; ``replay`` turns them into real
 ``act_backend.spec`` objects so the real validation code can check them. A call whose
 arguments depend on anything the evaluator cannot know (a user function, a file read) is
 recorded as *opaque*, and the object it concerns is marked incomplete, so callers can tell

@@ -9,13 +9,13 @@ ranges from the spans the TAIDL front end recorded). Features only read this mod
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp.hlo_outline import Value, semantics_outline
 from lsp.paths import same_file
-from lsp.spec_reader import ApiCall, Ref, SpecReading
-from lsp.text_map import TextRange, node_range, span_to_range
+from lsp.spec.reader import ApiCall, Ref, SpecReading
+from lsp.text_map import TextRange, lines_of, node_range, span_to_range
 
 
 @dataclass
@@ -53,20 +53,19 @@ class InstructionInfo:
     slice_literals: list[tuple[TextRange, str]] = field(default_factory=list)
 
     def parameter_types(self) -> list[tuple[int, str]]:
-        """(index, type) of each ``parameter(i)`` declared in the semantics."""
-        found = []
-        for match in _PARAMETER.finditer(self.semantics or ""):
-            found.append((int(match.group("index")), match.group("type")))
-        return sorted(found)
+        """(index, type as written) of each ``parameter(i)`` the semantics parser reads."""
+        return sorted((value.parameter, value.type_text) for value in self._values()
+                      if value.parameter is not None)
 
     def result_type(self) -> str | None:
-        match = _ROOT.search(self.semantics or "")
-        return match.group("type") if match else None
+        """The ROOT's type as written."""
+        return next((value.type_text for value in self._values() if value.is_root), None)
 
-
-_TYPE = r"(?P<type>[a-z]+[0-9]*\[[^\]]*\])"
-_PARAMETER = re.compile(r"=\s*" + _TYPE + r"(?:\{[^}]*\})?\s+parameter\((?P<index>\d+)\)")
-_ROOT = re.compile(r"ROOT\s+%?[\w.\-]+\s*=\s*" + _TYPE)
+    def _values(self) -> list[Value]:
+        if self.semantics is None:
+            return []
+        outline = semantics_outline(self.semantics, lines_of(self.semantics), None)
+        return [value for _, value in outline.values()]
 
 
 @dataclass
@@ -261,7 +260,7 @@ def _range(span: dict[str, Any] | None, fallback: TextRange) -> TextRange:
 
 
 def from_json(accelerators: list[dict[str, Any]], path: str) -> SpecModel:
-    """The model of what a run of the spec built (``spec_describe.describe`` dicts); parts
+    """The model of what a run of the spec built (``describe.describe`` dicts); parts
     recorded in other files are left without a place in this one."""
     def here(span: dict[str, Any] | None) -> dict[str, Any] | None:
         if span and span.get("file") and not same_file(span["file"], path):

@@ -1,11 +1,11 @@
 """Diagnostics for a TAIDL spec, with or without running it.
 
 ``check_running`` (the workspace opted in with ``act.executeSpecs``) runs the spec in a
-child process (``spec_runner``) and reports what ``act_backend.validation.check`` finds in
+child process (``runner``) and reports what ``act_backend.validation.check`` finds in
 every accelerator it created, plus how the run failed, if it did.
 
 ``check_static`` runs nothing: Python syntax comes from ``ast``, and the TAIDL calls whose
-arguments are literals are replayed onto real front-end objects (``spec_replay``) and
+arguments are literals are replayed onto real front-end objects (``replay``) and
 checked by the same validation code. An accelerator that is partly built from values only
 known at run time is marked so, and only the problems inside its semantics strings (which
 stand on their own) are reported for it.
@@ -19,11 +19,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from lsp import spec_model
 from lsp.findings import Finding, from_problem
-from lsp.spec_child import syntax_problem
-from lsp.spec_reader import ApiCall, Ref, read_spec
-from lsp.spec_runner import Checker, check_spec
+from lsp.spec import model as spec_model
+from lsp.spec.child import syntax_problem
+from lsp.spec.reader import ApiCall, Ref, read_spec
+from lsp.spec.runner import Checker, check_spec
 from lsp.text_map import line_range, lines_of, node_range
 
 # Problems inside a semantics string that compare it with the instruction's slices: only
@@ -59,7 +59,7 @@ def check_static(text: str, path: str) -> SpecCheck:
     result = SpecCheck([], model)
     try:
         from act_backend.validation import check
-        from lsp.spec_replay import replay
+        from lsp.spec.replay import replay
     except Exception as exc:  # a broken install must not take the server down
         result.findings.append(Finding(line_range(lines, 0), "warning", "act-unavailable",
                                        f"act_backend cannot be imported, so the spec is not "

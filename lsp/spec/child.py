@@ -1,7 +1,7 @@
 """The child process that runs a TAIDL spec on the server's behalf.
 
 Running a spec executes user code, so the server never does it in its own process. This
-module is started as ``python -m lsp.spec_child check|generate``; it reads one JSON
+module is started as ``python -m lsp.spec.child check|generate``; it reads one JSON
 request line (``{"path", "text", "timeout_s", "memory_mb"}``) from stdin and writes one
 JSON result line to what was its stdout. Anything the spec (or a build) prints goes to
 stderr, which the server streams or keeps a tail of.
@@ -30,8 +30,8 @@ import sys
 import traceback
 from typing import Any
 
-from lsp import spec_describe
 from lsp.paths import same_file
+from lsp.spec import describe as spec_describe
 from lsp.text_map import lines_of
 
 RESULT_PREFIX = "ACT-RESULT "
@@ -44,7 +44,7 @@ class SpecTimeout(BaseException):
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[1] not in ("check", "generate"):
-        print("usage: python -m lsp.spec_child check|generate", file=sys.stderr)
+        print("usage: python -m lsp.spec.child check|generate", file=sys.stderr)
         return 2
     mode = argv[1]
     results = _claim_stdout()

@@ -4,7 +4,7 @@ generation and kernel simulation.
 A check must answer within a few hundred milliseconds, and starting Python and importing
 ``act_backend`` costs more than that. ``ForkChecker`` keeps one fork server
 (``lsp.fork_server``) that has done the imports and forks a fresh process per check;
-where forking is not available, ``SpawnChecker`` keeps one ``lsp.spec_child`` process
+where forking is not available, ``SpawnChecker`` keeps one ``lsp.spec.child`` process
 started ahead of need instead. Either way each process serves one check and exits, so no
 state leaks from one run of a spec into the next.
 
@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp.spec_child import RESULT_PREFIX
+from lsp.spec.child import RESULT_PREFIX
 
 # How much longer than the spec's own time limit the server waits for the child before
 # killing it: the child's timer interrupts Python code, this catches native code.
@@ -50,8 +50,8 @@ class ChildResult:
 # The child programs, by mode: running a spec (check, generate) and simulating a kernel.
 _CHILDREN = {
     "serve": ("lsp.fork_server",),
-    "check": ("lsp.spec_child", "check"),
-    "generate": ("lsp.spec_child", "generate"),
+    "check": ("lsp.spec.child", "check"),
+    "generate": ("lsp.spec.child", "generate"),
     "simulate": ("lsp.simulate_child",),
 }
 
@@ -62,8 +62,9 @@ def child_command(mode: str) -> list[str]:
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    # The server's own package must be importable in the child wherever it runs from.
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The server's own package must be importable in the child wherever it runs from: the
+    # directory that holds the ``lsp`` package (two levels above this module).
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
