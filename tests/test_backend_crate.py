@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from act_backend.backend import crate_dir
-from act_backend.build.cargo import build_env, cache_dir
+from act_backend.backend.cargo import build_env, cache_dir
 
 pytestmark = pytest.mark.slow
 

@@ -618,7 +618,8 @@ async def test_a_long_command_reports_progress_and_can_be_cancelled(static_clien
 
 @pytest.mark.asyncio
 async def test_generate_backend_reports_a_refused_spec(static_client, tmp_path):
-    pytest.importorskip("act_backend.build", reason="needs act_backend.build.generate_backend")
+    pytest.importorskip("act_backend.backend.generator",
+                        reason="needs act_backend.backend.generator.generate_backend")
     example = copy_example(tmp_path)
     spec = example / "QKV.py"
     spec.write_text(spec_with_mistakes())

@@ -12,7 +12,7 @@ import pytest
 
 import act_backend
 from act_backend import Accelerator
-from act_backend.build import cargo
+from act_backend.backend import cargo
 from act_backend.table import isa_table, write_isa_table
 from act_backend.validation import analysis, check, validate
 

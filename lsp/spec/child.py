@@ -139,7 +139,7 @@ class Recorder:
 
 
 # Where each generator is defined (``act_backend`` imports them lazily).
-_GENERATOR_MODULES = {"generate_backend": "act_backend.build",
+_GENERATOR_MODULES = {"generate_backend": "act_backend.backend.generator",
                       "generate_oracle": "act_backend.oracle"}
 
 

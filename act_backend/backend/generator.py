@@ -13,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from act_backend.build import cargo
-from act_backend.build.cost import resolve_cost
-from act_backend.build.sources import backend_files, sync_tree
+from act_backend.backend import cargo
+from act_backend.backend.cost_model import resolve_cost
+from act_backend.backend.sources import backend_files, sync_tree
 
 
 def generate_backend(acc, cost: str | os.PathLike | None = None) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from act_backend.build.cargo import find_cargo
+from act_backend.backend.cargo import find_cargo
 
 
 def fake_cargo(directory):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from act_backend.build.cost import resolve_cost
-from act_backend.build.sources import backend_files, sync_tree
+from act_backend.backend.cost_model import resolve_cost
+from act_backend.backend.sources import backend_files, sync_tree
 
 
 def test_a_generated_crate_holds_the_crate_allocator_cost_model_and_table():
