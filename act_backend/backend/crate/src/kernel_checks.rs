@@ -1,0 +1,256 @@
+//! Checks of an HLO syntax tree that XLA makes and the kernel front end must not skip:
+//! a computation's written signature agrees with its parameters and ROOT, the header's
+//! `entry_computation_layout` with the ENTRY computation, and every attribute is one its
+//! operator takes (or one any instruction may carry) and is given once. The Python checker
+//! (`act_backend/kernel/check.py`) refuses the same trees at the same positions.
+
+use crate::hlo_parse::{Arg, Computation, EntryLayout, Instr, Module, Pos, SyntaxError, TypeAst, Value};
+
+/// Attributes XLA's parser accepts on every instruction; none changes the computed values.
+pub const GENERIC_ATTRIBUTES: &[&str] = &[
+    "backend_config",
+    "control-predecessors",
+    "frontend_attributes",
+    "metadata",
+    "origin",
+    "parameter_replication",
+    "sharding",
+    "statistics",
+];
+
+/// The operators whose attributes are checked (normalised: `_` for `-`, `exponential` for
+/// `exp`): the kernel front end's operators. Others are refused, or kept opaque with their
+/// attributes, by `kernel.rs`.
+const CHECKED_OPERATORS: &[&str] = &[
+    "abs", "add", "and", "atan2", "bitcast_convert", "broadcast", "call", "cbrt", "ceil", "compare",
+    "concatenate", "constant", "convert", "copy", "cosine", "divide", "dot", "dynamic_slice",
+    "dynamic_update_slice", "exponential", "exponential_minus_one", "floor", "get_tuple_element", "iota",
+    "log", "log_plus_one", "logistic", "maximum", "minimum", "multiply", "negate", "not", "or",
+    "parameter", "power", "reduce", "reduce_add", "remainder", "reshape", "round_nearest_afz",
+    "round_nearest_even", "rsqrt", "select", "select_eq_var", "select_lt", "sign", "sine", "slice",
+    "sqrt", "subtract", "tanh", "transpose", "tuple", "xor",
+];
+
+/// The attributes an operator takes besides `GENERIC_ATTRIBUTES`; `None` for an operator
+/// whose attributes are not checked here. The table of `act_backend/kernel/accepted_attributes.py`.
+pub fn accepted_kernel_attributes(opcode: &str) -> Option<&'static [&'static str]> {
+    if !CHECKED_OPERATORS.contains(&opcode) {
+        return None;
+    }
+    Some(match opcode {
+        "iota" => &["iota_dimension"],
+        "reshape" => &["inferred_dimension"],
+        "transpose" | "broadcast" | "concatenate" | "reduce_add" => &["dimensions"],
+        "reduce" => &["dimensions", "to_apply"],
+        "slice" => &["slice"],
+        "dynamic_slice" => &["dynamic_slice_sizes"],
+        "dot" => &[
+            "algorithm",
+            "lhs_batch_dims",
+            "lhs_contracting_dims",
+            "operand_precision",
+            "rhs_batch_dims",
+            "rhs_contracting_dims",
+        ],
+        "compare" => &["direction", "type"],
+        "get_tuple_element" => &["index"],
+        "call" => &["to_apply"],
+        _ => &[],
+    })
+}
+
+/// An opcode as the IR spells it: hyphens become underscores, `exp` is `exponential`.
+fn normalised(opcode: &str) -> String {
+    let name = opcode.replace('-', "_");
+    if name == "exp" {
+        "exponential".into()
+    } else {
+        name
+    }
+}
+
+/// The first problem by position, if any.
+pub fn check_module(module: &Module) -> Result<(), SyntaxError> {
+    let mut problems: Vec<SyntaxError> = Vec::new();
+    if let Some(layout) = &module.entry_layout {
+        let entries: Vec<&Computation> = module.computations.iter().filter(|c| c.entry).collect();
+        if let [entry] = entries.as_slice() {
+            problems.extend(entry_layout(layout, entry));
+        }
+    }
+    for comp in &module.computations {
+        problems.extend(signature(comp));
+        for instr in &comp.instrs {
+            problems.extend(attributes(instr));
+        }
+    }
+    match problems.into_iter().min_by_key(|p| (p.pos.line, p.pos.col)) {
+        Some(first) => Err(first),
+        None => Ok(()),
+    }
+}
+
+fn problem(pos: Pos, message: String) -> SyntaxError {
+    SyntaxError { pos, message }
+}
+
+/// Types equal up to positions and layouts (which the syntax tree does not keep).
+fn same_type(a: &TypeAst, b: &TypeAst) -> bool {
+    match (a, b) {
+        (TypeAst::Tensor { dtype: da, dims: xa, .. }, TypeAst::Tensor { dtype: db, dims: xb, .. }) => {
+            da == db && xa == xb
+        }
+        (TypeAst::Tuple { elements: ea, .. }, TypeAst::Tuple { elements: eb, .. }) => {
+            ea.len() == eb.len() && ea.iter().zip(eb).all(|(x, y)| same_type(x, y))
+        }
+        _ => false,
+    }
+}
+
+fn parameter_index(instr: &Instr) -> Option<i64> {
+    match instr.args.as_slice() {
+        [Arg::Literal(Value::Word(w, _))] => w.parse::<i64>().ok(),
+        _ => None,
+    }
+}
+
+/// The parameters by index; empty when the indices are not 0..n-1 once each (reported on
+/// its own by the kernel builder; comparing by index would only repeat it).
+fn parameters_by_index(comp: &Computation) -> (usize, Vec<&Instr>) {
+    let params: Vec<&Instr> = comp.instrs.iter().filter(|i| i.opcode == "parameter").collect();
+    let mut by_index: Vec<Option<&Instr>> = vec![None; params.len()];
+    for p in &params {
+        match parameter_index(p) {
+            Some(k) if k >= 0 && (k as usize) < params.len() && by_index[k as usize].is_none() => {
+                by_index[k as usize] = Some(p)
+            }
+            _ => return (params.len(), Vec::new()),
+        }
+    }
+    (params.len(), by_index.into_iter().flatten().collect())
+}
+
+/// The ROOT when exactly one instruction is marked so.
+fn marked_root(comp: &Computation) -> Option<&Instr> {
+    let mut roots = comp.instrs.iter().filter(|i| i.root);
+    match (roots.next(), roots.next()) {
+        (Some(root), None) => Some(root),
+        _ => None,
+    }
+}
+
+fn signature(comp: &Computation) -> Vec<SyntaxError> {
+    let Some(sig) = &comp.signature else { return Vec::new() };
+    let name = &comp.name;
+    let (count, by_index) = parameters_by_index(comp);
+    if sig.params.len() != count {
+        let message =
+            format!("computation `{name}` declares {} parameter(s) but defines {count}", sig.params.len());
+        return vec![problem(sig.pos, message)];
+    }
+    let mut out = Vec::new();
+    for (index, ((declared_name, pos, declared), param)) in sig.params.iter().zip(&by_index).enumerate() {
+        if &param.name != declared_name {
+            out.push(problem(
+                *pos,
+                format!(
+                    "computation `{name}` declares parameter {index} as `{declared_name}`, but parameter({index}) is named `{}`",
+                    param.name
+                ),
+            ));
+        } else if !same_type(&param.ty, declared) {
+            out.push(problem(
+                *pos,
+                format!("computation `{name}` declares parameter {index} as {declared}, but `{}` is {}", param.name, param.ty),
+            ));
+        }
+    }
+    if let Some(root) = marked_root(comp) {
+        if !same_type(&root.ty, &sig.result) {
+            out.push(problem(
+                sig.result.pos(),
+                format!("computation `{name}` declares its result as {}, but ROOT `{}` is {}", sig.result, root.name, root.ty),
+            ));
+        }
+    }
+    out
+}
+
+fn entry_layout(layout: &EntryLayout, entry: &Computation) -> Vec<SyntaxError> {
+    let (count, by_index) = parameters_by_index(entry);
+    let name = &entry.name;
+    if layout.params.len() != count {
+        let message = format!(
+            "entry_computation_layout lists {} parameter(s) but the ENTRY computation `{name}` has {count}",
+            layout.params.len()
+        );
+        return vec![problem(layout.pos, message)];
+    }
+    let mut out = Vec::new();
+    for (index, (declared, param)) in layout.params.iter().zip(&by_index).enumerate() {
+        if !same_type(&param.ty, declared) {
+            out.push(problem(
+                declared.pos(),
+                format!(
+                    "entry_computation_layout gives parameter {index} the type {declared}, but `{}` of the ENTRY computation is {}",
+                    param.name, param.ty
+                ),
+            ));
+        }
+    }
+    if let Some(root) = marked_root(entry) {
+        if !same_type(&root.ty, &layout.result) {
+            out.push(problem(
+                layout.result.pos(),
+                format!(
+                    "entry_computation_layout gives the result the type {}, but ROOT `{}` of the ENTRY computation is {}",
+                    layout.result, root.name, root.ty
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// An attribute the operator does not take could change the meaning: refused, as is one
+/// given twice.
+fn attributes(instr: &Instr) -> Vec<SyntaxError> {
+    let mut out = Vec::new();
+    for (k, attr) in instr.attrs.iter().enumerate() {
+        if instr.attrs[..k].iter().any(|a| a.name == attr.name) {
+            out.push(problem(attr.pos, format!("attribute `{}` is given twice in `{}`", attr.name, instr.name)));
+        }
+    }
+    let opcode = normalised(&instr.opcode);
+    let Some(own) = accepted_kernel_attributes(&opcode) else { return out };
+    for attr in &instr.attrs {
+        if !own.contains(&attr.name.as_str()) && !GENERIC_ATTRIBUTES.contains(&attr.name.as_str()) {
+            let listing = if own.is_empty() {
+                format!("none of its own; on any instruction: {}", GENERIC_ATTRIBUTES.join(", "))
+            } else {
+                format!("{}; and on any instruction: {}", own.join(", "), GENERIC_ATTRIBUTES.join(", "))
+            };
+            out.push(problem(
+                attr.pos,
+                format!("{opcode} `{}` does not take the attribute `{}` (accepted: {listing})", instr.name, attr.name),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operator_of_the_attribute_table_is_checked() {
+        for op in ["iota", "reshape", "transpose", "reduce", "slice", "dynamic_slice", "dot", "compare", "call"] {
+            assert!(accepted_kernel_attributes(op).is_some_and(|a| !a.is_empty()), "{op}");
+        }
+        assert_eq!(accepted_kernel_attributes("copy"), Some(&[][..]));
+        assert_eq!(accepted_kernel_attributes("gather"), None, "kept opaque, attributes and all");
+        assert_eq!(normalised("exp"), "exponential");
+        assert_eq!(normalised("dynamic-update-slice"), "dynamic_update_slice");
+    }
+}
