@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from act_backend.hlo import vocabulary
 from act_backend.hlo.infer import HloTypeError, infer_type
 from act_backend.hlo.ir import (
     Computation,
@@ -21,11 +22,6 @@ from act_backend.hlo.ir import (
     Span,
     TensorType,
     TupleType,
-)
-from act_backend.kernel.accepted_attributes import (
-    GENERIC_ATTRIBUTES,
-    accepted_kernel_attributes,
-    accepted_listing,
 )
 from act_backend.kernel.errors import HloSyntaxError, KernelError
 from act_backend.kernel.opcodes import (
@@ -290,13 +286,14 @@ class _ModuleChecker:
         yield from self.typed(instr, operand_types)
 
     def attributes(self, instr: Instruction) -> Iterator[Problem]:
-        """An attribute the operator does not take is refused: it could change the meaning."""
-        accepted = accepted_kernel_attributes(instr.opcode) | GENERIC_ATTRIBUTES
+        """An attribute the operator does not take is refused: it could change the meaning.
+        The vocabulary says which it takes (its own, and those any instruction may carry)."""
+        accepted = vocabulary.kernel_attributes(instr.opcode)
         for name, span in self.declarations.written_attributes(instr):
             if name not in accepted:
                 yield self.problem("unknown-attribute", f"{instr.opcode} '{instr.name}' does "
                                    f"not take the attribute '{name}' (accepted: "
-                                   f"{accepted_listing(instr.opcode)})", span)
+                                   f"{_attribute_listing(instr.opcode)})", span)
 
     def typed(self, instr: Instruction, operand_types: list[HloType]) -> Iterator[Problem]:
         """The array-typed operators: act_backend.hlo.infer's rules, plus the reducer."""
@@ -404,6 +401,14 @@ class _ModuleChecker:
             yield self.problem("declared-type-mismatch", f"{instr.opcode} '{instr.name}' is "
                                f"declared {instr.type} but produces {inferred}",
                                instr.spans["type"])
+
+
+def _attribute_listing(opcode: str) -> str:
+    """The attributes ``opcode`` takes, for messages: its own first, then the generic ones."""
+    generic = ", ".join(sorted(vocabulary.GENERIC_KERNEL_ATTRIBUTES))
+    own = sorted(vocabulary.kernel_attributes(opcode) - set(vocabulary.GENERIC_KERNEL_ATTRIBUTES))
+    return (f"{', '.join(own)}; and on any instruction: {generic}" if own
+            else f"none of its own; on any instruction: {generic}")
 
 
 def _by_index(params: list[Instruction]) -> dict[int, Instruction]:

@@ -1,72 +1,20 @@
 //! Checks of an HLO syntax tree that XLA makes and the kernel front end must not skip:
 //! a computation's written signature agrees with its parameters and ROOT, the header's
 //! `entry_computation_layout` with the ENTRY computation, and every attribute is one its
-//! operator takes (or one any instruction may carry) and is given once. The Python checker
-//! (`act_backend/kernel/check.py`) refuses the same trees at the same positions.
+//! operator takes (or one any instruction may carry: both from the operator vocabulary) and
+//! is given once. The Python checker (`act_backend/kernel/check.py`) refuses the same trees
+//! at the same positions.
 
 use crate::hlo_parse::{Arg, Computation, EntryLayout, Instr, Module, Pos, SyntaxError, TypeAst, Value};
+use crate::lang::OpCode;
+use crate::vocabulary::GENERIC_KERNEL_ATTRIBUTES;
 
-/// Attributes XLA's parser accepts on every instruction; none changes the computed values.
-pub const GENERIC_ATTRIBUTES: &[&str] = &[
-    "backend_config",
-    "control-predecessors",
-    "frontend_attributes",
-    "metadata",
-    "origin",
-    "parameter_replication",
-    "sharding",
-    "statistics",
-];
-
-/// The operators whose attributes are checked (normalised: `_` for `-`, `exponential` for
-/// `exp`): the kernel front end's operators. Others are refused, or kept opaque with their
-/// attributes, by `kernel.rs`.
-const CHECKED_OPERATORS: &[&str] = &[
-    "abs", "add", "and", "atan2", "bitcast_convert", "broadcast", "call", "cbrt", "ceil", "compare",
-    "concatenate", "constant", "convert", "copy", "cosine", "divide", "dot", "dynamic_slice",
-    "dynamic_update_slice", "exponential", "exponential_minus_one", "floor", "get_tuple_element", "iota",
-    "log", "log_plus_one", "logistic", "maximum", "minimum", "multiply", "negate", "not", "or",
-    "parameter", "power", "reduce", "reduce_add", "remainder", "reshape", "round_nearest_afz",
-    "round_nearest_even", "rsqrt", "select", "select_eq_var", "select_lt", "sign", "sine", "slice",
-    "sqrt", "subtract", "tanh", "transpose", "tuple", "xor",
-];
-
-/// The attributes an operator takes besides `GENERIC_ATTRIBUTES`; `None` for an operator
-/// whose attributes are not checked here. The table of `act_backend/kernel/accepted_attributes.py`.
-pub fn accepted_kernel_attributes(opcode: &str) -> Option<&'static [&'static str]> {
-    if !CHECKED_OPERATORS.contains(&opcode) {
-        return None;
-    }
-    Some(match opcode {
-        "iota" => &["iota_dimension"],
-        "reshape" => &["inferred_dimension"],
-        "transpose" | "broadcast" | "concatenate" | "reduce_add" => &["dimensions"],
-        "reduce" => &["dimensions", "to_apply"],
-        "slice" => &["slice"],
-        "dynamic_slice" => &["dynamic_slice_sizes"],
-        "dot" => &[
-            "algorithm",
-            "lhs_batch_dims",
-            "lhs_contracting_dims",
-            "operand_precision",
-            "rhs_batch_dims",
-            "rhs_contracting_dims",
-        ],
-        "compare" => &["direction", "type"],
-        "get_tuple_element" => &["index"],
-        "call" => &["to_apply"],
-        _ => &[],
-    })
-}
-
-/// An opcode as the IR spells it: hyphens become underscores, `exp` is `exponential`.
-fn normalised(opcode: &str) -> String {
-    let name = opcode.replace('-', "_");
-    if name == "exp" {
-        "exponential".into()
-    } else {
-        name
-    }
+/// The attributes an operator takes in a kernel besides `GENERIC_KERNEL_ATTRIBUTES`, from the
+/// vocabulary; `None` for an operator kernels may not use (refused by `kernel.rs`) or that
+/// the vocabulary does not know.
+pub fn accepted_kernel_attributes(opcode: &str) -> Option<Vec<&'static str>> {
+    let info = OpCode::parse(opcode)?.info();
+    info.kernels.then(|| info.attributes.iter().chain(info.kernel_attributes).copied().collect())
 }
 
 /// The first problem by position, if any.
@@ -221,14 +169,17 @@ fn attributes(instr: &Instr) -> Vec<SyntaxError> {
             out.push(problem(attr.pos, format!("attribute `{}` is given twice in `{}`", attr.name, instr.name)));
         }
     }
-    let opcode = normalised(&instr.opcode);
-    let Some(own) = accepted_kernel_attributes(&opcode) else { return out };
+    let Some(mut own) = accepted_kernel_attributes(&instr.opcode) else { return out };
+    own.sort_unstable();
+    let opcode = OpCode::parse(&instr.opcode).map_or(instr.opcode.as_str(), |op| op.name());
+    let mut generic = GENERIC_KERNEL_ATTRIBUTES.to_vec();
+    generic.sort_unstable();
     for attr in &instr.attrs {
-        if !own.contains(&attr.name.as_str()) && !GENERIC_ATTRIBUTES.contains(&attr.name.as_str()) {
+        if !own.contains(&attr.name.as_str()) && !generic.contains(&attr.name.as_str()) {
             let listing = if own.is_empty() {
-                format!("none of its own; on any instruction: {}", GENERIC_ATTRIBUTES.join(", "))
+                format!("none of its own; on any instruction: {}", generic.join(", "))
             } else {
-                format!("{}; and on any instruction: {}", own.join(", "), GENERIC_ATTRIBUTES.join(", "))
+                format!("{}; and on any instruction: {}", own.join(", "), generic.join(", "))
             };
             out.push(problem(
                 attr.pos,
@@ -244,13 +195,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_operator_of_the_attribute_table_is_checked() {
-        for op in ["iota", "reshape", "transpose", "reduce", "slice", "dynamic_slice", "dot", "compare", "call"] {
-            assert!(accepted_kernel_attributes(op).is_some_and(|a| !a.is_empty()), "{op}");
-        }
-        assert_eq!(accepted_kernel_attributes("copy"), Some(&[][..]));
-        assert_eq!(accepted_kernel_attributes("gather"), None, "kept opaque, attributes and all");
-        assert_eq!(normalised("exp"), "exponential");
-        assert_eq!(normalised("dynamic-update-slice"), "dynamic_update_slice");
+    fn the_vocabulary_says_which_attributes_an_operator_takes() {
+        assert_eq!(accepted_kernel_attributes("transpose"), Some(vec!["dimensions"]));
+        assert_eq!(accepted_kernel_attributes("copy"), Some(vec![]));
+        assert!(accepted_kernel_attributes("dot").is_some_and(|a| a.contains(&"operand_precision")));
+        assert!(accepted_kernel_attributes("dynamic-slice").is_some_and(|a| a == ["dynamic_slice_sizes"]));
+        assert_eq!(accepted_kernel_attributes("exp"), Some(vec![]));
+        assert_eq!(accepted_kernel_attributes("erf"), None, "kernels may not use it");
+        assert_eq!(accepted_kernel_attributes("frobnicate"), None);
     }
 }
