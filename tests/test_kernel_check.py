@@ -245,3 +245,10 @@ def test_the_problem_list_of_a_syntax_error_is_that_error():
     assert problems[0].code == "hlo-syntax"
     assert problems[0].span == Span("k.hlo", 1, 30, 1, 31)
 
+
+
+def test_a_computation_an_attribute_names_must_be_named_like_one():
+    # select_parse.rs refuses the same text at the same place.
+    text = ("HloModule m\nENTRY e {\n  x = f32[4,8] parameter(0)\n  z = f32[] constant(0)\n  "
+            "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=%1add\n}\n")
+    assert codes(text) == [("bad-name", 5, 58)]

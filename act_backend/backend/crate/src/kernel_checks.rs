@@ -5,7 +5,9 @@
 //! is given once. The Python checker (`act_backend/kernel/check.py`) refuses the same trees
 //! at the same positions.
 
-use crate::hlo_parse::{Arg, Computation, EntryLayout, Instr, Module, Pos, SyntaxError, TypeAst, Value};
+use crate::hlo_parse::{
+    name_fault, Arg, Computation, EntryLayout, Instr, Module, Pos, SyntaxError, TypeAst, Value, NAME_RULE,
+};
 use crate::lang::OpCode;
 use crate::vocabulary::GENERIC_KERNEL_ATTRIBUTES;
 
@@ -167,6 +169,15 @@ fn attributes(instr: &Instr) -> Vec<SyntaxError> {
     for (k, attr) in instr.attrs.iter().enumerate() {
         if instr.attrs[..k].iter().any(|a| a.name == attr.name) {
             out.push(problem(attr.pos, format!("attribute `{}` is given twice in `{}`", attr.name, instr.name)));
+        }
+    }
+    // A computation an attribute names must be named like one.
+    for attr in instr.attrs.iter().filter(|a| matches!(a.name.as_str(), "to_apply" | "calls")) {
+        if let Value::Word(word, pos) = &attr.value {
+            if let Some(offset) = name_fault(word) {
+                let at = Pos { line: pos.line, col: pos.col + word[..offset].chars().count() };
+                out.push(problem(at, format!("`{word}` is not a name: {NAME_RULE}")));
+            }
         }
     }
     let Some(mut own) = accepted_kernel_attributes(&instr.opcode) else { return out };

@@ -150,6 +150,14 @@ fn what_xla_refuses_is_refused_where_python_refuses_it() {
 }
 
 #[test]
+fn a_computation_an_attribute_names_must_be_named_like_one() {
+    let text = "HloModule m\nENTRY e {\n  x = f32[4,8] parameter(0)\n  z = f32[] constant(0)\n  \
+                ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=%1add\n}\n";
+    let err = parse_kernel(text, "k.hlo").unwrap_err();
+    assert!(err.to_string().starts_with("k.hlo:5:58: `%1add` is not a name"), "{err}");
+}
+
+#[test]
 fn names_that_xla_accepts_are_accepted() {
     let text = "HloModule m.1\n\nregion_0.1 (Arg_0.2: f32[], Arg_1-3: f32[]) -> f32[] {\n  Arg_0.2 = f32[] parameter(0)\n  \
                 Arg_1-3 = f32[] parameter(1)\n  ROOT add.4 = f32[] add(Arg_0.2, Arg_1-3)\n}\n\n\
