@@ -1,6 +1,7 @@
 """Every check a kernel must pass, as data: ``check_hlo(text) -> list[Problem]``.
 
-Syntax, unknown operators, undefined operands, ENTRY/ROOT/parameter structure, reducer and
+Syntax, unknown operators and attributes, undefined operands, ENTRY/ROOT/parameter
+structure, computation signatures and the header's ``entry_computation_layout``, reducer and
 callee signatures, and the shape and element-type rules of ``act_backend.hlo.infer``, each
 reported at the span of what is wrong. ``load_kernel(path)`` is the same pipeline for the
 command line: it returns the module or raises the first error as ``file:line:col: message``.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from act_backend.hlo import vocabulary
 from act_backend.hlo.infer import HloTypeError, infer_type
 from act_backend.hlo.ir import (
     Computation,
@@ -74,6 +76,7 @@ class _ModuleChecker:
 
     def problems(self) -> Iterator[Problem]:
         yield from self.module_structure()
+        yield from self.entry_layout()
         for comp in self.module.computations:
             yield from self.computation(comp)
         yield from self.recursion()
@@ -102,6 +105,34 @@ class _ModuleChecker:
                 yield self.problem("duplicate-computation", f"a computation named "
                                    f"'{comp.name}' is already defined", comp.span)
             seen.add(comp.name)
+
+    def entry_layout(self) -> Iterator[Problem]:
+        """The header's ``entry_computation_layout`` must be the ENTRY's parameter and result
+        types (XLA's verifier holds it to them; the layouts themselves are not compared)."""
+        layout = self.declarations.entry_layout
+        entries = [c for c in self.module.computations if c.is_entry]
+        if layout is None or len(entries) != 1:
+            return
+        entry = entries[0]
+        params = entry.parameters()
+        if len(layout.params) != len(params):
+            yield self.problem("entry-layout-mismatch", f"entry_computation_layout lists "
+                               f"{len(layout.params)} parameter(s) but the ENTRY computation "
+                               f"'{entry.name}' has {len(params)}", layout.span)
+            return
+        by_index = _by_index(params)
+        for index, (declared, span) in enumerate(layout.params):
+            param = by_index.get(index)
+            if param is not None and param.type != declared:
+                yield self.problem("entry-layout-mismatch", f"entry_computation_layout gives "
+                                   f"parameter {index} the type {declared}, but '{param.name}' "
+                                   f"of the ENTRY computation is {param.type}", span)
+        roots = [i for i in entry.instructions if i.is_root]
+        if len(roots) == 1 and roots[0].type != layout.result:
+            yield self.problem("entry-layout-mismatch", f"entry_computation_layout gives the "
+                               f"result the type {layout.result}, but ROOT '{roots[0].name}' "
+                               f"of the ENTRY computation is {roots[0].type}",
+                               layout.result_span)
 
     def recursion(self) -> Iterator[Problem]:
         """A computation may not apply itself, directly or through others."""
@@ -187,10 +218,16 @@ class _ModuleChecker:
                                f"{len(signature.params)} parameter(s) but defines "
                                f"{len(params)}", signature.span)
             return
-        by_index = {p.attrs.get("index"): p for p in params}
-        for index, (declared, span) in enumerate(signature.params):
+        by_index = _by_index(params)
+        for index, (name, declared, span) in enumerate(signature.params):
             param = by_index.get(index)
-            if param is not None and param.type != declared:
+            if param is None:
+                continue
+            if param.name != name:
+                yield self.problem("signature-mismatch", f"computation '{comp.name}' declares "
+                                   f"parameter {index} as '{name}', but parameter({index}) is "
+                                   f"named '{param.name}'", span)
+            elif param.type != declared:
                 yield self.problem("signature-mismatch", f"computation '{comp.name}' declares "
                                    f"parameter {index} as {declared}, but '{param.name}' is "
                                    f"{param.type}", span)
@@ -214,6 +251,7 @@ class _ModuleChecker:
                                f"'{instr.name}'; supported operators: {supported_list()}",
                                instr.spans["opcode"])
             return
+        yield from self.attributes(instr)
         operand_types: list[HloType] = []
         contradicted = False
         for index, name in enumerate(instr.operands):
@@ -246,6 +284,16 @@ class _ModuleChecker:
             yield from self.structural(instr, operand_types)
             return
         yield from self.typed(instr, operand_types)
+
+    def attributes(self, instr: Instruction) -> Iterator[Problem]:
+        """An attribute the operator does not take is refused: it could change the meaning.
+        The vocabulary says which it takes (its own, and those any instruction may carry)."""
+        accepted = vocabulary.kernel_attributes(instr.opcode)
+        for name, span in self.declarations.written_attributes(instr):
+            if name not in accepted:
+                yield self.problem("unknown-attribute", f"{instr.opcode} '{instr.name}' does "
+                                   f"not take the attribute '{name}' (accepted: "
+                                   f"{_attribute_listing(instr.opcode)})", span)
 
     def typed(self, instr: Instruction, operand_types: list[HloType]) -> Iterator[Problem]:
         """The array-typed operators: act_backend.hlo.infer's rules, plus the reducer."""
@@ -353,6 +401,21 @@ class _ModuleChecker:
             yield self.problem("declared-type-mismatch", f"{instr.opcode} '{instr.name}' is "
                                f"declared {instr.type} but produces {inferred}",
                                instr.spans["type"])
+
+
+def _attribute_listing(opcode: str) -> str:
+    """The attributes ``opcode`` takes, for messages: its own first, then the generic ones."""
+    generic = ", ".join(sorted(vocabulary.GENERIC_KERNEL_ATTRIBUTES))
+    own = sorted(vocabulary.kernel_attributes(opcode) - set(vocabulary.GENERIC_KERNEL_ATTRIBUTES))
+    return (f"{', '.join(own)}; and on any instruction: {generic}" if own
+            else f"none of its own; on any instruction: {generic}")
+
+
+def _by_index(params: list[Instruction]) -> dict[int, Instruction]:
+    """Parameters by index; empty when the indices are not 0..n-1 once each (that is
+    reported on its own, and comparing by index would only repeat it)."""
+    by_index = {p.attrs.get("index"): p for p in params}
+    return by_index if sorted(by_index) == list(range(len(params))) else {}
 
 
 def _file_of(module: Module) -> str | None:

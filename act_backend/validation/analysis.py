@@ -213,13 +213,17 @@ def _warn_unused(ctx: Context, instr: Instruction, attrs: Attributes, module: Mo
             for bounds in value.attrs.get("slice", []) if value.opcode == "slice" else []:
                 for dim in bounds:
                     used |= ex.free_attrs(dim)
-    for kind, names, noun in (("c", attrs.comp, "computational"),
-                              ("a", attrs.addr, "addressing")):
+    # Nothing constrains such an attribute, so the backend gives it the value 0: selection
+    # fixes a free computational attribute to 0, and allocation pins an addressing attribute
+    # that no slice start mentions to 0.
+    for kind, names, noun, setter in (("c", attrs.comp, "computational", "the backend"),
+                                      ("a", attrs.addr, "addressing", "allocation")):
         for k, name in enumerate(names):
             if f"{kind}.{name}" not in used:
                 field_name = "comp_attrs" if kind == "c" else "addr_attrs"
                 report.warning(ctx, "unused-attribute", f"the {noun} attribute {quote(name)} "
-                               "is used by no slice and no shape, so nothing determines it",
+                               "is used by no slice and no shape, so nothing determines it; "
+                               f"{setter} sets it to 0",
                                _attr_span(instr, field_name, name, k))
 
 

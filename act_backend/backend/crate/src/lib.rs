@@ -15,6 +15,7 @@ pub mod infer;
 pub mod isa;
 pub mod isa_match;
 pub mod kernel;
+pub mod kernel_checks;
 pub mod lang;
 pub mod layout;
 pub mod output;

@@ -119,3 +119,51 @@ fn the_example_kernel_is_the_fixture() {
         assert_eq!(text, data("attention.hlo"));
     }
 }
+
+/// The bad fixtures of `tests/kernels/bad` (copied to `tests/data/bad`) that the Python checker
+/// refuses for what XLA's parser or verifier refuses: the crate refuses them at the same
+/// line and column (`tests/test_kernel_check.py` holds the Python side of this table).
+#[test]
+fn what_xla_refuses_is_refused_where_python_refuses_it() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("signature_parameter_name.hlo", "3:14", "declares parameter 0 as `a`, but parameter(0) is named `A`"),
+        ("signature_parameter_count.hlo", "3:13", "declares 2 parameter(s) but defines 1"),
+        ("signature_parameter_type.hlo", "3:14", "declares parameter 0 as bf16[64,32], but `A` is bf16[64,64]"),
+        ("signature_result.hlo", "3:33", "declares its result as f32[64,64], but ROOT `C` is bf16[64,64]"),
+        ("entry_layout_syntax.hlo", "1:76", "expected `->` after the parameter types, found `}`"),
+        (
+            "entry_layout_mismatch.hlo",
+            "1:80",
+            "gives the result the type bf16[64,32], but ROOT `C` of the ENTRY computation is bf16[64,64]",
+        ),
+        ("name_start.hlo", "4:3", "`%1A` is not a name"),
+        ("name_character.hlo", "4:5", "`%A$1` is not a name"),
+        ("unknown_attribute.hlo", "6:129", "dot `C` does not take the attribute `lhs_contracting_dim`"),
+        ("duplicate_attribute.hlo", "5:80", "attribute `dimensions` is given twice in `C`"),
+    ];
+    for (name, at, words) in cases {
+        let err = parse_kernel(&data(&format!("bad/{name}")), name).unwrap_err();
+        assert_eq!(err.kind, KernelErrorKind::Syntax, "{err}");
+        let prefix = format!("{name}:{at}: ");
+        assert!(err.to_string().starts_with(&prefix) && err.message.contains(words), "{name}: {err}");
+    }
+}
+
+#[test]
+fn a_computation_an_attribute_names_must_be_named_like_one() {
+    let text = "HloModule m\nENTRY e {\n  x = f32[4,8] parameter(0)\n  z = f32[] constant(0)\n  \
+                ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=%1add\n}\n";
+    let err = parse_kernel(text, "k.hlo").unwrap_err();
+    assert!(err.to_string().starts_with("k.hlo:5:58: `%1add` is not a name"), "{err}");
+}
+
+#[test]
+fn names_that_xla_accepts_are_accepted() {
+    let text = "HloModule m.1\n\nregion_0.1 (Arg_0.2: f32[], Arg_1-3: f32[]) -> f32[] {\n  Arg_0.2 = f32[] parameter(0)\n  \
+                Arg_1-3 = f32[] parameter(1)\n  ROOT add.4 = f32[] add(Arg_0.2, Arg_1-3)\n}\n\n\
+                ENTRY %_main.5 (x: f32[4,8]) -> f32[4] {\n  %x = f32[4,8]{1,0} parameter(0)\n  %zero = f32[] constant(0)\n  \
+                ROOT %r = f32[4]{0} reduce(%x, %zero), dimensions={1}, to_apply=region_0.1, metadata={op_name=\"r\"}\n}\n";
+    let k = parse_kernel(text, "names.hlo").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(k.name, "m.1");
+    assert_eq!(k.nodes[k.root].op, Op::ReduceAdd(vec![1]));
+}
