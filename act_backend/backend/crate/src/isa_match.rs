@@ -9,7 +9,7 @@
 //! solved for the computational attributes (`solve.rs`), and every slice the instruction
 //! touches must then be non-empty, fit its buffer, and hold exactly its value's bytes.
 
-use crate::analysis::SelGraph;
+use crate::egraph::SelGraph;
 use crate::isa::{Expr, Isa};
 use crate::lang::{DType, Node, Op, Reducer, Ty};
 use crate::solve::{self, Equation};

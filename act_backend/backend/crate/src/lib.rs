@@ -4,10 +4,10 @@
 //! the binary at build time; this crate is the same for every accelerator.
 
 pub mod alloc;
-pub mod analysis;
 pub mod cli;
 pub mod cost;
 pub mod driver;
+pub mod egraph;
 pub mod emit;
 pub mod extract;
 pub mod hlo_parse;

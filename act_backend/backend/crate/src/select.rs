@@ -8,7 +8,7 @@
 //! between rewrite passes. egg provides the e-graph itself (hash-consing, union-find,
 //! rebuilding, the type analysis).
 
-use crate::analysis::{self, KernelGraph};
+use crate::egraph::{self, KernelGraph};
 use crate::extract::{ExtractFailure, Extractor};
 use crate::isa::Isa;
 use crate::isa_match::{self, Patterns};
@@ -83,12 +83,12 @@ fn ms(since: Instant) -> f64 {
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
     let rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa);
-    let mut kg = analysis::build(kernel);
+    let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
     let stores = isa.instructions.iter().any(|i| i.outputs.iter().any(hbm) && !i.inputs.iter().any(hbm));
     let loads = isa.instructions.iter().any(|i| i.inputs.iter().any(hbm) && !i.outputs.iter().any(hbm));
     if stores && loads {
-        analysis::add_spill_paths(&mut kg, kernel);
+        egraph::add_spill_paths(&mut kg, kernel);
     }
     let mut stats = SelectStats::default();
     let eg = &mut kg.egraph;
