@@ -1,6 +1,7 @@
 //! The ISA table (`act-isa-table/1`): buffers, instructions and their semantics, as written by
 //! the Python generator, plus the integer expressions its shapes and slices are made of.
 
+use crate::lang::DType;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -272,6 +273,8 @@ pub enum TableError {
     Format(String),
     /// The table has no HBM buffer (`d0`, unbounded).
     NoHbm,
+    /// A buffer declaration the crate cannot use.
+    Buffer { buffer: String, message: String },
     /// An instruction entry does not decode (a missing field, a bad expression).
     Instruction { instruction: String, message: String },
     /// An instruction names a buffer the table does not declare.
@@ -289,6 +292,9 @@ impl fmt::Display for TableError {
                 write!(f, "ISA table: format {found:?}, expected {FORMAT:?}")
             }
             TableError::NoHbm => write!(f, "ISA table: no HBM buffer (d0)"),
+            TableError::Buffer { buffer, message } => {
+                write!(f, "ISA table: buffer {buffer}: {message}")
+            }
             TableError::Instruction { instruction, message } => {
                 write!(f, "ISA table: instruction {instruction}: {message}")
             }
@@ -323,6 +329,12 @@ impl Isa {
             serde_json::from_str(text).map_err(|e| TableError::Malformed(e.to_string()))?;
         if raw.format != FORMAT {
             return Err(TableError::Format(raw.format));
+        }
+        for b in &raw.buffers {
+            if DType::parse(&b.dtype).is_none() {
+                let message = format!("unknown element type {}", b.dtype);
+                return Err(TableError::Buffer { buffer: b.name.clone(), message });
+            }
         }
         let mut instructions = Vec::with_capacity(raw.instructions.len());
         for (k, value) in raw.instructions.into_iter().enumerate() {

@@ -159,7 +159,7 @@ fn an_unused_computational_attribute_is_free_and_emitted_as_zero() {
     );
 }
 
-/// Tables the compiler cannot use: the error names the instruction and says why.
+/// Tables the compiler cannot use: the error names the instruction (or buffer) and says why.
 #[test]
 fn an_unusable_table_is_an_error_naming_the_instruction() {
     type Edit = fn(&mut Value);
@@ -193,6 +193,11 @@ fn an_unusable_table_is_an_error_naming_the_instruction() {
             |t| instruction(t, "mov")["outputs"][0]["size"] = json!([{"op": "^", "args": []}]),
             "ISA table: instruction mov: unknown expression operator \"^\"",
         ),
+        (
+            "a buffer of an unknown element type",
+            |t| t["buffers"][1]["dtype"] = json!("bf17"),
+            "ISA table: buffer d1: unknown element type bf17",
+        ),
     ];
     for (what, edit, expected) in cases {
         let mut t = table("qkv_isa.json");
@@ -204,8 +209,9 @@ fn an_unusable_table_is_an_error_naming_the_instruction() {
             TableError::Unusable { instruction, .. }
             | TableError::UnknownBuffer { instruction, .. }
             | TableError::Instruction { instruction, .. } => instruction.as_str(),
+            TableError::Buffer { buffer, .. } => buffer.as_str(),
             other => panic!("{what}: {other:?}"),
         };
-        assert!(["gemm", "mov"].contains(&named), "{what}: {named}");
+        assert!(["gemm", "mov", "d1"].contains(&named), "{what}: {named}");
     }
 }
