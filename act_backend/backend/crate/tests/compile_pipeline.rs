@@ -131,6 +131,22 @@ fn a_product_whose_operands_never_fit_together_has_no_placement() {
 }
 
 #[test]
+fn a_time_limit_that_fires_before_any_candidate_is_an_error() {
+    let mut opts = options(qkv());
+    opts.time_limit = Some(std::time::Duration::from_nanos(1));
+    match compile(&data("attention.hlo"), &opts) {
+        Err(e @ CompileError::TimeLimit { tried: 0, .. }) => {
+            assert!(e.to_string().contains("time limit was reached after 0 candidates"), "{e}");
+        }
+        other => panic!("expected the time limit, got {other:?}"),
+    }
+    // The progress says how far the compile came: selection ran, no candidate was tried.
+    let p = opts.progress.lock().unwrap();
+    assert!(p.candidates_found.is_some_and(|n| n > 0));
+    assert!(p.records.is_empty() && p.best.is_none());
+}
+
+#[test]
 fn an_unused_computational_attribute_is_free_and_emitted_as_zero() {
     let mut t = table("qkv_isa.json");
     for load in ["load_rm", "load_cm"] {
