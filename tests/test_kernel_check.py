@@ -36,7 +36,9 @@ def test_the_fixture_and_example_kernels_have_no_problem(path):
 
 @pytest.mark.parametrize("name, code, line, column, words", [
     ("syntax_error.hlo", "hlo-syntax", 6, 34, "expected an operand name after '('"),
-    ("unknown_operator.hlo", "unknown-operator", 5, 30, "unknown operator 'erf' in 'C'"),
+    ("unknown_operator.hlo", "unknown-operator", 5, 30, "unknown operator 'frobnicate' in 'C'"),
+    ("unsupported_operator.hlo", "unsupported-operator", 5, 30,
+     "'C' uses erf, an XLA operator kernels may not use yet"),
     ("undefined_operand.hlo", "undefined-operand", 6, 55,
      "operand 1 of 'C', 'Bt', is not defined in computation 'main'"),
     ("shape_mismatch.hlo", "dot-contracting-mismatch", 6, 103,
@@ -56,14 +58,14 @@ def test_bad_fixtures_are_reported_at_the_fault(name, code, line, column, words)
 
 
 def test_an_unknown_operator_lists_the_supported_ones():
-    problem = only(ATTENTION.replace("exponential(", "erf("))
+    problem = only(ATTENTION.replace("exponential(", "frobnicate("))
     listed = problem.message.split("supported operators: ")[1].split(", ")
     assert sorted(listed) == sorted(SUPPORTED_OPCODES)
-    assert problem.span == Span("k.hlo", 15, 25, 15, 28)
+    assert problem.span == Span("k.hlo", 15, 25, 15, 35)
 
 
 def test_all_problems_are_reported_in_order_of_position():
-    text = ATTENTION.replace("%K)", "%Kx)").replace("exponential(", "erf(")
+    text = ATTENTION.replace("%K)", "%Kx)").replace("exponential(", "frobnicate(")
     assert codes(text) == [("undefined-operand", 13, 36), ("unknown-operator", 15, 25)]
 
 

@@ -1,28 +1,22 @@
-"""Element types: their byte sizes and NumPy equivalents (bf16 through ml_dtypes)."""
+"""Element types as NumPy sees them: byte sizes and dtypes (bf16 through ml_dtypes), from the
+rows of ``act_backend.hlo.vocabulary``."""
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 
-_NUMPY = {
-    "pred": np.dtype(np.bool_),
-    "s8": np.dtype(np.int8),
-    "s16": np.dtype(np.int16),
-    "s32": np.dtype(np.int32),
-    "s64": np.dtype(np.int64),
-    "u8": np.dtype(np.uint8),
-    "u16": np.dtype(np.uint16),
-    "u32": np.dtype(np.uint32),
-    "u64": np.dtype(np.uint64),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-}
+from act_backend.hlo.vocabulary import ELEMENT_TYPES, element_types
 
-FLOAT_DTYPES = frozenset({"f16", "bf16", "f32", "f64"})
-INT_DTYPES = frozenset({"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"})
+
+def _numpy_dtype(name: str) -> np.dtype:
+    return np.dtype(getattr(ml_dtypes, name) if name == "bfloat16" else name)
+
+
+_NUMPY = {t.name: _numpy_dtype(t.numpy) for t in ELEMENT_TYPES}
+
+FLOAT_DTYPES = frozenset(element_types(kind="float"))
+INT_DTYPES = frozenset(element_types(kind="signed") + element_types(kind="unsigned"))
 
 
 def numpy_dtype(name: str) -> np.dtype:

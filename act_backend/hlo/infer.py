@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from act_backend.hlo import expr as ex
 from act_backend.hlo.dtypes import FLOAT_DTYPES, INT_DTYPES, byte_size, is_known
 from act_backend.hlo.ir import Instruction, TensorType
+from act_backend.hlo.vocabulary import COMPARISON_DIRECTIONS, operators
 
 Dim = ex.Dim
 
@@ -49,16 +50,14 @@ def _default_code(where: str) -> str:
 
 # Operators by family. Names are XLA's as the parsers normalise them: hyphens become
 # underscores (``dynamic-slice`` -> ``dynamic_slice``) and ``exp`` becomes ``exponential``.
-UNARY_FLOAT = frozenset({"exponential", "sqrt", "rsqrt", "cbrt", "tanh", "log", "logistic",
-                         "floor", "ceil", "cosine", "sine", "exponential_minus_one",
-                         "log_plus_one", "round_nearest_even", "round_nearest_afz"})
-UNARY_ANY = frozenset({"copy", "negate", "abs", "sign"})
-UNARY_BITWISE = frozenset({"not"})
-BINARY_ARITH = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
-                          "power", "remainder", "atan2"})
-BINARY_BITWISE = frozenset({"xor", "and", "or"})
-SELECT_CMP = frozenset({"select_lt", "select_eq_var"})
-COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+# The families come from the vocabulary (act_backend.hlo.vocabulary).
+UNARY_FLOAT = operators(family="unary", operands="float")
+UNARY_ANY = operators(family="unary", operands="any")
+UNARY_BITWISE = operators(family="unary", operands="bits")
+BINARY_ARITH = operators(family="binary", operands="any")
+BINARY_BITWISE = operators(family="binary", operands="bits")
+SELECT_CMP = operators(family="select") - {"select"}
+COMPARE_DIRECTIONS = COMPARISON_DIRECTIONS
 
 
 def _fmt_dims(shape: Sequence[Dim]) -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from act_backend.hlo.vocabulary import element_types
+
 # A dimension is a concrete integer or a symbolic expression (act_backend.hlo.expr.Expr).
 Dim = Union[int, "Expr"]  # noqa: F821 - Expr lives in act_backend.hlo.expr
 
-# Element types of the TAIDL v2 grammar, plus those XLA kernels commonly print.
-DTYPES = ("pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
-          "f64")
-SPEC_DTYPES = ("s8", "s32", "u8", "u32", "f32", "f16", "bf16")
+# Element types kernels may use, and the subset of the TAIDL v2 grammar.
+DTYPES = element_types()
+SPEC_DTYPES = element_types(spec=True)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,12 @@ from act_backend.hlo.ir import (
     TupleType,
 )
 from act_backend.kernel.errors import HloSyntaxError, KernelError
-from act_backend.kernel.opcodes import STRUCTURAL_OPCODES, SUPPORTED_OPCODES, supported_list
+from act_backend.kernel.opcodes import (
+    REFUSED_OPCODES,
+    STRUCTURAL_OPCODES,
+    SUPPORTED_OPCODES,
+    supported_list,
+)
 from act_backend.kernel.parser import Declarations, parse_with_declarations
 from act_backend.validation import Problem
 
@@ -199,6 +204,11 @@ class _ModuleChecker:
     def instruction(self, comp: Computation, instr: Instruction,
                     defined: dict[str, Instruction],
                     where_defined: dict[str, Instruction]) -> Iterator[Problem]:
+        if instr.opcode in REFUSED_OPCODES:
+            yield self.problem("unsupported-operator", f"'{instr.name}' uses {instr.opcode}, "
+                               f"an XLA operator kernels may not use yet; supported operators: "
+                               f"{supported_list()}", instr.spans["opcode"])
+            return
         if instr.opcode not in SUPPORTED_OPCODES:
             yield self.problem("unknown-operator", f"unknown operator '{instr.opcode}' in "
                                f"'{instr.name}'; supported operators: {supported_list()}",

@@ -20,30 +20,19 @@ from pathlib import Path
 import lark
 
 from act_backend.hlo import expr as ex
+from act_backend.hlo import vocabulary
 from act_backend.hlo.ir import SPEC_DTYPES, Computation, Instruction, Module, Span, TensorType
 from act_backend.spec.sites import OwnTextMap, TextMap
 
-# The operator set of the TAIDL v2 semantics language, and the attributes each accepts.
-_DIMS = ("dimensions",)
-OPERATOR_ATTRS: dict[str, tuple[str, ...]] = {
-    "parameter": (), "constant": (), "reshape": (), "convert": (), "copy": (),
-    "exponential": (), "bitcast_convert": (), "add": (), "subtract": (), "multiply": (),
-    "divide": (), "maximum": (), "minimum": (), "xor": (), "select_lt": (),
-    "select_eq_var": (), "dynamic_update_slice": (),
-    "concatenate": _DIMS, "transpose": _DIMS, "broadcast": _DIMS, "reduce_add": _DIMS,
-    "reduce": ("dimensions", "to_apply"),
-    "slice": ("slice",),
-    "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims",
-            "rhs_batch_dims"),
-}
+# The operator set of the TAIDL v2 semantics language and the attributes each accepts: the
+# vocabulary's operators that semantics may use.
+_SEMANTICS = [op for op in vocabulary.OPERATORS if op.semantics]
+OPERATOR_ATTRS: dict[str, tuple[str, ...]] = {op.name: op.attributes for op in _SEMANTICS}
 OPERATORS = tuple(sorted(OPERATOR_ATTRS))
-ALIASES = {"exp": "exponential"}
+ALIASES = {alias: op.name for op in _SEMANTICS for alias in op.aliases}
 # Attributes without which an operator means nothing (dot's batch dims default to none).
-REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
-    "concatenate": _DIMS, "transpose": _DIMS, "broadcast": _DIMS, "reduce_add": _DIMS,
-    "reduce": ("dimensions", "to_apply"), "slice": ("slice",),
-    "dot": ("lhs_contracting_dims", "rhs_contracting_dims"),
-}
+REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {op.name: op.required for op in _SEMANTICS
+                                              if op.required}
 # Reducers a TAIDL ``reduce`` may name, normalised to the ISA table's names.
 REDUCERS = {"add": "add", "sum": "add", "max": "max", "maximum": "max", "min": "min",
             "minimum": "min", "mul": "mul", "multiply": "mul"}

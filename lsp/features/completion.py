@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from act_backend.hlo import vocabulary
 from lsp import hlo_ops
 from lsp.spec_model import InstructionInfo, SpecModel
 from lsp.text_map import Position
 
-SPEC_DTYPES = ("s8", "s32", "u8", "u32", "f32", "f16", "bf16")
-KERNEL_DTYPES = ("pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16",
-                 "bf16", "f32", "f64")
+SPEC_DTYPES = vocabulary.element_types(spec=True)
+KERNEL_DTYPES = vocabulary.element_types()
 
 
 @dataclass(frozen=True)
@@ -103,35 +103,22 @@ def _attribute_items(before: str, instr: InstructionInfo) -> list[Item] | None:
 
 
 def _semantics_operators() -> tuple[str, ...]:
-    try:
-        from act_backend.spec.semantics import ALIASES, OPERATORS
-    except ImportError:
-        return hlo_ops.SEMANTICS_OPERATORS
-    return tuple(OPERATORS) + tuple(ALIASES)
+    return hlo_ops.SEMANTICS_OPERATORS
 
 
-def _operator_attributes(op: str) -> tuple[str, ...]:
-    try:
-        from act_backend.spec.semantics import ALIASES, OPERATOR_ATTRS
-    except ImportError:
+def _operator_attributes(op: str, *, kernel: bool) -> tuple[str, ...]:
+    """The attributes with a meaning that ``op`` takes (in a kernel also its kernel-only ones)."""
+    found = vocabulary.operator(vocabulary.normalise_opcode(op))
+    if found is None:
         return ()
-    return tuple(OPERATOR_ATTRS.get(ALIASES.get(op, op), ()))
-
-
-_KERNEL_ATTRS = {
-    "transpose": ("dimensions",), "broadcast": ("dimensions",), "concatenate": ("dimensions",),
-    "reduce": ("dimensions", "to_apply"), "slice": ("slice",), "iota": ("iota_dimension",),
-    "compare": ("direction",), "dynamic-slice": ("dynamic_slice_sizes",),
-    "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims",
-            "rhs_batch_dims"),
-}
+    return found.attributes + (found.kernel_attributes if kernel else ())
 
 
 def _hlo_items(before: str, operators, dtypes, instr: InstructionInfo | None) -> list[Item]:
     call = _AFTER_CALL.search(before)
     if call is not None:
         op = call.group(1)
-        names = _operator_attributes(op) if instr is not None else _KERNEL_ATTRS.get(op, ())
+        names = _operator_attributes(op, kernel=instr is None)
         return [Item(name, "field", f"attribute of {op}", insert_text=f"{name}=")
                 for name in names]
     if _AFTER_TYPE.search(before):

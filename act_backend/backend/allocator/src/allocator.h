@@ -1,5 +1,5 @@
 // allocator.h: the allocator as a C++ function from request JSON to a
-// response. The C entry points (allocate.cc) and the CLI are thin wrappers
+// response. The C entry points (c_api.cc) and the CLI are thin wrappers
 // around it.
 #pragma once
 

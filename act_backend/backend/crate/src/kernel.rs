@@ -8,7 +8,8 @@
 
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer;
-use crate::lang::{DType, DotDims, Literal, Op, Reducer, Ty};
+use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
+use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -90,117 +91,6 @@ impl fmt::Display for KernelError {
 }
 
 impl std::error::Error for KernelError {}
-
-/// XLA operators that a kernel may use but no instruction semantics can express; they are
-/// kept as opaque nodes so that selection can say which one has no instruction.
-const OPAQUE_OPS: &[&str] = &[
-    "abs",
-    "and",
-    "atan2",
-    "bitcast",
-    "cbrt",
-    "ceil",
-    "clamp",
-    "compare",
-    "convolution",
-    "cosine",
-    "count-leading-zeros",
-    "dynamic-slice",
-    "erf",
-    "exponential-minus-one",
-    "floor",
-    "gather",
-    "imag",
-    "iota",
-    "is-finite",
-    "log",
-    "log-plus-one",
-    "logistic",
-    "negate",
-    "not",
-    "or",
-    "pad",
-    "popcnt",
-    "power",
-    "real",
-    "reduce-precision",
-    "reduce-window",
-    "remainder",
-    "reverse",
-    "rng",
-    "rng-bit-generator",
-    "round-nearest-afz",
-    "round-nearest-even",
-    "rsqrt",
-    "scatter",
-    "select",
-    "shift-left",
-    "shift-right-arithmetic",
-    "shift-right-logical",
-    "sign",
-    "sine",
-    "sqrt",
-    "stochastic-convert",
-    "tan",
-    "tanh",
-    "cholesky",
-    "triangular-solve",
-    "fft",
-];
-
-/// XLA operators whose meaning is control flow, tuples or communication: refused.
-const UNSUPPORTED_OPS: &[&str] = &[
-    "add-dependency",
-    "after-all",
-    "all-gather",
-    "all-reduce",
-    "all-to-all",
-    "batch-norm-grad",
-    "batch-norm-inference",
-    "batch-norm-training",
-    "call",
-    "collective-permute",
-    "complex",
-    "conditional",
-    "copy-done",
-    "copy-start",
-    "custom-call",
-    "domain",
-    "dynamic-reshape",
-    "fusion",
-    "get-dimension-size",
-    "get-tuple-element",
-    "infeed",
-    "map",
-    "optimization-barrier",
-    "outfeed",
-    "partition-id",
-    "recv",
-    "recv-done",
-    "reduce-scatter",
-    "replica-id",
-    "select-and-scatter",
-    "send",
-    "send-done",
-    "set-dimension-size",
-    "sort",
-    "top-k",
-    "tuple",
-    "while",
-];
-
-/// Attributes that carry no meaning for the computed values.
-const IGNORED_ATTRS: &[&str] = &[
-    "metadata",
-    "frontend_attributes",
-    "backend_config",
-    "sharding",
-    "operand_precision",
-    "precision_config",
-    "algorithm",
-    "statistics_viz",
-    "origin",
-];
 
 /// Parses an HLO kernel; `file` is used in error messages.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
@@ -542,9 +432,23 @@ impl<'a> Builder<'a> {
         operands: Vec<usize>,
         nodes: &[KernelNode],
     ) -> Result<(Op, Vec<usize>), KernelError> {
-        let opcode = instr.opcode.as_str();
-        let op = match opcode {
-            "parameter" => match instr.args.as_slice() {
+        let Some(code) = OpCode::parse(&instr.opcode) else {
+            return self.err(
+                instr.opcode_pos,
+                KernelErrorKind::UnknownOperator,
+                format!("unknown operator `{}`", instr.opcode),
+            );
+        };
+        let info = code.info();
+        if !info.kernels || info.family == Family::Structural {
+            return self.err(
+                instr.opcode_pos,
+                KernelErrorKind::Unsupported,
+                format!("`{}` is not supported in kernels: write the kernel as one computation over tensors", instr.opcode),
+            );
+        }
+        let op = match code {
+            OpCode::Parameter => match instr.args.as_slice() {
                 [Arg::Literal(Value::Word(w, _))] if int_of(w).is_some_and(|i| i >= 0) => {
                     Op::Parameter(int_of(w).unwrap_or(0) as usize)
                 }
@@ -556,15 +460,15 @@ impl<'a> Builder<'a> {
                     )
                 }
             },
-            "constant" => Op::Constant(self.literal(instr, ty)?),
-            "reshape" => Op::Reshape,
-            "convert" => Op::Convert,
-            "copy" => Op::Copy,
-            "bitcast-convert" | "bitcast_convert" => Op::BitcastConvert,
-            "transpose" => Op::Transpose(self.dims(instr, "dimensions", true)?),
-            "broadcast" => Op::Broadcast(self.dims(instr, "dimensions", true)?),
-            "slice" => Op::Slice(self.slice_ranges(instr)?),
-            "concatenate" => {
+            OpCode::Constant => Op::Constant(self.literal(instr, ty)?),
+            OpCode::Reshape => Op::Reshape,
+            OpCode::Convert => Op::Convert,
+            OpCode::Copy => Op::Copy,
+            OpCode::BitcastConvert => Op::BitcastConvert,
+            OpCode::Transpose => Op::Transpose(self.dims(instr, "dimensions", true)?),
+            OpCode::Broadcast => Op::Broadcast(self.dims(instr, "dimensions", true)?),
+            OpCode::Slice => Op::Slice(self.slice_ranges(instr)?),
+            OpCode::Concatenate => {
                 let d = self.dims(instr, "dimensions", true)?;
                 if d.len() != 1 {
                     let pos = instr.attr("dimensions").map_or(instr.opcode_pos, |a| a.pos);
@@ -572,13 +476,13 @@ impl<'a> Builder<'a> {
                 }
                 Op::Concatenate(d[0])
             }
-            "dot" => Op::Dot(DotDims {
+            OpCode::Dot => Op::Dot(DotDims {
                 lhs_contracting: self.dims(instr, "lhs_contracting_dims", false)?,
                 rhs_contracting: self.dims(instr, "rhs_contracting_dims", false)?,
                 lhs_batch: self.dims(instr, "lhs_batch_dims", false)?,
                 rhs_batch: self.dims(instr, "rhs_batch_dims", false)?,
             }),
-            "reduce" => {
+            OpCode::Reduce => {
                 if operands.len() != 2 {
                     return self.err(
                         instr.opcode_pos,
@@ -606,51 +510,39 @@ impl<'a> Builder<'a> {
                 }
                 Op::Reduce { dims, reducer }
             }
-            "reduce_add" => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
-            "exponential" | "exp" => Op::Exponential,
-            "add" => Op::Add,
-            "subtract" => Op::Subtract,
-            "multiply" => Op::Multiply,
-            "divide" => Op::Divide,
-            "maximum" => Op::Maximum,
-            "minimum" => Op::Minimum,
-            "xor" => Op::Xor,
-            "select_lt" => Op::SelectLt,
-            "select_eq_var" => Op::SelectEqVar,
-            "dynamic-update-slice" | "dynamic_update_slice" => Op::DynamicUpdateSlice,
-            "select" => {
+            OpCode::ReduceAdd => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
+            OpCode::Exponential => Op::Exponential,
+            OpCode::Add => Op::Add,
+            OpCode::Subtract => Op::Subtract,
+            OpCode::Multiply => Op::Multiply,
+            OpCode::Divide => Op::Divide,
+            OpCode::Maximum => Op::Maximum,
+            OpCode::Minimum => Op::Minimum,
+            OpCode::Xor => Op::Xor,
+            OpCode::SelectLt => Op::SelectLt,
+            OpCode::SelectEqVar => Op::SelectEqVar,
+            OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
+            OpCode::Select => {
                 if let Some(sel) = select_of_compare(&operands, nodes, ty) {
                     return Ok(sel);
                 }
                 self.opaque(instr)
             }
-            "compare" => {
+            OpCode::Compare => {
                 let dir = instr.attr("direction").map(|a| a.value.to_string());
                 let ok = operands.len() == 2
                     && nodes[operands[0]].ty == nodes[operands[1]].ty
                     && ty.dtype == DType::Pred
                     && ty.shape == nodes[operands[0]].ty.shape
-                    && matches!(dir.as_deref(), Some("EQ" | "NE" | "LT" | "LE" | "GT" | "GE"));
+                    && dir.as_deref().is_some_and(|d| COMPARISON_DIRECTIONS.contains(&d));
                 if !ok {
                     return self.err(instr.opcode_pos, KernelErrorKind::Shape, "compare takes two operands of one type, a direction (EQ NE LT LE GT GE) and gives pred of their shape");
                 }
                 self.opaque(instr)
             }
-            other if OPAQUE_OPS.contains(&other) => self.opaque(instr),
-            other if UNSUPPORTED_OPS.contains(&other) => {
-                return self.err(
-                    instr.opcode_pos,
-                    KernelErrorKind::Unsupported,
-                    format!("`{other}` is not supported in kernels: write the kernel as one computation over tensors"),
-                )
-            }
-            other => {
-                return self.err(
-                    instr.opcode_pos,
-                    KernelErrorKind::UnknownOperator,
-                    format!("unknown operator `{other}`"),
-                )
-            }
+            // Operators no instruction semantics can contain (tanh, log...): kept by name so that
+            // selection can say which one found no instruction.
+            _ => self.opaque(instr),
         };
         Ok((op, operands))
     }
@@ -660,7 +552,7 @@ impl<'a> Builder<'a> {
         let attrs: Vec<String> = instr
             .attrs
             .iter()
-            .filter(|a| !IGNORED_ATTRS.contains(&a.name.as_str()))
+            .filter(|a| !GENERIC_KERNEL_ATTRIBUTES.contains(&a.name.as_str()))
             .map(|a| format!("{}={}", a.name, a.value))
             .collect();
         Op::Other { name: instr.opcode.replace('_', "-"), attrs: attrs.join(", ") }

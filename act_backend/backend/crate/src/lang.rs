@@ -8,85 +8,71 @@
 use egg::{Id, Language};
 use std::fmt;
 
-/// An element type of XLA HLO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DType {
-    Pred,
-    S8,
-    S16,
-    S32,
-    S64,
-    U8,
-    U16,
-    U32,
-    U64,
-    F16,
-    BF16,
-    F32,
-    F64,
-}
+pub use crate::vocabulary::{DType, Family, OpCode, OperandClass, OperatorInfo};
+use crate::vocabulary::{ElementTypeInfo, NumberKind, ELEMENT_TYPES, OPERATORS};
 
-const DTYPES: [(DType, &str, u32); 13] = [
-    (DType::Pred, "pred", 1),
-    (DType::S8, "s8", 1),
-    (DType::S16, "s16", 2),
-    (DType::S32, "s32", 4),
-    (DType::S64, "s64", 8),
-    (DType::U8, "u8", 1),
-    (DType::U16, "u16", 2),
-    (DType::U32, "u32", 4),
-    (DType::U64, "u64", 8),
-    (DType::F16, "f16", 2),
-    (DType::BF16, "bf16", 2),
-    (DType::F32, "f32", 4),
-    (DType::F64, "f64", 8),
-];
+impl OpCode {
+    /// The operator a printed opcode names, in any spelling the vocabulary lists
+    /// (`exp`, `bitcast-convert`...).
+    pub fn parse(spelling: &str) -> Option<OpCode> {
+        OPERATORS.iter().find(|op| op.spellings.contains(&spelling)).map(|op| op.code)
+    }
+
+    /// The operator's row of the vocabulary.
+    pub fn info(self) -> &'static OperatorInfo {
+        &OPERATORS[self as usize]
+    }
+
+    /// The normalised name (`bitcast_convert`, `exponential`).
+    pub fn name(self) -> &'static str {
+        self.info().spellings[0]
+    }
+}
 
 impl DType {
     pub fn parse(name: &str) -> Option<DType> {
-        DTYPES.iter().find(|(_, n, _)| *n == name).map(|(d, _, _)| *d)
+        ELEMENT_TYPES.iter().find(|t| t.name == name).map(|t| t.dtype)
+    }
+
+    /// The element type's row of the vocabulary.
+    pub fn info(self) -> &'static ElementTypeInfo {
+        &ELEMENT_TYPES[self as usize]
     }
 
     pub fn name(self) -> &'static str {
-        DTYPES.iter().find(|(d, _, _)| *d == self).map(|(_, n, _)| *n).expect("every dtype is listed")
+        self.info().name
     }
 
     /// Bytes per element (pred takes one byte, as XLA stores it).
     pub fn bytes(self) -> u32 {
-        DTYPES.iter().find(|(d, _, _)| *d == self).map(|(_, _, b)| *b).expect("every dtype is listed")
+        self.info().bits.div_ceil(8)
+    }
+
+    /// The `jax.numpy` attribute that names it (`bfloat16`, `bool_`).
+    pub fn jax_name(self) -> &'static str {
+        self.info().jax
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+        self.info().kind == NumberKind::Float
     }
 
     pub fn is_int(self) -> bool {
-        !self.is_float() && self != DType::Pred
+        matches!(self.info().kind, NumberKind::Signed | NumberKind::Unsigned)
     }
 
     pub fn is_signed(self) -> bool {
-        matches!(self, DType::S8 | DType::S16 | DType::S32 | DType::S64)
+        self.info().kind == NumberKind::Signed
     }
 
     /// Significand bits including the implicit one (floats only).
     fn significand_bits(self) -> u32 {
-        match self {
-            DType::F16 => 11,
-            DType::BF16 => 8,
-            DType::F32 => 24,
-            DType::F64 => 53,
-            _ => 0,
-        }
+        self.info().significand_bits
     }
 
     /// Exponent bits (floats only).
     fn exponent_bits(self) -> u32 {
-        match self {
-            DType::F16 => 5,
-            DType::BF16 | DType::F32 => 8,
-            DType::F64 => 11,
-            _ => 0,
-        }
+        self.info().exponent_bits
     }
 
     /// Whether converting every value of `self` to `to` and back gives it back unchanged, so
@@ -406,12 +392,27 @@ mod tests {
 
     #[test]
     fn dtype_names_round_trip() {
-        for (d, name, bytes) in DTYPES {
-            assert_eq!(DType::parse(name), Some(d));
-            assert_eq!(d.name(), name);
-            assert_eq!(d.bytes(), bytes);
+        for (i, t) in ELEMENT_TYPES.iter().enumerate() {
+            assert_eq!(t.dtype as usize, i, "ELEMENT_TYPES is in DType order");
+            assert_eq!(DType::parse(t.name), Some(t.dtype));
+            assert_eq!(t.dtype.name(), t.name);
         }
+        assert_eq!(DType::BF16.bytes(), 2);
+        assert_eq!(DType::Pred.bytes(), 1);
         assert_eq!(DType::parse("f8"), None);
+    }
+
+    #[test]
+    fn every_spelling_names_its_operator() {
+        for (i, op) in OPERATORS.iter().enumerate() {
+            assert_eq!(op.code as usize, i, "OPERATORS is in OpCode order");
+            for spelling in op.spellings {
+                assert_eq!(OpCode::parse(spelling), Some(op.code), "{spelling}");
+            }
+        }
+        assert_eq!(OpCode::parse("exp"), Some(OpCode::Exponential));
+        assert_eq!(OpCode::parse("bitcast-convert"), Some(OpCode::BitcastConvert));
+        assert_eq!(OpCode::parse("frobnicate"), None);
     }
 
     #[test]

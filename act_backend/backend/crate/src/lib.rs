@@ -27,5 +27,6 @@ pub mod schedule;
 pub mod select;
 pub mod solve;
 pub mod value;
+pub mod vocabulary;
 
 pub use compile::{compile, Assembly, CompileError, CompileOptions, Target};

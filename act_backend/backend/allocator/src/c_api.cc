@@ -1,4 +1,4 @@
-// allocate.cc: the C entry points of act_alloc.h. No C++ exception crosses
+// c_api.cc: the C entry points of act_alloc.h. No C++ exception crosses
 // them: the caller is Rust.
 #include "act_alloc.h"
 

@@ -1,0 +1,89 @@
+"""Differential testing of a built backend: compile a kernel, simulate the assembly on the
+accelerator's oracle, run the same HLO text on XLA, and compare element by element.
+
+``check_kernel(build, text, inputs, work_dir)`` returns an ``Outcome``: ``compiled`` or the
+backend's refusal (its message), and for a compiled kernel the largest difference in units of
+the tolerance (two bf16 ulps of the largest magnitude for floats, exact for integers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from helpers.examples import ExampleBuild, compile_kernel
+from helpers.oracle_harness import bf16_tolerance, run_assembly
+from helpers.xla_reference import run_hlo
+
+
+@dataclass(frozen=True)
+class Outcome:
+    compiled: bool
+    refusal: str = ""
+    wrong: bool = False
+    # Largest |ours - XLA| over the tolerance (<= 1 passes); 0 for an exact integer match.
+    error: float = 0.0
+    instructions: int = 0
+
+    @property
+    def summary(self) -> str:
+        if not self.compiled:
+            return f"refused: {self.refusal}"
+        return f"{'WRONG' if self.wrong else 'ok'} (error {self.error:.3g} of the tolerance)"
+
+
+def refusal_line(stderr: str) -> str:
+    """The backend's refusal without its file position and quoted instruction: the part to
+    group refusals by."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no message"
+    text = lines[0].removeprefix("error: ")
+    # "file:line: message" or "file:line:col: message"
+    head, sep, rest = text.partition(": ")
+    if sep and head.count(":") >= 1 and head.split(":")[1].isdigit():
+        text = rest
+    return text.split(" (", 1)[0]
+
+
+def compare(ours: np.ndarray, theirs: np.ndarray) -> tuple[bool, float]:
+    """Whether ``ours`` is wrong, and the largest difference in units of the tolerance."""
+    if ours.shape != theirs.shape:
+        return True, float("inf")
+    if np.issubdtype(theirs.dtype, np.integer) or theirs.dtype == np.bool_:
+        differ = int(np.count_nonzero(ours != theirs))
+        return differ > 0, float(differ)
+    a = ours.astype(np.float32)
+    b = theirs.astype(np.float32)
+    if not (np.isfinite(a) == np.isfinite(b)).all() or (a[~np.isfinite(a)]
+                                                        != b[~np.isfinite(b)]).any():
+        return True, float("inf")
+    finite = np.isfinite(b)
+    tolerance = bf16_tolerance(b[finite]) if finite.any() else 0.0
+    diff = float(np.abs(a[finite] - b[finite]).max()) if finite.any() else 0.0
+    if tolerance == 0.0:
+        return diff > 0.0, 0.0 if diff == 0.0 else float("inf")
+    return diff > tolerance, diff / tolerance
+
+
+def check_kernel(build: ExampleBuild, text: str, inputs: Sequence[np.ndarray],
+                 work_dir: Path, name: str = "kernel") -> Outcome:
+    """Compiles ``text`` with ``build``'s backend and holds its simulation to XLA's run."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    hlo = work_dir / f"{name}.hlo"
+    asm = work_dir / f"{name}.py"
+    hlo.write_text(text)
+    done = compile_kernel(build.backend, hlo, asm)
+    if done.returncode != 0:
+        return Outcome(False, refusal=refusal_line(done.stderr))
+    instructions = sum(1 for line in asm.read_text().splitlines()
+                       if line.strip().startswith("api."))
+    ours = run_assembly(build.oracle_dir, asm, inputs)
+    theirs = run_hlo(text, inputs)
+    wrong, error = False, 0.0
+    for a, b in zip(ours, theirs, strict=True):
+        w, e = compare(np.asarray(a), np.asarray(b))
+        wrong, error = wrong or w, max(error, e)
+    return Outcome(True, wrong=wrong, error=error, instructions=instructions)
