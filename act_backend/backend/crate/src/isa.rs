@@ -1,6 +1,7 @@
 //! The ISA table (`act-isa-table/1`): buffers, instructions and their semantics, as written by
 //! the Python generator, plus the integer expressions its shapes and slices are made of.
 
+use crate::lang::DType;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -8,7 +9,7 @@ use std::fmt;
 pub const FORMAT: &str = "act-isa-table/1";
 
 /// The table of one accelerator.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Isa {
     pub format: String,
     pub name: String,
@@ -263,22 +264,103 @@ impl Expr {
     }
 }
 
-impl Isa {
-    /// Parses and checks an ISA table.
-    pub fn from_json(text: &str) -> Result<Isa, String> {
-        let isa: Isa = serde_json::from_str(text).map_err(|e| format!("ISA table: {e}"))?;
-        if isa.format != FORMAT {
-            return Err(format!("ISA table: format {:?}, expected {FORMAT:?}", isa.format));
+/// Why an ISA table cannot be used; every error about one instruction names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    /// Not JSON, or not the shape of a table (outside any instruction).
+    Malformed(String),
+    /// The `format` field is not [`FORMAT`].
+    Format(String),
+    /// The table has no HBM buffer (`d0`, unbounded).
+    NoHbm,
+    /// A buffer declaration the crate cannot use.
+    Buffer { buffer: String, message: String },
+    /// An instruction entry does not decode (a missing field, a bad expression).
+    Instruction { instruction: String, message: String },
+    /// An instruction names a buffer the table does not declare.
+    UnknownBuffer { instruction: String, buffer: String },
+    /// An instruction decodes but selection cannot use it (its semantics cannot become a
+    /// pattern, or an attribute cannot be determined).
+    Unusable { instruction: String, reason: String },
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableError::Malformed(m) => write!(f, "ISA table: {m}"),
+            TableError::Format(found) => {
+                write!(f, "ISA table: format {found:?}, expected {FORMAT:?}")
+            }
+            TableError::NoHbm => write!(f, "ISA table: no HBM buffer (d0)"),
+            TableError::Buffer { buffer, message } => {
+                write!(f, "ISA table: buffer {buffer}: {message}")
+            }
+            TableError::Instruction { instruction, message } => {
+                write!(f, "ISA table: instruction {instruction}: {message}")
+            }
+            TableError::UnknownBuffer { instruction, buffer } => {
+                write!(f, "ISA table: instruction {instruction} uses unknown buffer {buffer}")
+            }
+            TableError::Unusable { instruction, reason } => write!(
+                f,
+                "ISA table: instruction {instruction} cannot be used for selection: {reason}"
+            ),
         }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// The table's outer shape; instructions are decoded one by one so that an error names its
+/// instruction.
+#[derive(Deserialize)]
+struct RawTable {
+    format: String,
+    name: String,
+    buffers: Vec<Buffer>,
+    instructions: Vec<serde_json::Value>,
+}
+
+impl Isa {
+    /// Decodes and checks an ISA table: its format, every instruction's fields and
+    /// expressions, the buffers they name, and that there is an HBM buffer.
+    pub fn from_json(text: &str) -> Result<Isa, TableError> {
+        let raw: RawTable =
+            serde_json::from_str(text).map_err(|e| TableError::Malformed(e.to_string()))?;
+        if raw.format != FORMAT {
+            return Err(TableError::Format(raw.format));
+        }
+        for b in &raw.buffers {
+            if DType::parse(&b.dtype).is_none() {
+                let message = format!("unknown element type {}", b.dtype);
+                return Err(TableError::Buffer { buffer: b.name.clone(), message });
+            }
+        }
+        let mut instructions = Vec::with_capacity(raw.instructions.len());
+        for (k, value) in raw.instructions.into_iter().enumerate() {
+            let name = value
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .map_or_else(|| format!("#{k}"), str::to_string);
+            let instr = Instruction::deserialize(value).map_err(|e| TableError::Instruction {
+                instruction: name,
+                message: e.to_string(),
+            })?;
+            instructions.push(instr);
+        }
+        let isa = Isa { format: raw.format, name: raw.name, buffers: raw.buffers, instructions };
         for instr in &isa.instructions {
             for slice in instr.inputs.iter().chain(&instr.outputs) {
                 if isa.buffer_index(&slice.buffer).is_none() {
-                    return Err(format!(
-                        "ISA table: instruction {} uses unknown buffer {}",
-                        instr.name, slice.buffer
-                    ));
+                    return Err(TableError::UnknownBuffer {
+                        instruction: instr.name.clone(),
+                        buffer: slice.buffer.clone(),
+                    });
                 }
             }
+        }
+        if !isa.buffers.iter().any(Buffer::is_hbm) {
+            return Err(TableError::NoHbm);
         }
         Ok(isa)
     }

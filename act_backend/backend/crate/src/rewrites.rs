@@ -7,7 +7,7 @@
 //! uses an operator no semantics contains is switched off (see [`RuleSet`]). Every proposed
 //! term is type-checked before it enters the e-graph.
 
-use crate::analysis::SelGraph;
+use crate::egraph::SelGraph;
 use crate::infer;
 use crate::lang::{DType, DotDims, Literal, Node, Op, Reducer, Ty};
 use egg::Id;
@@ -827,7 +827,7 @@ pub fn apply(eg: &mut SelGraph, rewrites: &[Rewrite]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::TypeAnalysis;
+    use crate::egraph::TypeAnalysis;
 
     fn ty(shape: &[i64]) -> Ty {
         Ty::new(DType::BF16, shape.to_vec())
@@ -896,14 +896,14 @@ mod tests {
     fn slices_of_values_read_from_bytes_read_fewer_bytes() {
         let mut eg = SelGraph::new(TypeAnalysis);
         let bytes = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::U8, vec![64])));
-        let x = crate::analysis::from_bytes(&mut eg, bytes, &ty(&[8, 4]));
+        let x = crate::egraph::from_bytes(&mut eg, bytes, &ty(&[8, 4]));
         let rows = eg.add(Node::new(Op::Slice(vec![(2, 6, 1), (0, 4, 1)]), ty(&[4, 4]), vec![x]));
         saturate(&mut eg, &RuleSet::default());
         // Rows 2..6 of a row of 8 bytes: bytes 16..48.
         let run = eg
             .lookup(Node::new(Op::Slice(vec![(16, 48, 1)]), Ty::new(DType::U8, vec![32]), vec![bytes]))
             .expect("the byte run was built");
-        let read = crate::analysis::from_bytes(&mut eg, run, &ty(&[4, 4]));
+        let read = crate::egraph::from_bytes(&mut eg, run, &ty(&[4, 4]));
         eg.rebuild();
         assert_eq!(eg.find(read), eg.find(rows));
     }

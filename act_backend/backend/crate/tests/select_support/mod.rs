@@ -565,7 +565,7 @@ pub fn run_instruction(isa: &Isa, instr: usize, comp: &[i64], operands: &[Vec<u8
 pub fn assert_egraph_consistent(k: &Kernel, isa: &Isa) -> usize {
     use act_compiler::isa_match::Patterns;
     use act_compiler::select::saturate;
-    let patterns = Patterns::compile(isa);
+    let patterns = Patterns::compile(isa).expect("the table is usable");
     let (kg, _) = saturate(k, isa, &patterns, &SelectLimits::default());
     let eg = &kg.egraph;
     let inputs: Vec<Vec<u8>> =
