@@ -206,13 +206,37 @@ def _warn_unused(ctx: Context, instr: Instruction, attrs: Attributes, module: Mo
                 for exprs in item[1:]:
                     for value in exprs if isinstance(exprs, (list, tuple)) else []:
                         used |= _mentions(value)
+    sizes: set[str] = set()
+    for slices in (instr.inputs, instr.outputs):
+        for item in slices if isinstance(slices, (list, tuple)) else []:
+            if isinstance(item, (list, tuple)) and len(item) == 3:
+                for value in item[2] if isinstance(item[2], (list, tuple)) else []:
+                    sizes |= _mentions(value)
+    in_semantics: set[str] = set()
     if module is not None:
         for value in module.entry.instructions:
             for dim in value.type.shape:
-                used |= ex.free_attrs(dim)
-            for bounds in value.attrs.get("slice", []) if value.opcode == "slice" else []:
-                for dim in bounds:
-                    used |= ex.free_attrs(dim)
+                in_semantics |= ex.free_attrs(dim)
+            in_semantics |= _attribute_mentions(value.attrs)
+    used |= in_semantics
+    # Selection determines a computational attribute from the semantics alone (shapes and
+    # attribute values it matches); one the semantics never mention is free.
+    if module is not None:
+        for k, name in enumerate(attrs.comp):
+            key = f"c.{name}"
+            if key in sizes and key not in in_semantics:
+                report.error(ctx, "undetermined-attribute", f"the computational attribute "
+                             f"{quote(name)} sizes a slice but no shape or attribute of the "
+                             "semantics mentions it, so selection cannot determine it; use "
+                             "it in the semantics (the shape of the parameter or ROOT that "
+                             "slice holds)", _attr_span(instr, "comp_attrs", name, k))
+                used.add(key)
+            elif key in used and key not in in_semantics:
+                report.warning(ctx, "unused-attribute", f"the computational attribute "
+                               f"{quote(name)} appears only in slice starts and in no shape "
+                               "or attribute of the semantics, so selection does not "
+                               "determine it; the backend sets it to 0",
+                               _attr_span(instr, "comp_attrs", name, k))
     # Nothing constrains such an attribute, so the backend gives it the value 0: selection
     # fixes a free computational attribute to 0, and allocation pins an addressing attribute
     # that no slice start mentions to 0.
@@ -229,7 +253,8 @@ def _warn_unused(ctx: Context, instr: Instruction, attrs: Attributes, module: Mo
 
 def _warn_unreached_inputs(ctx: Context, module: Module, report: Report) -> None:
     """An input the ROOT does not depend on cannot be matched by instruction selection (a
-    pattern has nothing to bind it to), so the backend leaves the instruction out: say so."""
+    pattern has nothing to bind it to): the backend cannot use the table, so it is refused
+    here, before anything is generated."""
     values = module.entry.by_name()
     reached: set[str] = set()
     pending = [module.entry.root.name]
@@ -241,16 +266,28 @@ def _warn_unreached_inputs(ctx: Context, module: Module, report: Report) -> None
         pending.extend(values[name].operands)
     for param in module.entry.parameters():
         if param.name not in reached:
-            report.warning(ctx, "unused-input", f"input {param.attrs.get('index')} "
-                           f"({quote(param.name)}) does not reach the ROOT value, so no kernel "
-                           "can match this instruction: it is left out of the backend",
-                           param.span)
+            report.error(ctx, "unused-input", f"input {param.attrs.get('index')} "
+                         f"({quote(param.name)}) does not reach the ROOT value, so selection "
+                         "has nothing to bind it to; make the ROOT depend on it, or drop the "
+                         "input slice", param.span)
 
 
 def _attr_span(instr: Instruction, field_name: str, name: str, k: int) -> Span | None:
     names = getattr(instr, field_name)
     index = list(names).index(name) if isinstance(names, (list, tuple)) else k
     return instr.site.arg(field_name).item(index).span
+
+
+def _attribute_mentions(value: object) -> set[str]:
+    """Attributes mentioned anywhere in a semantics instruction's attribute values (slice
+    bounds, constant values written as expressions...)."""
+    if isinstance(value, ex.Expr):
+        return set(value.attrs())
+    if isinstance(value, dict):
+        return set().union(*(_attribute_mentions(v) for v in value.values()))
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_attribute_mentions(v) for v in value))
+    return set()
 
 
 def _mentions(value: object) -> set[str]:
