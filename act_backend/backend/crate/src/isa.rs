@@ -1,7 +1,7 @@
 //! The ISA table (`act-isa-table/1`): buffers, instructions and their semantics, as written by
 //! the Python generator, plus the integer expressions its shapes and slices are made of.
 
-use crate::lang::DType;
+use crate::lang::{DType, OpCode};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,7 +24,8 @@ pub struct Buffer {
     pub name: String,
     pub access_dims: Vec<Option<i64>>,
     pub unit_dims: Vec<i64>,
-    pub dtype: String,
+    #[serde(deserialize_with = "element_type")]
+    pub dtype: DType,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -49,8 +50,11 @@ pub struct Slice {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Op {
     pub name: String,
-    pub op: String,
-    pub dtype: String,
+    /// The operator, one TAIDL semantics may use (the vocabulary's `semantics` column).
+    #[serde(deserialize_with = "semantics_operator")]
+    pub op: OpCode,
+    #[serde(deserialize_with = "element_type")]
+    pub dtype: DType,
     pub shape: Vec<Expr>,
     pub operands: Vec<String>,
     #[serde(default)]
@@ -311,14 +315,33 @@ impl fmt::Display for TableError {
 
 impl std::error::Error for TableError {}
 
-/// The table's outer shape; instructions are decoded one by one so that an error names its
-/// instruction.
+/// The table's outer shape; buffers and instructions are decoded one by one so that an error
+/// names its buffer or instruction.
 #[derive(Deserialize)]
 struct RawTable {
     format: String,
     name: String,
-    buffers: Vec<Buffer>,
+    buffers: Vec<serde_json::Value>,
     instructions: Vec<serde_json::Value>,
+}
+
+/// The name field of a table entry, for messages about an entry that does not decode.
+fn entry_name(value: &serde_json::Value, k: usize) -> String {
+    value.get("name").and_then(serde_json::Value::as_str).map_or_else(|| format!("#{k}"), str::to_string)
+}
+
+fn element_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DType, D::Error> {
+    let name = String::deserialize(d)?;
+    DType::parse(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown element type {name}")))
+}
+
+fn semantics_operator<'de, D: serde::Deserializer<'de>>(d: D) -> Result<OpCode, D::Error> {
+    let name = String::deserialize(d)?;
+    match OpCode::parse(&name) {
+        Some(code) if code.info().semantics => Ok(code),
+        Some(_) => Err(serde::de::Error::custom(format!("operator {name} is not one TAIDL semantics may use"))),
+        None => Err(serde::de::Error::custom(format!("unknown operator {name}"))),
+    }
 }
 
 impl Isa {
@@ -330,25 +353,23 @@ impl Isa {
         if raw.format != FORMAT {
             return Err(TableError::Format(raw.format));
         }
-        for b in &raw.buffers {
-            if DType::parse(&b.dtype).is_none() {
-                let message = format!("unknown element type {}", b.dtype);
-                return Err(TableError::Buffer { buffer: b.name.clone(), message });
-            }
+        let mut buffers = Vec::with_capacity(raw.buffers.len());
+        for (k, value) in raw.buffers.into_iter().enumerate() {
+            let name = entry_name(&value, k);
+            let buffer = Buffer::deserialize(value)
+                .map_err(|e| TableError::Buffer { buffer: name, message: e.to_string() })?;
+            buffers.push(buffer);
         }
         let mut instructions = Vec::with_capacity(raw.instructions.len());
         for (k, value) in raw.instructions.into_iter().enumerate() {
-            let name = value
-                .get("name")
-                .and_then(serde_json::Value::as_str)
-                .map_or_else(|| format!("#{k}"), str::to_string);
+            let name = entry_name(&value, k);
             let instr = Instruction::deserialize(value).map_err(|e| TableError::Instruction {
                 instruction: name,
                 message: e.to_string(),
             })?;
             instructions.push(instr);
         }
-        let isa = Isa { format: raw.format, name: raw.name, buffers: raw.buffers, instructions };
+        let isa = Isa { format: raw.format, name: raw.name, buffers, instructions };
         for instr in &isa.instructions {
             for slice in instr.inputs.iter().chain(&instr.outputs) {
                 if isa.buffer_index(&slice.buffer).is_none() {

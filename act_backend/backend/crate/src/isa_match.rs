@@ -17,7 +17,7 @@
 
 use crate::egraph::SelGraph;
 use crate::isa::{Expr, Isa, TableError};
-use crate::lang::{DType, Node, Op, Reducer, Ty};
+use crate::lang::{DType, Node, Op, OpCode, Reducer, Ty};
 use crate::solve::{self, Equation};
 use egg::Id;
 use serde_json::Value as Json;
@@ -86,7 +86,7 @@ pub struct FreeAttribute {
 #[derive(Debug, Clone)]
 pub struct Patterns {
     pub list: Vec<Pattern>,
-    pub ops: BTreeSet<String>,
+    pub ops: BTreeSet<OpCode>,
     pub free: Vec<FreeAttribute>,
 }
 
@@ -126,43 +126,44 @@ fn flatten(v: &Json, out: &mut Vec<f64>) -> Result<(), String> {
     }
 }
 
-fn plain(op: &str) -> Option<Op> {
+/// The e-graph operator of a semantics operator that carries no attributes.
+fn plain(op: OpCode) -> Option<Op> {
     Some(match op {
-        "reshape" => Op::Reshape,
-        "bitcast_convert" => Op::BitcastConvert,
-        "convert" => Op::Convert,
-        "copy" => Op::Copy,
-        "exponential" | "exp" => Op::Exponential,
-        "add" => Op::Add,
-        "subtract" => Op::Subtract,
-        "multiply" => Op::Multiply,
-        "divide" => Op::Divide,
-        "maximum" => Op::Maximum,
-        "minimum" => Op::Minimum,
-        "xor" => Op::Xor,
-        "select_lt" => Op::SelectLt,
-        "select_eq_var" => Op::SelectEqVar,
-        "dynamic_update_slice" => Op::DynamicUpdateSlice,
+        OpCode::Reshape => Op::Reshape,
+        OpCode::BitcastConvert => Op::BitcastConvert,
+        OpCode::Convert => Op::Convert,
+        OpCode::Copy => Op::Copy,
+        OpCode::Exponential => Op::Exponential,
+        OpCode::Add => Op::Add,
+        OpCode::Subtract => Op::Subtract,
+        OpCode::Multiply => Op::Multiply,
+        OpCode::Divide => Op::Divide,
+        OpCode::Maximum => Op::Maximum,
+        OpCode::Minimum => Op::Minimum,
+        OpCode::Xor => Op::Xor,
+        OpCode::SelectLt => Op::SelectLt,
+        OpCode::SelectEqVar => Op::SelectEqVar,
+        OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
         _ => return None,
     })
 }
 
 fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
     let a = &op.attrs;
-    Ok(match op.op.as_str() {
-        "parameter" => PKind::Param,
-        "constant" => {
+    Ok(match op.op {
+        OpCode::Parameter => PKind::Param,
+        OpCode::Constant => {
             let mut values = Vec::new();
             flatten(a.get("value").ok_or("constant without a value")?, &mut values)?;
             PKind::Const(values)
         }
-        "transpose" => PKind::Transpose(json_exprs(a, "dimensions")?),
-        "broadcast" => PKind::Broadcast(json_exprs(a, "dimensions")?),
-        "concatenate" => match json_exprs(a, "dimensions")?.as_slice() {
+        OpCode::Transpose => PKind::Transpose(json_exprs(a, "dimensions")?),
+        OpCode::Broadcast => PKind::Broadcast(json_exprs(a, "dimensions")?),
+        OpCode::Concatenate => match json_exprs(a, "dimensions")?.as_slice() {
             [d] => PKind::Concat(d.clone()),
             _ => return Err("concatenate needs one dimension".into()),
         },
-        "slice" => {
+        OpCode::Slice => {
             let Some(Json::Array(ranges)) = a.get("slice") else { return Err("slice without ranges".into()) };
             let mut out = Vec::new();
             for r in ranges {
@@ -180,18 +181,18 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
             }
             PKind::Slice(out)
         }
-        "dot" => PKind::Dot([
+        OpCode::Dot => PKind::Dot([
             json_exprs(a, "lhs_contracting_dims")?,
             json_exprs(a, "rhs_contracting_dims")?,
             json_exprs(a, "lhs_batch_dims")?,
             json_exprs(a, "rhs_batch_dims")?,
         ]),
-        "reduce" | "reduce_add" => {
+        OpCode::Reduce | OpCode::ReduceAdd => {
             let name = a.get("computation").and_then(Json::as_str).unwrap_or("add");
             let reducer =
                 Reducer::from_table_name(name).ok_or_else(|| format!("unknown reduce computation {name:?}"))?;
             let dims = json_exprs(a, "dimensions")?;
-            if op.op == "reduce_add" {
+            if op.op == OpCode::ReduceAdd {
                 if reducer != Reducer::Add {
                     return Err(format!("reduce_add with computation {name:?}"));
                 }
@@ -202,10 +203,9 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
         }
         other => match plain(other) {
             Some(op) => PKind::Plain(op),
-            // Another HLO operator without attributes (tanh, negate, sqrt...) matches the
-            // kernel's operator of that name, which the kernel keeps opaque.
-            None if a.is_empty() => PKind::Plain(Op::Other { name: other.replace('_', "-"), attrs: String::new() }),
-            None => return Err(format!("operator {other:?} with attributes is not supported in semantics")),
+            // The table decodes only operators TAIDL semantics may use; one the vocabulary
+            // gains before selection learns it is named here.
+            None => return Err(format!("selection has no pattern for the semantics operator {}", other.name())),
         },
     })
 }
@@ -221,7 +221,7 @@ pub fn instantiate(op: &crate::isa::Op, env: &BTreeMap<String, i64>) -> Result<(
             })
             .collect()
     };
-    let dtype = DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+    let dtype = op.dtype;
     let shape = op.shape.iter().map(ev).collect::<Result<Vec<i64>, String>>()?;
     let concrete = match kind_of(op)? {
         PKind::Param => {
@@ -275,8 +275,7 @@ impl Pattern {
         let mut param_of: BTreeMap<usize, usize> = BTreeMap::new();
         for op in &instr.semantics {
             let mut kind = kind_of(op).map_err(|e| format!("`{}`: {e}", op.name))?;
-            let dtype =
-                DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+            let dtype = op.dtype;
             let mut operands = op
                 .operands
                 .iter()
@@ -394,7 +393,7 @@ impl Patterns {
                 instr
                     .semantics
                     .iter()
-                    .map(|o| if o.op == "exp" { "exponential".to_string() } else { o.op.clone() }),
+                    .map(|o| o.op),
             );
             free.extend(pattern.free.iter().map(|u| FreeAttribute {
                 instr: index,
@@ -556,7 +555,7 @@ pub fn slice_bytes(isa: &Isa, slice: &crate::isa::Slice, env: &BTreeMap<String, 
         }
         count = count.checked_mul(v)?;
     }
-    Some(count * i64::from(DType::parse(&buffer.dtype)?.bytes()))
+    Some(count * i64::from(buffer.dtype.bytes()))
 }
 
 /// Evaluated sizes of a slice (`None` as in [`slice_bytes`]).

@@ -9,7 +9,7 @@
 
 use crate::egraph::SelGraph;
 use crate::infer;
-use crate::lang::{DType, DotDims, Literal, Node, Op, Reducer, Ty};
+use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
 use egg::Id;
 use crate::isa::Isa;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,12 +50,12 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// The rules useful for an ISA whose semantics use the operators `ops` (table names).
-    pub fn for_ops(ops: &BTreeSet<String>) -> RuleSet {
+    pub fn for_ops(ops: &BTreeSet<OpCode>) -> RuleSet {
         RuleSet {
-            copy: ops.contains("copy"),
-            dot: ops.contains("dot"),
-            reduce: ops.contains("reduce_add") || ops.contains("reduce"),
-            transpose: ops.contains("transpose"),
+            copy: ops.contains(&OpCode::Copy),
+            dot: ops.contains(&OpCode::Dot),
+            reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
+            transpose: ops.contains(&OpCode::Transpose),
             dot_tiles: Vec::new(),
         }
     }
@@ -67,7 +67,7 @@ impl RuleSet {
             .instructions
             .iter()
             .flat_map(|i| &i.semantics)
-            .filter(|op| op.op == "dot")
+            .filter(|op| op.op == OpCode::Dot)
             .filter(|op| op.attrs.get("lhs_batch_dims").is_none_or(|b| b.as_array().is_some_and(Vec::is_empty)))
             .filter_map(|op| op.shape.first()?.eval(&BTreeMap::new()).ok())
             .filter(|&rows| rows > 0)

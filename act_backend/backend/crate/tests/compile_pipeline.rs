@@ -181,14 +181,21 @@ fn an_unusable_table_is_an_error_naming_the_instruction() {
     type Edit = fn(&mut Value);
     let cases: &[(&str, Edit, &str)] = &[
         (
-            "an operator with attributes selection cannot read",
+            "an operator TAIDL semantics may not use",
             |t| {
                 let sem = &mut instruction(t, "gemm")["semantics"];
                 let root = sem.as_array_mut().unwrap().last_mut().unwrap();
                 root["op"] = json!("sort");
-                root["attrs"] = json!({"dimensions": [0], "is_stable": true});
             },
-            "ISA table: instruction gemm cannot be used for selection: `Out0`: operator \"sort\" with attributes",
+            "ISA table: instruction gemm: operator sort is not one TAIDL semantics may use",
+        ),
+        (
+            "an operator the vocabulary does not know",
+            |t| {
+                let sem = &mut instruction(t, "gemm")["semantics"];
+                sem.as_array_mut().unwrap().last_mut().unwrap()["op"] = json!("frobnicate");
+            },
+            "ISA table: instruction gemm: unknown operator frobnicate",
         ),
         (
             "an attribute that sizes a slice but that no semantics determine",
