@@ -8,7 +8,8 @@ use crate::driver::{self, Best, CandidateRecord, Config, DriverError, Status, St
 use crate::isa::{Isa, TableError};
 use crate::isa_match::{FreeAttribute, Patterns};
 use crate::kernel::{self, KernelError, KernelErrorKind};
-use crate::layout::{LayoutError, Signature, Tensor};
+use crate::lang::Ty;
+use crate::layout::{LayoutError, Signature};
 use crate::output::ScratchDir;
 use crate::report::Progress;
 use crate::select::{self, SelectError, SelectLimits};
@@ -412,8 +413,8 @@ fn outcome(p: &Progress, limit: Duration) -> Result<Option<String>, CompileError
     }
 }
 
-fn tensor(t: &kernel::TensorTy) -> Tensor {
-    Tensor { dtype: t.dtype.clone(), shape: t.shape.clone() }
+fn tensor(t: &kernel::TensorTy) -> Ty {
+    Ty::new(crate::lang::DType::parse(&t.dtype).expect("the kernel parser checks element types"), t.shape.clone())
 }
 
 fn candidate_line(r: &CandidateRecord) -> String {
