@@ -216,7 +216,8 @@ impl fmt::Display for TypeAst {
 /// An operand reference or, for `constant` and `parameter`, the literal between the parens.
 #[derive(Debug, Clone)]
 pub enum Arg {
-    Operand { name: String, pos: Pos },
+    /// `pos` is where the operand starts: its written type (`bf16[64] %x`) or its name.
+    Operand { name: String, pos: Pos, declared: Option<TypeAst> },
     Literal(Value),
 }
 
@@ -549,11 +550,10 @@ impl<'a> Parser<'a> {
             || (matches!(self.peek().tok, Tok::Word(_))
                 && self.peek_at(1).tok == Tok::Punct('[')
                 && !self.peek_at(1).spaced);
-        if typed {
-            self.type_ast()?;
-        }
-        let (name, pos) = self.expect_word("an operand name")?;
-        Ok(Arg::Operand { name: strip_percent(&name), pos })
+        let pos = self.peek().pos;
+        let declared = if typed { Some(self.type_ast()?) } else { None };
+        let (name, _) = self.expect_word("an operand name")?;
+        Ok(Arg::Operand { name: strip_percent(&name), pos, declared })
     }
 
     fn attribute(&mut self) -> PResult<Attr> {

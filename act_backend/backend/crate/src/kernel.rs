@@ -7,9 +7,9 @@
 //! exact.
 
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
-use crate::infer;
+use crate::infer::{self, Site};
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
-use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
+use crate::vocabulary::GENERIC_KERNEL_ATTRIBUTES;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -152,7 +152,7 @@ impl<'a> Builder<'a> {
         match ast {
             TypeAst::Tensor { dtype, dims, pos } => match DType::parse(dtype) {
                 Some(d) => Ok(Ty::new(d, dims.clone())),
-                None => self.err(*pos, KernelErrorKind::Unsupported, format!("unknown element type `{dtype}`")),
+                None => self.err(*pos, KernelErrorKind::Syntax, format!("unknown element type `{dtype}`")),
             },
             TypeAst::Tuple { pos, .. } => self.err(
                 *pos,
@@ -345,11 +345,29 @@ impl<'a> Builder<'a> {
             }
             let is_root = instr.root;
             let ty = self.tensor_ty(&instr.ty, if is_root { "the kernel's output" } else { "a value" })?;
+            let code = self.opcode(instr)?;
             let mut operands = Vec::new();
             for arg in &instr.args {
-                if let Arg::Operand { name, pos } = arg {
+                if let Arg::Operand { name, pos, declared } = arg {
                     match by_name.get(name) {
-                        Some(&k) => operands.push(k),
+                        Some(&k) => {
+                            if let Some(written) = declared {
+                                let written = self.tensor_ty(written, "an operand")?;
+                                if written != nodes[k].ty {
+                                    return self.err(
+                                        *pos,
+                                        KernelErrorKind::Shape,
+                                        format!(
+                                            "operand {} of `{}` is written as {written}, but `{name}` is {}",
+                                            operands.len(),
+                                            instr.name,
+                                            nodes[k].ty
+                                        ),
+                                    );
+                                }
+                            }
+                            operands.push(k)
+                        }
                         None if later.contains_key(name.as_str()) => {
                             return self.err(
                                 *pos,
@@ -367,17 +385,21 @@ impl<'a> Builder<'a> {
                     }
                 }
             }
-            let (op, operands) = self.operator(instr, &ty, operands, &nodes)?;
+            let (op, operands) = self.operator(instr, code, &ty, operands, &nodes)?;
             let operand_tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
-            if let Err(message) = infer::check(&op, &operand_tys, &ty) {
-                return self.err(instr.opcode_pos, KernelErrorKind::Shape, format!("`{}`: {message}", instr.name));
+            if let Err(e) = infer::check(&op, &operand_tys, &ty) {
+                return self.type_err(instr, e);
             }
             if let Op::Parameter(i) = op {
                 if params.len() <= i {
                     params.resize(i + 1, None);
                 }
                 if params[i].is_some() {
-                    return self.err(instr.pos, KernelErrorKind::Syntax, format!("parameter {i} is declared twice"));
+                    let pos = match instr.args.first() {
+                        Some(Arg::Literal(v)) => v.pos(),
+                        _ => instr.pos,
+                    };
+                    return self.err(pos, KernelErrorKind::Syntax, format!("parameter {i} is declared twice"));
                 }
                 params[i] = Some(nodes.len());
             }
@@ -425,13 +447,8 @@ impl<'a> Builder<'a> {
 
     /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
     /// zero init drops it; select of compare takes the compared values).
-    fn operator(
-        &self,
-        instr: &Instr,
-        ty: &Ty,
-        operands: Vec<usize>,
-        nodes: &[KernelNode],
-    ) -> Result<(Op, Vec<usize>), KernelError> {
+    /// The operator an instruction names, if kernels may use it.
+    fn opcode(&self, instr: &Instr) -> Result<OpCode, KernelError> {
         let Some(code) = OpCode::parse(&instr.opcode) else {
             return self.err(
                 instr.opcode_pos,
@@ -447,6 +464,44 @@ impl<'a> Builder<'a> {
                 format!("`{}` is not supported in kernels: write the kernel as one computation over tensors", instr.opcode),
             );
         }
+        Ok(code)
+    }
+
+    /// A type error of `instr`, at the part of the text it names: a missing attribute is a
+    /// syntax error, anything else a shape error.
+    fn type_err<T>(&self, instr: &Instr, e: infer::TypeError) -> Result<T, KernelError> {
+        let pos = match e.site {
+            Site::Opcode => instr.opcode_pos,
+            Site::Declared => instr.ty.pos(),
+            Site::Attr(name) => instr.attr(name).map_or(instr.opcode_pos, |a| a.pos),
+            Site::Operand(i) => instr
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Operand { pos, .. } => Some(*pos),
+                    Arg::Literal(_) => None,
+                })
+                .nth(i)
+                .unwrap_or(instr.opcode_pos),
+        };
+        let kind = if e.code == "missing-attribute" { KernelErrorKind::Syntax } else { KernelErrorKind::Shape };
+        self.err(pos, kind, format!("`{}`: {}", instr.name, e.message))
+    }
+
+    /// Type-checks the instruction as written, before a normalisation changes its operands.
+    fn check_as_written(&self, instr: &Instr, op: &Op, operands: &[usize], nodes: &[KernelNode], ty: &Ty) -> Result<(), KernelError> {
+        let tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
+        infer::check(op, &tys, ty).or_else(|e| self.type_err(instr, e))
+    }
+
+    fn operator(
+        &self,
+        instr: &Instr,
+        code: OpCode,
+        ty: &Ty,
+        operands: Vec<usize>,
+        nodes: &[KernelNode],
+    ) -> Result<(Op, Vec<usize>), KernelError> {
         let op = match code {
             OpCode::Parameter => match instr.args.as_slice() {
                 [Arg::Literal(Value::Word(w, _))] if int_of(w).is_some_and(|i| i >= 0) => {
@@ -495,20 +550,14 @@ impl<'a> Builder<'a> {
                 }
                 let dims = self.dims(instr, "dimensions", true)?;
                 let reducer = self.reducer(instr)?;
+                let reduce = Op::Reduce { dims: dims.clone(), reducer };
+                self.check_as_written(instr, &reduce, &operands, nodes, ty)?;
                 let init_is_zero =
                     matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat().map(f64::to_bits) == Some(0));
                 if reducer == Reducer::Add && init_is_zero {
-                    let x = operands[0];
-                    if nodes[operands[1]].ty.dtype != nodes[x].ty.dtype {
-                        return self.err(
-                            instr.opcode_pos,
-                            KernelErrorKind::Shape,
-                            "the init value of a reduce must have the operand's element type",
-                        );
-                    }
-                    return Ok((Op::ReduceAdd(dims), vec![x]));
+                    return Ok((Op::ReduceAdd(dims), vec![operands[0]]));
                 }
-                Op::Reduce { dims, reducer }
+                reduce
             }
             OpCode::ReduceAdd => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
             OpCode::Exponential => Op::Exponential,
@@ -523,22 +572,12 @@ impl<'a> Builder<'a> {
             OpCode::SelectEqVar => Op::SelectEqVar,
             OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
             OpCode::Select => {
+                let select = self.opaque(instr);
+                self.check_as_written(instr, &select, &operands, nodes, ty)?;
                 if let Some(sel) = select_of_compare(&operands, nodes, ty) {
                     return Ok(sel);
                 }
-                self.opaque(instr)
-            }
-            OpCode::Compare => {
-                let dir = instr.attr("direction").map(|a| a.value.to_string());
-                let ok = operands.len() == 2
-                    && nodes[operands[0]].ty == nodes[operands[1]].ty
-                    && ty.dtype == DType::Pred
-                    && ty.shape == nodes[operands[0]].ty.shape
-                    && dir.as_deref().is_some_and(|d| COMPARISON_DIRECTIONS.contains(&d));
-                if !ok {
-                    return self.err(instr.opcode_pos, KernelErrorKind::Shape, "compare takes two operands of one type, a direction (EQ NE LT LE GT GE) and gives pred of their shape");
-                }
-                self.opaque(instr)
+                select
             }
             // Operators no instruction semantics can contain (tanh, log...): kept by name so that
             // selection can say which one found no instruction.
@@ -630,7 +669,7 @@ mod tests {
         let e = error_of("HloModule m\nENTRY e {\n  p = f32[4,2] parameter(0)\n  ROOT q = f32[4,2] transpose(p), dimensions={1,0}\n}\n");
         assert_eq!(e.kind, KernelErrorKind::Shape);
         assert!(
-            e.to_string().starts_with("k.hlo:4:21: `q`: declared type f32[4,2] but transpose produces f32[2,4]"),
+            e.to_string().starts_with("k.hlo:4:12: `q`: declared type f32[4,2] but transpose produces f32[2,4]"),
             "{e}"
         );
         let e =
