@@ -266,6 +266,16 @@ class _ModuleChecker:
                                    f"'{instr.name}' is declared {instr.type}, but it "
                                    "produces an array, not a tuple", instr.spans["type"])
             return
+        if instr.opcode == "constant" and instr.type.shape \
+                and not isinstance(instr.attrs.get("value"), list):
+            # XLA's parser wants one nested list per dimension; a scalar fills a shape only in
+            # TAIDL semantics.
+            yield self.problem("bad-attribute", f"constant '{instr.name}': the literal "
+                               f"{instr.attrs.get('value')!r} is a scalar but the declared type "
+                               f"{instr.type} has rank {len(instr.type.shape)}; write one "
+                               "nested '{...}' list per dimension",
+                               instr.spans.get("attr:value", instr.spans["opcode"]))
+            return
         try:
             infer_type(instr, operand_types)
         except HloTypeError as err:

@@ -179,7 +179,7 @@ class _Builder:
         # The parenthesised argument of parameter and constant is their index or value.
         written: list[HloType | None] = []
         if opcode == "parameter":
-            instr.attrs["index"] = self.parameter_index(instr, operand_trees, tree)
+            instr.attrs["index"] = self.parameter_index(instr, operand_trees, opcode_tok)
             spans["attr:index"] = self.node_span(operand_trees[0])
         elif opcode == "constant":
             instr.attrs["value"] = self.constant_value(instr, operand_trees, tree)
@@ -200,9 +200,9 @@ class _Builder:
                 instr.attrs.setdefault(key, [])
         return instr
 
-    def parameter_index(self, instr: Instruction, operands: list[Tree], tree: Tree) -> int:
+    def parameter_index(self, instr: Instruction, operands: list[Tree], opcode: Token) -> int:
         if len(operands) != 1 or operands[0].data != "number_operand":
-            where = operands[0] if operands else tree
+            where = operands[0] if operands else opcode
             raise self.error(where, f"parameter '{instr.name}' needs its index, "
                              "as in parameter(0)")
         tok = operands[0].children[0]

@@ -463,7 +463,8 @@ impl<'a> Parser<'a> {
         }
         let (dtype, pos) = self.expect_word("a type such as bf16[64,64]")?;
         if !self.is_punct('[') || self.peek().spaced {
-            return self.error(pos, format!("expected a type such as bf16[64,64], found `{dtype}`"));
+            // At what follows the element type, where its `[` was expected.
+            return self.error(self.peek().pos, format!("expected a type such as bf16[64,64], found `{dtype}`"));
         }
         self.next();
         let mut dims = Vec::new();

@@ -9,7 +9,7 @@
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
-use crate::vocabulary::GENERIC_KERNEL_ATTRIBUTES;
+use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -173,25 +173,41 @@ impl<'a> Builder<'a> {
             }
             return Ok(Vec::new());
         };
-        let bad = || {
-            self.err(
-                attr.pos,
+        // At the value that is not an integer, as the Python parser reports it.
+        let Value::List(items, _) = &attr.value else {
+            return self.err(
+                attr.value.pos(),
                 KernelErrorKind::Syntax,
                 format!("{name} must be a list of integers such as {{1,0}}, found {}", attr.value),
-            )
+            );
         };
-        match &attr.value {
-            Value::List(items, _) => items
-                .iter()
-                .map(|v| match v {
-                    Value::Word(w, _) => int_of(w).ok_or(()),
-                    _ => Err(()),
-                })
-                .collect::<Result<Vec<i64>, ()>>()
-                .or_else(|_| bad()),
-            Value::Word(w, _) => int_of(w).map(|v| vec![v]).map_or_else(bad, Ok),
-            _ => bad(),
+        items
+            .iter()
+            .map(|v| match v {
+                Value::Word(w, _) if int_of(w).is_some() => Ok(int_of(w).unwrap_or_default()),
+                other => self.err(
+                    other.pos(),
+                    KernelErrorKind::Syntax,
+                    format!("each entry of {name} must be an integer, found {other}"),
+                ),
+            })
+            .collect()
+    }
+
+    /// A written attribute value that must be one of `allowed` (`direction`) or an integer
+    /// (`allowed` empty: `iota_dimension`); a syntax error at the value otherwise.
+    fn decode_word(&self, instr: &Instr, name: &str, allowed: &[&str]) -> Result<(), KernelError> {
+        let Some(attr) = instr.attr(name) else { return Ok(()) };
+        let ok = match &attr.value {
+            Value::Word(w, _) if allowed.is_empty() => int_of(w).is_some(),
+            Value::Word(w, _) => allowed.contains(&w.as_str()),
+            _ => false,
+        };
+        if ok {
+            return Ok(());
         }
+        let wanted = if allowed.is_empty() { "an integer".to_string() } else { format!("one of {}", allowed.join(", ")) };
+        self.err(attr.value.pos(), KernelErrorKind::Syntax, format!("attribute {name} expects {wanted}, found {}", attr.value))
     }
 
     fn dims(&self, instr: &Instr, name: &str, required: bool) -> Result<Vec<usize>, KernelError> {
@@ -279,8 +295,8 @@ impl<'a> Builder<'a> {
     }
 
     /// The reducer a `to_apply` computation applies: a single add/maximum/minimum/multiply of
-    /// its two scalar parameters.
-    fn reducer(&self, instr: &Instr) -> Result<Reducer, KernelError> {
+    /// its two scalar parameters, which like its result have the init value's element type.
+    fn reducer(&self, instr: &Instr, dtype: DType) -> Result<Reducer, KernelError> {
         let Some(attr) = instr.attr("to_apply") else {
             return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`reduce` needs to_apply=<computation>");
         };
@@ -327,8 +343,32 @@ impl<'a> Builder<'a> {
             })
             .collect();
         idx.sort_unstable();
-        if idx != [0, 1] || comp.instrs.len() != 3 {
+        if idx != [0, 1] || root.args.len() != 2 || comp.instrs.len() != 3 {
             return unsupported();
+        }
+        // The region's own instruction is typed first (it comes before its use in the text).
+        let param_tys = root
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Operand { name, .. } => comp.instrs.iter().find(|i| &i.name == name),
+                Arg::Literal(_) => None,
+            })
+            .map(|i| self.tensor_ty(&i.ty, "a reducer value"))
+            .collect::<Result<Vec<Ty>, KernelError>>()?;
+        let root_ty = self.tensor_ty(&root.ty, "a reducer value")?;
+        let root_op = Op::Other { name: root.opcode.clone(), attrs: String::new() };
+        if let Err(e) = infer::check(&root_op, &param_tys.iter().collect::<Vec<&Ty>>(), &root_ty) {
+            return self.type_err(root, e);
+        }
+        let scalar = Ty::new(dtype, Vec::new());
+        let typed = |i: &Instr| matches!(self.tensor_ty(&i.ty, "a reducer value"), Ok(t) if t == scalar);
+        if !comp.instrs.iter().all(typed) {
+            return self.err(
+                attr.pos,
+                KernelErrorKind::Shape,
+                format!("reducer `{name}` must take two {scalar} parameters and return {scalar}"),
+            );
         }
         Ok(reducer)
     }
@@ -549,9 +589,12 @@ impl<'a> Builder<'a> {
                     );
                 }
                 let dims = self.dims(instr, "dimensions", true)?;
-                let reducer = self.reducer(instr)?;
+                // The operands are typed before the reducer is read, as the Python checker
+                // does; which reducer it is does not change the type.
+                let as_written = Op::Reduce { dims: dims.clone(), reducer: Reducer::Add };
+                self.check_as_written(instr, &as_written, &operands, nodes, ty)?;
+                let reducer = self.reducer(instr, nodes[operands[1]].ty.dtype)?;
                 let reduce = Op::Reduce { dims: dims.clone(), reducer };
-                self.check_as_written(instr, &reduce, &operands, nodes, ty)?;
                 let init_is_zero =
                     matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat().map(f64::to_bits) == Some(0));
                 if reducer == Reducer::Add && init_is_zero {
@@ -571,6 +614,14 @@ impl<'a> Builder<'a> {
             OpCode::SelectLt => Op::SelectLt,
             OpCode::SelectEqVar => Op::SelectEqVar,
             OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
+            OpCode::Compare => {
+                self.decode_word(instr, "direction", COMPARISON_DIRECTIONS)?;
+                self.opaque(instr)
+            }
+            OpCode::Iota => {
+                self.decode_word(instr, "iota_dimension", &[])?;
+                self.opaque(instr)
+            }
             OpCode::Select => {
                 let select = self.opaque(instr);
                 self.check_as_written(instr, &select, &operands, nodes, ty)?;

@@ -85,7 +85,7 @@ fn errors_point_at_the_problem() {
         (
             "HloModule m\nENTRY e {\n  a = bf16[4,8] parameter(0)\n  b = bf16[8,4] parameter(1)\n  ROOT d = bf16[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n",
             KernelErrorKind::Shape,
-            "5:22: `d`: dot pairs lhs dimension 1 of bf16[4,8] with rhs dimension 1 of bf16[8,4]: sizes differ",
+            "5:59: `d`: lhs contracting dimension 1 has size 8 but rhs contracting dimension 1 has size 4",
         ),
         (
             "HloModule m\nENTRY e {\n  a = bf16[4] parameter(0)\n  ROOT t = (bf16[4], bf16[4]) tuple(a, a)\n}\n",
