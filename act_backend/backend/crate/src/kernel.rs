@@ -213,13 +213,12 @@ impl<'a> Builder<'a> {
         };
         items
             .iter()
-            .map(|v| match v {
-                Value::Word(w, _) if int_of(w).is_some() => Ok(int_of(w).unwrap_or_default()),
-                other => self.err(
-                    other.pos(),
-                    "hlo-syntax",
-                    format!("each entry of {name} must be an integer, found {other}"),
-                ),
+            .map(|v| {
+                let value = if let Value::Word(w, _) = v { int_of(w) } else { None };
+                value.map_or_else(
+                    || self.err(v.pos(), "hlo-syntax", format!("each entry of {name} must be an integer, found {v}")),
+                    Ok,
+                )
             })
             .collect()
     }
@@ -443,7 +442,7 @@ impl<'a> Builder<'a> {
                                     );
                                 }
                             }
-                            operands.push(k)
+                            operands.push(k);
                         }
                         None if later.contains_key(name.as_str()) => {
                             return self.err(
