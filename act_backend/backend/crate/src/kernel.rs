@@ -168,9 +168,14 @@ impl<'a> Builder<'a> {
         let entries: Vec<&Computation> = self.computations.iter().filter(|c| c.entry).collect();
         match entries.as_slice() {
             [one] => Ok(one),
+            // As the Python checker: the kernel's computation is named, never guessed.
             [] => match self.computations.last() {
-                Some(last) if self.computations.len() == 1 => Ok(last),
-                _ => self.err(Pos { line: 1, col: 1 }, "missing-entry", "the module has no ENTRY computation"),
+                Some(last) => self.err(
+                    last.pos,
+                    "missing-entry",
+                    format!("no computation is marked ENTRY; write `ENTRY {}` for the kernel's computation", last.name),
+                ),
+                None => self.err(Pos { line: 1, col: 1 }, "missing-entry", "the module has no computation"),
             },
             [_, second, ..] => {
                 self.err(second.pos, "duplicate-entry", "the module has more than one ENTRY computation")
@@ -496,13 +501,16 @@ impl<'a> Builder<'a> {
                 text: instr.text.clone(),
             });
         }
-        let root = match root.or_else(|| nodes.len().checked_sub(1)) {
+        let root = match root {
             Some(r) => r,
+            None if nodes.is_empty() => {
+                return self.err(entry.pos, "missing-root", format!("computation `{}` has no instructions", entry.name))
+            }
             None => {
                 return self.err(
                     entry.pos,
                     "missing-root",
-                    format!("computation `{}` has no instructions", entry.name),
+                    format!("computation `{}` has no ROOT instruction; mark the one whose value it returns", entry.name),
                 )
             }
         };
