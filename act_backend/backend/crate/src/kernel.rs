@@ -286,24 +286,46 @@ impl<'a> Builder<'a> {
         let Some(Arg::Literal(value)) = instr.args.first() else {
             return self.err(instr.opcode_pos, "hlo-syntax", "`constant` needs a literal, e.g. constant(0)");
         };
-        fn flatten(v: &Value, depth: usize, shape: &mut Vec<i64>, out: &mut Vec<f64>) -> Result<(), (Pos, String)> {
+        /// Row-major values, the length of each nesting level, and the depth of the numbers
+        /// (`None` when they are not all at one depth).
+        struct Flat {
+            values: Vec<f64>,
+            shape: Vec<i64>,
+            leaf_depth: Option<Option<usize>>,
+            even: bool,
+        }
+        fn flatten(v: &Value, depth: usize, flat: &mut Flat) -> Result<(), (Pos, String)> {
             match v {
-                Value::Word(w, p) => number_of(w).map(|x| out.push(x)).ok_or((*p, format!("`{w}` is not a number"))),
-                Value::List(items, p) => {
-                    if shape.len() <= depth {
-                        shape.push(items.len() as i64);
-                    } else if shape[depth] != items.len() as i64 {
-                        return Err((*p, "the literal's nested lists are ragged".into()));
+                Value::Word(w, p) => {
+                    let x = number_of(w).ok_or((*p, format!("`{w}` is not a number")))?;
+                    flat.values.push(x);
+                    flat.leaf_depth = match flat.leaf_depth {
+                        None => Some(Some(depth)),
+                        Some(d) if d == Some(depth) => Some(d),
+                        Some(_) => Some(None),
+                    };
+                    Ok(())
+                }
+                Value::List(items, _) => {
+                    if flat.shape.len() <= depth {
+                        flat.shape.push(items.len() as i64);
+                    } else if flat.shape[depth] != items.len() as i64 {
+                        flat.even = false;
                     }
-                    items.iter().try_for_each(|i| flatten(i, depth + 1, shape, out))
+                    items.iter().try_for_each(|i| flatten(i, depth + 1, flat))
                 }
                 other => Err((other.pos(), format!("`{other}` is not a literal"))),
             }
         }
-        let (mut shape, mut values) = (Vec::new(), Vec::new());
-        if let Err((pos, message)) = flatten(value, 0, &mut shape, &mut values) {
+        let mut flat = Flat { values: Vec::new(), shape: Vec::new(), leaf_depth: None, even: true };
+        if let Err((pos, message)) = flatten(value, 0, &mut flat) {
             return self.err(pos, "hlo-syntax", message);
         }
+        let one_depth = flat.leaf_depth.is_none_or(|d| d == Some(flat.shape.len()));
+        if !flat.even || !one_depth {
+            return self.err(value.pos(), "bad-attribute", "the literal's nested lists are ragged");
+        }
+        let Flat { values, shape, .. } = flat;
         let fits = if matches!(value, Value::List(..)) { shape == ty.shape } else { ty.shape.is_empty() };
         if !fits {
             return self.err(
@@ -786,7 +808,9 @@ mod tests {
         assert!(matches!(&k.nodes[1].op, Op::Constant(l) if l.splat() == Some(1.0)));
         let ragged =
             parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2,2] constant({ {1, 2}, {3} })\n}\n", "m.hlo");
-        assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:40: the literal's nested lists are ragged");
+        assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:30: the literal's nested lists are ragged");
+        let mixed = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2] constant({1, {2}})\n}\n", "m.hlo");
+        assert_eq!(mixed.unwrap_err().code, "bad-attribute");
         let wrong = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[3] constant({1, 2})\n}\n", "m.hlo");
         assert_eq!(wrong.unwrap_err().kind, KernelErrorKind::Shape);
         let huge = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = s64[] constant(9007199254740993)\n}\n", "m.hlo");
