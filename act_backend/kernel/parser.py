@@ -182,7 +182,7 @@ class _Builder:
             instr.attrs["index"] = self.parameter_index(instr, operand_trees, opcode_tok)
             spans["attr:index"] = self.node_span(operand_trees[0])
         elif opcode == "constant":
-            instr.attrs["value"] = self.constant_value(instr, operand_trees, tree)
+            instr.attrs["value"] = self.constant_value(instr, operand_trees, opcode_tok)
             spans["attr:value"] = self.node_span(operand_trees[0])
         else:
             for index, operand in enumerate(operand_trees):
@@ -212,9 +212,9 @@ class _Builder:
                              f"non-negative integer, found '{tok}'")
         return value
 
-    def constant_value(self, instr: Instruction, operands: list[Tree], tree: Tree) -> Any:
+    def constant_value(self, instr: Instruction, operands: list[Tree], opcode: Token) -> Any:
         if len(operands) != 1:
-            where = operands[1] if len(operands) > 1 else tree
+            where = operands[1] if len(operands) > 1 else opcode
             raise self.error(where, f"constant '{instr.name}' takes one literal value, "
                              "as in constant(0) or constant({1, 2})")
         node = operands[0].children[-1]

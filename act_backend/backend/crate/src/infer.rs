@@ -51,7 +51,7 @@ fn declared_err(message: String) -> TypeError {
 }
 
 /// `n` operands, else an `operand-count` error at the first extra operand or the opcode.
-fn arity(name: &str, operands: &[&Ty], n: usize) -> Result<(), TypeError> {
+pub fn arity(name: &str, operands: &[&Ty], n: usize) -> Result<(), TypeError> {
     if operands.len() == n {
         return Ok(());
     }

@@ -126,9 +126,57 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
     })?;
     let builder = Builder { file, computations: &module.computations };
     let entry = builder.entry()?;
+    // What the Python parser refuses while reading the text comes first, in text order.
+    for comp in &module.computations {
+        builder.decode(comp)?;
+    }
+    // Every computation is checked, in text order, as the Python checker checks them; what
+    // the crate would not compile in a computation the entry does not run directly (a tuple,
+    // a call) is refused where it is applied, or not at all when nothing applies it.
     let name = module.name.clone().unwrap_or_else(|| entry.name.clone());
-    builder.build(name, entry)
+    let mut kernel = None;
+    for comp in &module.computations {
+        if std::ptr::eq(comp, entry) {
+            kernel = Some(builder.build(name.clone(), comp)?);
+        } else if let Err(e) = builder.build(comp.name.clone(), comp) {
+            if e.kind != KernelErrorKind::Unsupported {
+                return Err(e);
+            }
+        }
+    }
+    Ok(kernel.expect("the entry is one of the computations"))
 }
+
+/// Where an argument is written.
+fn arg_pos(arg: &Arg) -> Pos {
+    match arg {
+        Arg::Operand { pos, .. } => *pos,
+        Arg::Literal(v) => v.pos(),
+    }
+}
+
+/// A literal's numbers are numbers (`1`, `-2.5e-3`, `inf`, `true`), nested in braces.
+fn literal_words(value: &Value) -> Result<(), (Pos, String)> {
+    match value {
+        Value::Word(w, p) => number_of(w).map(|_| ()).ok_or((*p, format!("expected a literal value, found `{w}`"))),
+        Value::List(items, _) => items.iter().try_for_each(literal_words),
+        other => Err((other.pos(), format!("expected a literal value, found `{other}`"))),
+    }
+}
+
+/// The element types a written type names, tuples included.
+fn element_types(ast: &TypeAst, out: &mut Vec<(String, Pos)>) {
+    match ast {
+        TypeAst::Tensor { dtype, pos, .. } => out.push((dtype.clone(), *pos)),
+        TypeAst::Tuple { elements, .. } => elements.iter().for_each(|e| element_types(e, out)),
+    }
+}
+
+/// Attributes whose values the Python parser decodes, on any operator: integer lists,
+/// integers, and comparison directions.
+const INT_LIST_ATTRIBUTES: &[&str] =
+    &["dimensions", "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims", "dynamic_slice_sizes"];
+const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index"];
 
 struct Builder<'a> {
     file: &'a str,
@@ -226,6 +274,72 @@ impl<'a> Builder<'a> {
                 )
             })
             .collect()
+    }
+
+    /// The refusals of reading the text, over one computation: element types, parameter
+    /// indices, literals where an operand name belongs, attributes given twice, and the
+    /// values of the attributes with a meaning on any operator.
+    fn decode(&self, comp: &Computation) -> Result<(), KernelError> {
+        let known = |ast: &TypeAst| {
+            let mut types = Vec::new();
+            element_types(ast, &mut types);
+            match types.into_iter().find(|(d, _)| DType::parse(d).is_none()) {
+                Some((dtype, pos)) => self.err(pos, "hlo-syntax", format!("unknown element type `{dtype}`")),
+                None => Ok(()),
+            }
+        };
+        for instr in &comp.instrs {
+            known(&instr.ty)?;
+            if instr.opcode == "parameter" {
+                let index = match instr.args.as_slice() {
+                    [Arg::Literal(Value::Word(w, _))] => int_of(w).filter(|i| *i >= 0),
+                    _ => None,
+                };
+                if index.is_none() {
+                    let pos = instr.args.first().map_or(instr.opcode_pos, arg_pos);
+                    return self.err(pos, "hlo-syntax", format!("parameter `{}` needs its index, as in parameter(0)", instr.name));
+                }
+            }
+            if instr.opcode == "constant" {
+                match instr.args.as_slice() {
+                    [Arg::Literal(value)] => literal_words(value).or_else(|(pos, message)| self.err(pos, "hlo-syntax", message))?,
+                    args => {
+                        return self.err(
+                            args.get(1).map_or(instr.opcode_pos, arg_pos),
+                            "hlo-syntax",
+                            format!("constant `{}` takes one literal value, as in constant(0) or constant({{1, 2}})", instr.name),
+                        )
+                    }
+                }
+            }
+            for arg in &instr.args {
+                let Arg::Operand { name, pos, declared } = arg else { continue };
+                if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                    return self.err(
+                        *pos,
+                        "hlo-syntax",
+                        format!("expected an operand name in `{}`, found the literal {name} (only constant() takes a literal)", instr.name),
+                    );
+                }
+                if let Some(t) = declared {
+                    known(t)?;
+                }
+            }
+            for (k, attr) in instr.attrs.iter().enumerate() {
+                if instr.attrs[..k].iter().any(|a| a.name == attr.name) {
+                    return self.err(attr.pos, "hlo-syntax", format!("attribute `{}` is given twice in `{}`", attr.name, instr.name));
+                }
+                let name = attr.name.as_str();
+                if INT_LIST_ATTRIBUTES.contains(&name) {
+                    self.int_list(instr, name, false)?;
+                } else if INT_ATTRIBUTES.contains(&name) {
+                    self.decode_word(instr, name, &[])?;
+                } else if name == "direction" {
+                    self.decode_word(instr, name, COMPARISON_DIRECTIONS)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A written attribute value that must be one of `allowed` (`direction`) or an integer
@@ -606,6 +720,16 @@ impl<'a> Builder<'a> {
         operands: Vec<usize>,
         nodes: &[KernelNode],
     ) -> Result<(Op, Vec<usize>), KernelError> {
+        // The operand count is checked before the attributes are read, as the checker does.
+        let fixed = match code {
+            OpCode::Transpose | OpCode::Broadcast | OpCode::Slice | OpCode::ReduceAdd => Some(1),
+            OpCode::Dot => Some(2),
+            _ => None,
+        };
+        if let Some(n) = fixed {
+            let tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
+            infer::arity(code.name(), &tys, n).or_else(|e| self.type_err(instr, e))?;
+        }
         let op = match code {
             OpCode::Parameter => match instr.args.as_slice() {
                 [Arg::Literal(Value::Word(w, _))] if int_of(w).is_some_and(|i| i >= 0) => {
@@ -613,7 +737,7 @@ impl<'a> Builder<'a> {
                 }
                 _ => {
                     return self.err(
-                        instr.opcode_pos,
+                        instr.args.first().map_or(instr.opcode_pos, arg_pos),
                         "hlo-syntax",
                         "`parameter` needs its index, e.g. parameter(0)",
                     )
