@@ -472,12 +472,9 @@ impl<'a> Builder<'a> {
         };
         let name = attr.value.to_string();
         let name = name.strip_prefix('%').unwrap_or(&name);
-        let Some(comp) = self.computations.iter().find(|c| c.name == name) else {
-            return self.err(
-                attr.pos,
-                "unknown-computation",
-                format!("computation `{name}` is not defined"),
-            );
+        let Some(comp) = self.computations.iter().find(|c| c.name == name && !c.entry) else {
+            let what = if self.computations.iter().any(|c| c.name == name) { "is the ENTRY computation" } else { "is not defined" };
+            return self.err(attr.pos, "unknown-computation", format!("computation `{name}` {what}"));
         };
         let unsupported = || {
             self.err(
@@ -549,6 +546,28 @@ impl<'a> Builder<'a> {
         let later: HashMap<&str, Pos> = entry.instrs.iter().map(|i| (i.name.as_str(), i.pos)).collect();
         let mut params: Vec<Option<usize>> = Vec::new();
         let mut root = None;
+        // What is wrong with the computation as a whole is reported at its name, before its
+        // instructions, as the checker orders it.
+        let param_index = |i: &Instr| match (i.opcode.as_str(), i.args.as_slice()) {
+            ("parameter", [Arg::Literal(Value::Word(w, _))]) => int_of(w),
+            _ => None,
+        };
+        if entry.instrs.is_empty() {
+            return self.err(entry.pos, "missing-root", format!("computation `{}` has no instructions", entry.name));
+        }
+        if !entry.instrs.iter().any(|i| i.root) {
+            return self.err(
+                entry.pos,
+                "missing-root",
+                format!("computation `{}` has no ROOT instruction; mark the one whose value it returns", entry.name),
+            );
+        }
+        let mut indices: Vec<i64> = entry.instrs.iter().filter_map(param_index).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        if let Some(missing) = (0..indices.len() as i64).find(|k| indices.binary_search(k).is_err()) {
+            return self.err(entry.pos, "missing-parameter", format!("parameter({missing}) is missing"));
+        }
         for instr in &entry.instrs {
             if by_name.contains_key(&instr.name) {
                 return self.err(instr.pos, "duplicate-instruction", format!("`{}` is defined twice", instr.name));
@@ -637,23 +656,8 @@ impl<'a> Builder<'a> {
                 text: instr.text.clone(),
             });
         }
-        let root = match root {
-            Some(r) => r,
-            None if nodes.is_empty() => {
-                return self.err(entry.pos, "missing-root", format!("computation `{}` has no instructions", entry.name))
-            }
-            None => {
-                return self.err(
-                    entry.pos,
-                    "missing-root",
-                    format!("computation `{}` has no ROOT instruction; mark the one whose value it returns", entry.name),
-                )
-            }
-        };
-        let param_nodes =
-            params.iter().enumerate().map(|(i, p)| p.ok_or(i)).collect::<Result<Vec<usize>, usize>>().or_else(
-                |missing| self.err(entry.pos, "missing-parameter", format!("parameter({missing}) is missing")),
-            )?;
+        let root = root.expect("a ROOT was found above");
+        let param_nodes = params.iter().map(|p| p.expect("no parameter index is missing, as checked above")).collect::<Vec<usize>>();
         Ok(Kernel {
             name,
             file: self.file.to_string(),
@@ -665,8 +669,6 @@ impl<'a> Builder<'a> {
         })
     }
 
-    /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
-    /// zero init drops it; select of compare takes the compared values).
     /// The operator an instruction names, if kernels may use it.
     fn opcode(&self, instr: &Instr) -> Result<OpCode, KernelError> {
         let Some(code) = OpCode::parse(&instr.opcode) else {
@@ -712,6 +714,8 @@ impl<'a> Builder<'a> {
         infer::check(op, &tys, ty).or_else(|e| self.type_err(instr, e))
     }
 
+    /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
+    /// zero init drops it; select of compare takes the compared values).
     fn operator(
         &self,
         instr: &Instr,
