@@ -187,9 +187,11 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> 
         }
         Op::DynamicUpdateSlice => {
             if operands.len() < 2 {
+                // At the last operand written, as the checker points at a short operand list.
+                let site = operands.len().checked_sub(1).map_or(Site::Opcode, Site::Operand);
                 return Err(TypeError {
                     code: "operand-count",
-                    site: Site::Opcode,
+                    site,
                     message: "dynamic-update-slice takes an operand, an update and start indices".into(),
                 });
             }
