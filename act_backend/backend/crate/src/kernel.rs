@@ -5,6 +5,10 @@
 //! name their computation (add, max, min, mul), `exp` is `exponential`, and
 //! `select(compare(a, b, direction), t, f)` becomes `select_lt` / `select_eq_var` where that is
 //! exact.
+//!
+//! The other computations are read and checked too, and every refusal carries the stable code
+//! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
+//! the conformance corpus (`tests/conformance/`) holds both front ends to one verdict.
 
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
