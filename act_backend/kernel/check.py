@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from act_backend.hlo import vocabulary
+from act_backend.hlo.dtypes import INT_DTYPES
 from act_backend.hlo.infer import HloTypeError, infer_type
 from act_backend.hlo.ir import (
     Computation,
@@ -314,6 +315,12 @@ class _ModuleChecker:
                                    f"'{instr.name}' is declared {instr.type}, but it "
                                    "produces an array, not a tuple", instr.spans["type"])
             return
+        if instr.opcode == "constant":
+            wrong = _literal_problem(instr.attrs.get("value"), instr.type)
+            if wrong is not None:
+                yield self.problem("bad-attribute", f"constant '{instr.name}': {wrong}",
+                                   instr.spans.get("attr:value", instr.spans["opcode"]))
+                return
         try:
             infer_type(instr, operand_types)
         except HloTypeError as err:
@@ -416,6 +423,27 @@ def _by_index(params: list[Instruction]) -> dict[int, Instruction]:
     reported on its own, and comparing by index would only repeat it)."""
     by_index = {p.attrs.get("index"): p for p in params}
     return by_index if sorted(by_index) == list(range(len(params))) else {}
+
+
+def _literal_problem(value, declared: TensorType) -> str | None:
+    """What XLA's parser refuses in a kernel constant that type inference lets through (a
+    scalar fills a shape, and any number fits, in TAIDL semantics)."""
+    if declared.shape and not isinstance(value, list):
+        return (f"the literal {value!r} is a scalar but the declared type {declared} has rank "
+                f"{len(declared.shape)}; write one nested '{{...}}' list per dimension")
+    if declared.dtype in INT_DTYPES or declared.dtype == "pred":
+        for number in _numbers(value):
+            if isinstance(number, float) and not number.is_integer():
+                return f"{number} is not a value of {declared.dtype}"
+    return None
+
+
+def _numbers(value) -> Iterator:
+    if isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
+    else:
+        yield value
 
 
 def _file_of(module: Module) -> str | None:

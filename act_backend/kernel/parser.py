@@ -285,10 +285,10 @@ class _Builder:
         # The parenthesised argument of parameter and constant is their index or value.
         written: list[HloType | None] = []
         if opcode == "parameter":
-            instr.attrs["index"] = self.parameter_index(instr, operand_trees, tree)
+            instr.attrs["index"] = self.parameter_index(instr, operand_trees, opcode_tok)
             spans["attr:index"] = self.node_span(operand_trees[0])
         elif opcode == "constant":
-            instr.attrs["value"] = self.constant_value(instr, operand_trees, tree)
+            instr.attrs["value"] = self.constant_value(instr, operand_trees, opcode_tok)
             spans["attr:value"] = self.node_span(operand_trees[0])
         else:
             for index, operand in enumerate(operand_trees):
@@ -308,9 +308,9 @@ class _Builder:
                 instr.attrs.setdefault(key, [])
         return instr
 
-    def parameter_index(self, instr: Instruction, operands: list[Tree], tree: Tree) -> int:
+    def parameter_index(self, instr: Instruction, operands: list[Tree], opcode: Token) -> int:
         if len(operands) != 1 or operands[0].data != "number_operand":
-            where = operands[0] if operands else tree
+            where = operands[0] if operands else opcode
             raise self.error(where, f"parameter '{instr.name}' needs its index, "
                              "as in parameter(0)")
         tok = operands[0].children[0]
@@ -320,9 +320,9 @@ class _Builder:
                              f"non-negative integer, found '{tok}'")
         return value
 
-    def constant_value(self, instr: Instruction, operands: list[Tree], tree: Tree) -> Any:
+    def constant_value(self, instr: Instruction, operands: list[Tree], opcode: Token) -> Any:
         if len(operands) != 1:
-            where = operands[1] if len(operands) > 1 else tree
+            where = operands[1] if len(operands) > 1 else opcode
             raise self.error(where, f"constant '{instr.name}' takes one literal value, "
                              "as in constant(0) or constant({1, 2})")
         node = operands[0].children[-1]

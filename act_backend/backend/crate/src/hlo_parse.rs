@@ -28,6 +28,9 @@ impl fmt::Display for Pos {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
     pub pos: Pos,
+    /// The stable code the Python checker reports the same refusal under (`hlo-syntax`,
+    /// `bad-name`, `entry-layout-syntax`...).
+    pub code: &'static str,
     pub message: String,
 }
 
@@ -112,7 +115,7 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
             advance(&mut i, &mut line, &mut col);
             loop {
                 if i >= chars.len() {
-                    return Err(SyntaxError { pos, message: "unterminated comment `/*`".into() });
+                    return Err(SyntaxError { pos, code: "hlo-syntax", message: "unterminated comment `/*`".into() });
                 }
                 if chars[i].1 == '*' && peek(i + 1) == Some('/') {
                     advance(&mut i, &mut line, &mut col);
@@ -136,7 +139,7 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
             let mut s = String::new();
             loop {
                 match peek(i) {
-                    None => return Err(SyntaxError { pos, message: "unterminated string".into() }),
+                    None => return Err(SyntaxError { pos, code: "hlo-syntax", message: "unterminated string".into() }),
                     Some('"') => {
                         advance(&mut i, &mut line, &mut col);
                         break;
@@ -179,9 +182,10 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
             advance(&mut i, &mut line, &mut col);
             Tok::Punct(c)
         } else if c.is_alphanumeric() {
-            return Err(SyntaxError { pos, message: format!("`{c}` cannot be part of a name: {NAME_RULE}") });
+            let message = format!("`{c}` cannot be part of a name: {NAME_RULE}");
+            return Err(SyntaxError { pos, code: "bad-name", message });
         } else {
-            return Err(SyntaxError { pos, message: format!("unexpected character `{c}`") });
+            return Err(SyntaxError { pos, code: "hlo-syntax", message: format!("unexpected character `{c}`") });
         };
         let end = if i < chars.len() { chars[i].0 } else { text.len() };
         tokens.push(Token { tok, pos, start, end, spaced });
@@ -263,7 +267,8 @@ impl fmt::Display for TypeAst {
 /// An operand reference or, for `constant` and `parameter`, the literal between the parens.
 #[derive(Debug, Clone)]
 pub enum Arg {
-    Operand { name: String, pos: Pos },
+    /// `pos` is where the operand starts: its written type (`bf16[64] %x`) or its name.
+    Operand { name: String, pos: Pos, declared: Option<TypeAst> },
     Literal(Value),
 }
 
@@ -363,7 +368,7 @@ impl<'a> Parser<'a> {
     }
 
     fn error<T>(&self, pos: Pos, message: impl Into<String>) -> PResult<T> {
-        Err(SyntaxError { pos, message: message.into() })
+        Err(SyntaxError { pos, code: "hlo-syntax", message: message.into() })
     }
 
     fn is_punct(&self, c: char) -> bool {
@@ -389,11 +394,16 @@ impl<'a> Parser<'a> {
     /// A word that must be a name; refused at its first character that cannot be part of one.
     fn expect_name(&mut self, context: &str) -> PResult<(String, Pos)> {
         let (word, pos) = self.expect_word(context)?;
+        // A number where a name belongs is a misplaced literal, not a misspelt name.
+        if word.parse::<f64>().is_ok() {
+            return self.error(pos, format!("expected {context}, found `{word}`"));
+        }
         match name_fault(&word) {
             None => Ok((word, pos)),
             Some(offset) => {
                 let col = pos.col + word[..offset].chars().count();
-                self.error(Pos { line: pos.line, col }, format!("`{word}` is not a name: {NAME_RULE}"))
+                let message = format!("`{word}` is not a name: {NAME_RULE}");
+                Err(SyntaxError { pos: Pos { line: pos.line, col }, code: "bad-name", message })
             }
         }
     }
@@ -412,7 +422,8 @@ impl<'a> Parser<'a> {
                     if is_layout {
                         self.next();
                         self.next();
-                        entry_layout = Some(self.entry_layout()?);
+                        let layout = self.entry_layout().map_err(|e| SyntaxError { code: "entry-layout-syntax", ..e })?;
+                        entry_layout = Some(layout);
                     } else {
                         self.attribute()?;
                     }
@@ -576,7 +587,8 @@ impl<'a> Parser<'a> {
         }
         let (dtype, pos) = self.expect_word("a type such as bf16[64,64]")?;
         if !self.is_punct('[') || self.peek().spaced {
-            return self.error(pos, format!("expected a type such as bf16[64,64], found `{dtype}`"));
+            // At what follows the element type, where its `[` was expected.
+            return self.error(self.peek().pos, format!("expected a type such as bf16[64,64], found `{dtype}`"));
         }
         self.next();
         let mut dims = Vec::new();
@@ -663,11 +675,10 @@ impl<'a> Parser<'a> {
             || (matches!(self.peek().tok, Tok::Word(_))
                 && self.peek_at(1).tok == Tok::Punct('[')
                 && !self.peek_at(1).spaced);
-        if typed {
-            self.type_ast()?;
-        }
-        let (name, pos) = self.expect_name("an operand name")?;
-        Ok(Arg::Operand { name: strip_percent(&name), pos })
+        let pos = self.peek().pos;
+        let declared = if typed { Some(self.type_ast()?) } else { None };
+        let (name, _) = self.expect_name("an operand name")?;
+        Ok(Arg::Operand { name: strip_percent(&name), pos, declared })
     }
 
     fn attribute(&mut self) -> PResult<Attr> {

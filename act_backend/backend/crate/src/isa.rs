@@ -100,6 +100,16 @@ impl fmt::Display for ExprError {
     }
 }
 
+/// Division rounding toward negative infinity, as Python's `//` and the table's `/` do.
+pub fn floor_div(x: i64, y: i64) -> i64 {
+    let q = x / y;
+    if x % y != 0 && ((x < 0) != (y < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
 impl Expr {
     /// Evaluates with every attribute it mentions bound in `env`.
     pub fn eval(&self, env: &BTreeMap<String, i64>) -> Result<i64, ExprError> {
@@ -117,14 +127,14 @@ impl Expr {
                 if y == 0 {
                     return Err(ExprError::DivisionByZero);
                 }
-                x.div_euclid(y)
+                floor_div(x, y)
             }
             Expr::Rem(a, b) => {
                 let (x, y) = bin(a, b)?;
                 if y == 0 {
                     return Err(ExprError::DivisionByZero);
                 }
-                x.rem_euclid(y)
+                x - y * floor_div(x, y)
             }
             Expr::Neg(a) => -a.eval(env)?,
         })
@@ -152,7 +162,22 @@ impl Expr {
                     return Err(ExprError::NotAffine(self.to_string()));
                 }
             }
-            Expr::Div(_, _) | Expr::Rem(_, _) => match self.eval(env) {
+            Expr::Div(a, b) => {
+                let (x, y) = (a.affine(env)?, b.affine(env)?);
+                match y.as_constant() {
+                    Some(0) => return Err(ExprError::DivisionByZero),
+                    // An affine form every coefficient of which the divisor divides.
+                    Some(k) if x.constant % k == 0 && x.terms.values().all(|c| c % k == 0) => {
+                        Affine { constant: x.constant / k, terms: x.terms.iter().map(|(n, c)| (n.clone(), c / k)).collect() }
+                    }
+                    _ => match self.eval(env) {
+                        Ok(v) => Affine::constant(v),
+                        Err(ExprError::Unbound(_)) => return Err(ExprError::NotAffine(self.to_string())),
+                        Err(e) => return Err(e),
+                    },
+                }
+            }
+            Expr::Rem(_, _) => match self.eval(env) {
                 Ok(v) => Affine::constant(v),
                 Err(ExprError::Unbound(_)) => return Err(ExprError::NotAffine(self.to_string())),
                 Err(e) => return Err(e),

@@ -40,8 +40,8 @@ pub fn check_module(module: &Module) -> Result<(), SyntaxError> {
     }
 }
 
-fn problem(pos: Pos, message: String) -> SyntaxError {
-    SyntaxError { pos, message }
+fn problem(pos: Pos, code: &'static str, message: String) -> SyntaxError {
+    SyntaxError { pos, code, message }
 }
 
 /// Types equal up to positions and layouts (which the syntax tree does not keep).
@@ -96,13 +96,14 @@ fn signature(comp: &Computation) -> Vec<SyntaxError> {
     if sig.params.len() != count {
         let message =
             format!("computation `{name}` declares {} parameter(s) but defines {count}", sig.params.len());
-        return vec![problem(sig.pos, message)];
+        return vec![problem(sig.pos, "signature-mismatch", message)];
     }
     let mut out = Vec::new();
     for (index, ((declared_name, pos, declared), param)) in sig.params.iter().zip(&by_index).enumerate() {
         if &param.name != declared_name {
             out.push(problem(
                 *pos,
+                "signature-mismatch",
                 format!(
                     "computation `{name}` declares parameter {index} as `{declared_name}`, but parameter({index}) is named `{}`",
                     param.name
@@ -111,6 +112,7 @@ fn signature(comp: &Computation) -> Vec<SyntaxError> {
         } else if !same_type(&param.ty, declared) {
             out.push(problem(
                 *pos,
+                "signature-mismatch",
                 format!("computation `{name}` declares parameter {index} as {declared}, but `{}` is {}", param.name, param.ty),
             ));
         }
@@ -119,6 +121,7 @@ fn signature(comp: &Computation) -> Vec<SyntaxError> {
         if !same_type(&root.ty, &sig.result) {
             out.push(problem(
                 sig.result.pos(),
+                "signature-mismatch",
                 format!("computation `{name}` declares its result as {}, but ROOT `{}` is {}", sig.result, root.name, root.ty),
             ));
         }
@@ -134,13 +137,14 @@ fn entry_layout(layout: &EntryLayout, entry: &Computation) -> Vec<SyntaxError> {
             "entry_computation_layout lists {} parameter(s) but the ENTRY computation `{name}` has {count}",
             layout.params.len()
         );
-        return vec![problem(layout.pos, message)];
+        return vec![problem(layout.pos, "entry-layout-mismatch", message)];
     }
     let mut out = Vec::new();
     for (index, (declared, param)) in layout.params.iter().zip(&by_index).enumerate() {
         if !same_type(&param.ty, declared) {
             out.push(problem(
                 declared.pos(),
+                "entry-layout-mismatch",
                 format!(
                     "entry_computation_layout gives parameter {index} the type {declared}, but `{}` of the ENTRY computation is {}",
                     param.name, param.ty
@@ -152,6 +156,7 @@ fn entry_layout(layout: &EntryLayout, entry: &Computation) -> Vec<SyntaxError> {
         if !same_type(&root.ty, &layout.result) {
             out.push(problem(
                 layout.result.pos(),
+                "entry-layout-mismatch",
                 format!(
                     "entry_computation_layout gives the result the type {}, but ROOT `{}` of the ENTRY computation is {}",
                     layout.result, root.name, root.ty
@@ -168,7 +173,11 @@ fn attributes(instr: &Instr) -> Vec<SyntaxError> {
     let mut out = Vec::new();
     for (k, attr) in instr.attrs.iter().enumerate() {
         if instr.attrs[..k].iter().any(|a| a.name == attr.name) {
-            out.push(problem(attr.pos, format!("attribute `{}` is given twice in `{}`", attr.name, instr.name)));
+            out.push(problem(
+                attr.pos,
+                "duplicate-attribute",
+                format!("attribute `{}` is given twice in `{}`", attr.name, instr.name),
+            ));
         }
     }
     // A computation an attribute names must be named like one.
@@ -176,7 +185,7 @@ fn attributes(instr: &Instr) -> Vec<SyntaxError> {
         if let Value::Word(word, pos) = &attr.value {
             if let Some(offset) = name_fault(word) {
                 let at = Pos { line: pos.line, col: pos.col + word[..offset].chars().count() };
-                out.push(problem(at, format!("`{word}` is not a name: {NAME_RULE}")));
+                out.push(problem(at, "bad-name", format!("`{word}` is not a name: {NAME_RULE}")));
             }
         }
     }
@@ -194,6 +203,7 @@ fn attributes(instr: &Instr) -> Vec<SyntaxError> {
             };
             out.push(problem(
                 attr.pos,
+                "unknown-attribute",
                 format!("{opcode} `{}` does not take the attribute `{}` (accepted: {listing})", instr.name, attr.name),
             ));
         }
