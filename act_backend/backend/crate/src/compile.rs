@@ -8,7 +8,6 @@ use crate::driver::{self, Best, CandidateRecord, Config, DriverError, Status, St
 use crate::isa::{Isa, TableError};
 use crate::isa_match::{FreeAttribute, Patterns};
 use crate::kernel::{self, KernelError, KernelErrorKind};
-use crate::lang::Ty;
 use crate::layout::{LayoutError, Signature};
 use crate::output::ScratchDir;
 use crate::report::Progress;
@@ -322,8 +321,8 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     };
     let sig = Signature {
         module: kernel.name.clone(),
-        inputs: kernel.params.iter().map(tensor).collect(),
-        output: tensor(&kernel.output),
+        inputs: kernel.params.clone(),
+        output: kernel.output.clone(),
     };
     let config =
         Config { deadline: options.time_limit.map(|l| started + l), ..options.driver.clone() };
@@ -413,9 +412,6 @@ fn outcome(p: &Progress, limit: Duration) -> Result<Option<String>, CompileError
     }
 }
 
-fn tensor(t: &kernel::TensorTy) -> Ty {
-    Ty::new(crate::lang::DType::parse(&t.dtype).expect("the kernel parser checks element types"), t.shape.clone())
-}
 
 fn candidate_line(r: &CandidateRecord) -> String {
     let outcome = match (r.status, r.cost) {

@@ -17,32 +17,6 @@ use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
 use std::collections::HashMap;
 use std::fmt;
 
-/// A tensor type as the driver sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TensorTy {
-    pub dtype: String,
-    pub shape: Vec<i64>,
-}
-
-impl TensorTy {
-    pub fn from_ty(ty: &Ty) -> TensorTy {
-        TensorTy { dtype: ty.dtype.name().to_string(), shape: ty.shape.clone() }
-    }
-
-    /// Bytes the tensor occupies in HBM.
-    pub fn bytes(&self) -> u64 {
-        let width = DType::parse(&self.dtype).map_or(1, DType::bytes);
-        self.shape.iter().map(|&d| d as u64).product::<u64>() * u64::from(width)
-    }
-}
-
-impl fmt::Display for TensorTy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dims: Vec<String> = self.shape.iter().map(i64::to_string).collect();
-        write!(f, "{}[{}]", self.dtype, dims.join(","))
-    }
-}
-
 /// One operation of the kernel.
 #[derive(Debug, Clone)]
 pub struct KernelNode {
@@ -61,8 +35,8 @@ pub struct KernelNode {
 pub struct Kernel {
     pub name: String,
     pub file: String,
-    pub params: Vec<TensorTy>,
-    pub output: TensorTy,
+    pub params: Vec<Ty>,
+    pub output: Ty,
     pub nodes: Vec<KernelNode>,
     /// Node of parameter `i`.
     pub param_nodes: Vec<usize>,
@@ -666,8 +640,8 @@ impl<'a> Builder<'a> {
         Ok(Kernel {
             name,
             file: self.file.to_string(),
-            params: param_nodes.iter().map(|&k| TensorTy::from_ty(&nodes[k].ty)).collect(),
-            output: TensorTy::from_ty(&nodes[root].ty),
+            params: param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect(),
+            output: nodes[root].ty.clone(),
             nodes,
             param_nodes,
             root,
@@ -892,7 +866,7 @@ mod tests {
     fn reduce_with_zero_init_and_add_is_reduce_add() {
         let k = parse_kernel(SMALL, "small.hlo").unwrap();
         assert_eq!(k.name, "small");
-        assert_eq!(k.params, vec![TensorTy { dtype: "f32".into(), shape: vec![4, 8] }]);
+        assert_eq!(k.params, vec![Ty::new(DType::F32, vec![4, 8])]);
         let r = k.nodes.iter().find(|n| n.name == "r").unwrap();
         assert_eq!(r.op, Op::ReduceAdd(vec![1]));
         assert_eq!(r.operands.len(), 1);

@@ -3,12 +3,13 @@
 
 mod select_support;
 
-use act_compiler::kernel::{parse_kernel, KernelErrorKind, TensorTy};
+use act_compiler::kernel::{parse_kernel, KernelErrorKind};
+use act_compiler::lang::{DType, Ty};
 use act_compiler::lang::{Op, Reducer};
 use select_support::{data, kernel_file};
 
-fn bf16(shape: &[i64]) -> TensorTy {
-    TensorTy { dtype: "bf16".into(), shape: shape.to_vec() }
+fn bf16(shape: &[i64]) -> Ty {
+    Ty::new(DType::BF16, shape.to_vec())
 }
 
 #[test]
@@ -56,7 +57,7 @@ fn jax_attention() {
 fn jax_with_debug_info_metadata_and_index_comments() {
     let k = kernel_file("debug_info_jax.hlo");
     assert_eq!(k.params.len(), 7);
-    assert_eq!(k.output, TensorTy { dtype: "f32".into(), shape: vec![4] });
+    assert_eq!(k.output, Ty::new(DType::F32, vec![4]));
     let max = k.nodes.iter().find(|n| n.name == "reduce_max.7").unwrap();
     assert_eq!(max.op, Op::Reduce { dims: vec![1], reducer: Reducer::Max });
     let min = k.nodes.iter().find(|n| n.name == "reduce_min.7").unwrap();
