@@ -448,7 +448,7 @@ async def test_completion_offers_what_fits_the_cursor(static_client, tmp_path):
     operators = await labels(position_of(text, "copy(%In1)", 0))
     assert "copy" in operators and "dot" in operators and "reduce_add" in operators
     assert await labels(position_of(text, "u8[`@c.n * 128`] parameter", 0)) == [
-        "s8", "s32", "u8", "u32", "f32", "f16", "bf16"]
+        "s8", "s32", "u8", "u32", "f16", "bf16", "f32"]
     buffers = await labels(position_of(text, '["d2", ["@a.addr_in"]', 2))
     assert buffers == ["d0", "d1", "d2"]
 
