@@ -4,12 +4,15 @@
 //! `reduce(x, 0) to_apply=<add>` becomes `reduce_add(x)`, other reducers keep their init and
 //! name their computation (add, max, min, mul), `exp` is `exponential`, and
 //! `select(compare(a, b, direction), t, f)` becomes `select_lt` / `select_eq_var` where that is
-//! exact.
+//! exact. Operators no instruction semantics contains (tanh, clamp, reverse, pad...) are kept by
+//! name with their meaningful attributes as text ([`Op::Other`]), so that selection can name
+//! them. Finally what depends on constants only is folded into constants (`fold.rs`).
 //!
 //! The other computations are read and checked too, and every refusal carries the stable code
 //! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
 //! the conformance corpus (`tests/conformance/`) holds both front ends to one verdict.
 
+use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
@@ -123,7 +126,9 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
             }
         }
     }
-    Ok(kernel.expect("the entry is one of the computations"))
+    let mut kernel = kernel.expect("the entry is one of the computations");
+    fold::fold_constants(&mut kernel);
+    Ok(kernel)
 }
 
 /// Where an argument is written.
@@ -155,7 +160,7 @@ fn element_types(ast: &TypeAst, out: &mut Vec<(String, Pos)>) {
 /// integers, and comparison directions.
 const INT_LIST_ATTRIBUTES: &[&str] =
     &["dimensions", "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims", "dynamic_slice_sizes"];
-const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index"];
+const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index", "exponent_bits", "mantissa_bits"];
 
 struct Builder<'a> {
     file: &'a str,
@@ -315,6 +320,18 @@ impl<'a> Builder<'a> {
                     self.decode_word(instr, name, &[])?;
                 } else if name == "direction" {
                     self.decode_word(instr, name, COMPARISON_DIRECTIONS)?;
+                } else if name == "padding" {
+                    let config = match &attr.value {
+                        Value::Word(w, _) => infer::padding_config(w),
+                        _ => None,
+                    };
+                    if config.is_none() {
+                        return self.err(
+                            attr.value.pos(),
+                            "hlo-syntax",
+                            format!("attribute padding expects low_high_interior per dimension joined by `x`, such as 0_0x1_2_0, found {}", attr.value),
+                        );
+                    }
                 }
             }
         }
@@ -906,7 +923,7 @@ mod tests {
     fn literals_fill_their_declared_shape() {
         let k = parse_kernel(
             "HloModule m\nENTRY e {\n  a = f32[2,2] constant({ {1, 2.5}, {-inf, 4} })\n  \
-             b = pred[] constant(true)\n  ROOT c = f32[2,2] copy(a)\n}\n",
+             b = pred[] constant(true)\n  p = f32[2,2] parameter(0)\n  ROOT c = f32[2,2] add(a, p)\n}\n",
             "m.hlo",
         )
         .unwrap();
