@@ -124,6 +124,23 @@ fn refusals_name_the_operation_on_the_inputs() {
 }
 
 #[test]
+fn a_reduce_of_a_region_no_semantics_names_is_kept_and_named() {
+    // jnp.all: a reduce whose region is an `and` of its parameters. It is accepted, and the
+    // refusal on QKV is that no instruction computes (the comparison, the first obstacle).
+    let text = "HloModule k\nregion {\n  p = pred[] parameter(0)\n  q = pred[] parameter(1)\n  ROOT r = pred[] and(p, q)\n}\n\
+                ENTRY e {\n  a = bf16[64,64] parameter(0)\n  z = bf16[] constant(0)\n  \
+                b = bf16[64,64] broadcast(z), dimensions={}\n  c = pred[64,64] compare(a, b), direction=GT\n  \
+                t = pred[] constant(true)\n  ROOT all = pred[64] reduce(c, t), dimensions={1}, to_apply=region\n}\n";
+    let k = parse_kernel(text, "k.hlo").unwrap();
+    assert_eq!(
+        k.nodes[k.root].op,
+        Op::Other { name: "reduce".into(), attrs: "dimensions={1}, to_apply=region".into() }
+    );
+    let err = run(&kernel_text(text), &qkv()).unwrap_err();
+    assert!(err.to_string().starts_with("kernel.hlo:11: no instruction of QKV computes `compare`"), "{err}");
+}
+
+#[test]
 fn operators_kept_by_name_keep_their_attributes() {
     let k = parse_kernel(
         &one("  r = bf16[64,64] reverse(a), dimensions={0,1}, metadata={op_name=\"rev\"}\n  \
