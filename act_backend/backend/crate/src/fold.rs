@@ -8,10 +8,11 @@
 //! computes narrow floats in f32) and then to the element type; f64 holds the exact result of
 //! an f32 add, subtract, multiply or divide closely enough (53 >= 2 * 24 + 2 bits) that this
 //! double rounding is the correctly rounded f32 result. A result that XLA may compute
-//! differently is left unfolded: a subnormal float (XLA's CPU flushes some to zero), an
-//! integer out of its type's range (it wraps) or beyond 2^53 (literals are f64), an integer
-//! division by zero, a float-to-integer conversion out of range or of NaN. Folded literals
-//! keep the crate's representation: f64 bit patterns, one value for a splat.
+//! differently is left unfolded: a subnormal float operand or result (XLA's CPU flushes some
+//! to zero), an integer out of its type's range (it wraps) or beyond 2^53 (literals are f64),
+//! an integer division by zero, a float-to-integer conversion out of range or of NaN, a
+//! maximum or minimum of -0 and +0. Folded literals keep the crate's representation: f64 bit
+//! patterns, one value for a splat.
 
 use crate::infer::padding_config;
 use crate::kernel::Kernel;
@@ -242,7 +243,12 @@ fn other(name: &str, attrs: &str, args: &[(Vec<f64>, &Ty)], out: &Ty) -> Option<
                 "GE" => x >= y,
                 _ => false,
             };
-            Folded { values: args[0].0.iter().zip(&args[1].0).map(|(&x, &y)| f64::from(u8::from(test(x, y)))).collect() }
+            let dtype = args[0].1.dtype;
+            let pairs = args[0].0.iter().zip(&args[1].0);
+            if pairs.clone().any(|(&x, &y)| subnormal(x, dtype) || subnormal(y, dtype)) {
+                return None;
+            }
+            Folded { values: pairs.map(|(&x, &y)| f64::from(u8::from(test(x, y)))).collect() }
         }
         "select" => {
             let (p, t, f) = (&args[0].0, &args[1].0, &args[2].0);
@@ -263,9 +269,19 @@ fn exact(x: f64, dtype: DType) -> Option<f64> {
     same.then_some(r)
 }
 
+/// Whether `x` is a subnormal value of the float type `dtype`: XLA's CPU may read it as zero
+/// (denormals-are-zero), so nothing computed from one is folded.
+fn subnormal(x: f64, dtype: DType) -> bool {
+    if !dtype.is_float() || x == 0.0 || !x.is_finite() {
+        return false;
+    }
+    let emax = (1i32 << (dtype.info().exponent_bits - 1)) - 1;
+    x.abs() < 2f64.powi(1 - emax)
+}
+
 /// A binary arithmetic operator on two values of `dtype`, as XLA computes it.
 fn arithmetic(op: &Op, x: f64, y: f64, dtype: DType) -> Option<f64> {
-    if dtype == DType::Pred {
+    if dtype == DType::Pred || subnormal(x, dtype) || subnormal(y, dtype) {
         return None;
     }
     if dtype.is_int() {
@@ -275,8 +291,9 @@ fn arithmetic(op: &Op, x: f64, y: f64, dtype: DType) -> Option<f64> {
             Op::Multiply => x * y,
             Op::Maximum => x.max(y),
             Op::Minimum => x.min(y),
-            // C division: truncates; by zero (all ones) and MIN / -1 are left to XLA.
-            Op::Divide if y != 0.0 => (x / y).trunc(),
+            // C division: truncates; by zero (all ones) and MIN / -1 are left to XLA, and so
+            // are operands beyond 2^31, whose f64 quotient could round onto an integer.
+            Op::Divide if y != 0.0 && x.abs() < 2147483648.0 && y.abs() < 2147483648.0 => (x / y).trunc(),
             _ => return None,
         };
         // Exact in f64 below 2^53; out of the type's range it would wrap.
@@ -312,6 +329,9 @@ fn convert(values: &[f64], from: DType, to: DType) -> Option<Vec<f64>> {
     values
         .iter()
         .map(|&x| {
+            if subnormal(x, from) {
+                return None;
+            }
             if to == DType::Pred {
                 return Some(f64::from(u8::from(x != 0.0)));
             }
@@ -394,6 +414,9 @@ mod tests {
         assert_eq!(arithmetic(&Op::Divide, 7.0, -2.0, DType::S32), Some(-3.0));
         assert_eq!(arithmetic(&Op::Divide, 7.0, 0.0, DType::S32), None);
         assert_eq!(arithmetic(&Op::Add, 100.0, 100.0, DType::S8), None);
+        // A subnormal operand may be read as zero by XLA's CPU: not folded.
+        assert_eq!(arithmetic(&Op::Multiply, 1e-40, 1e30, DType::F32), None);
+        assert_eq!(arithmetic(&Op::Multiply, 1e-40, 1e30, DType::F64).map(|v| v > 0.0), Some(true));
     }
 
     #[test]
