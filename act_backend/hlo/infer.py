@@ -279,8 +279,8 @@ def _reverse(c: _Checker) -> TensorType:
 
 
 def _pad(c: _Checker) -> TensorType:
-    """XLA's pad: dimension k becomes low + high + size + (size - 1) * interior, where low and
-    high may be negative (they cut) and interior may not."""
+    """XLA's pad: dimension k becomes low + high + size + max(size - 1, 0) * interior, where
+    low and high may be negative (they cut) and interior may not."""
     c.arity(2)
     src, value = c.ops
     if value.shape:
@@ -297,10 +297,9 @@ def _pad(c: _Checker) -> TensorType:
         if interior < 0:
             raise c.fail("attr:padding", f"padding dimension {k}: the interior padding "
                          f"{interior} is negative")
-        gaps = ex.mul(ex.sub(size, 1), interior) if interior else 0
+        empty = ex.compare(size, 0) is ex.Agreement.ALWAYS
+        gaps = ex.mul(ex.sub(size, 1), interior) if interior and not empty else 0
         extent = ex.add(ex.add(size, gaps), low + high)
-        if interior and ex.compare(size, 0) is ex.Agreement.ALWAYS:
-            extent = low + high
         if ex.always_positive(ex.sub(0, extent)):
             raise c.fail("attr:padding", f"padding dimension {k}: {low}_{high}_{interior} "
                          f"leaves {extent} elements of the operand's {size}")
