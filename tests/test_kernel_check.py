@@ -38,7 +38,7 @@ BAD_FIXTURES = [
     ("syntax_error.hlo", "hlo-syntax", 6, 34, "expected an operand name after '('"),
     ("unknown_operator.hlo", "unknown-operator", 5, 30, "unknown operator 'frobnicate' in 'C'"),
     ("unsupported_operator.hlo", "unsupported-operator", 5, 30,
-     "'C' uses erf, an XLA operator kernels may not use yet"),
+     "'C' uses cholesky, an XLA operator kernels may not use yet"),
     ("undefined_operand.hlo", "undefined-operand", 6, 55,
      "operand 1 of 'C', 'Bt', is not defined in computation 'main'"),
     ("shape_mismatch.hlo", "dot-contracting-mismatch", 6, 103,

@@ -436,13 +436,13 @@ def test_an_f32_sum_over_all_dimensions_matches_jax_closely():
 def test_an_unsupported_operator_is_named_with_its_line():
     text = """HloModule k
 ENTRY main {
-  x = f32[4] parameter(0)
-  ROOT y = f32[4] erf(x)
+  x = f32[4,4] parameter(0)
+  ROOT y = f32[4,4] cholesky(x)
 }
 """
-    with pytest.raises(UnsupportedOperator, match=r"^k\.hlo:4:3: .*operator 'erf' "
+    with pytest.raises(UnsupportedOperator, match=r"^k\.hlo:4:3: .*operator 'cholesky' "
                                                   r"\(instruction 'y', line 4\)"):
-        run(text, np.zeros(4, np.float32))
+        run(text, np.zeros((4, 4), np.float32))
 
 
 def test_a_missing_attribute_is_named_with_its_instruction():

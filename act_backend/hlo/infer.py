@@ -9,7 +9,8 @@ dimensions an error is raised only when the two sides can never agree
 
 Attribute encodings read here (both parsers produce them):
 ``dimensions``/``*_dims``/``dynamic_slice_sizes``: list of int; ``slice``: list of
-``(start, limit, stride)`` dims; ``index`` (parameter) and ``iota_dimension``: int; ``value``
+``(start, limit, stride)`` dims; ``padding`` (pad): list of ``(low, high, interior)`` dims;
+``index`` (parameter), ``iota_dimension``, ``exponent_bits`` and ``mantissa_bits``: int; ``value``
 (constant): a number or a nested list; ``to_apply``: the reducer's name; ``direction``
 (compare): ``EQ NE LT LE GT GE``. Attributes not read here (``metadata``...) are ignored.
 """
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from act_backend.hlo import expr as ex
 from act_backend.hlo.dtypes import FLOAT_DTYPES, INT_DTYPES, byte_size, is_known
 from act_backend.hlo.ir import Instruction, TensorType
-from act_backend.hlo.vocabulary import COMPARISON_DIRECTIONS, operators
+from act_backend.hlo.vocabulary import COMPARISON_DIRECTIONS, operator, operators
 
 Dim = ex.Dim
 
@@ -51,11 +52,8 @@ def _default_code(where: str) -> str:
 # Operators by family. Names are XLA's as the parsers normalise them: hyphens become
 # underscores (``dynamic-slice`` -> ``dynamic_slice``) and ``exp`` becomes ``exponential``.
 # The families come from the vocabulary (act_backend.hlo.vocabulary).
-UNARY_FLOAT = operators(family="unary", operands="float")
-UNARY_ANY = operators(family="unary", operands="any")
-UNARY_BITWISE = operators(family="unary", operands="bits")
-BINARY_ARITH = operators(family="binary", operands="any")
-BINARY_BITWISE = operators(family="binary", operands="bits")
+UNARY = operators(family="unary")
+BINARY = operators(family="binary")
 SELECT_CMP = operators(family="select") - {"select"}
 COMPARE_DIRECTIONS = COMPARISON_DIRECTIONS
 
@@ -110,6 +108,13 @@ class _Checker:
             raise self.fail(f"operand:{j}", f"operand {j} has shape {_fmt_dims(b)} but "
                             f"operand {i} has {_fmt_dims(a)}: dimension {k} differs "
                             f"({b[k]} vs {a[k]})")
+
+    def operand_class(self, i: int) -> None:
+        """Operand ``i`` has an element type of the operator's operand class."""
+        row = operator(self.instr.opcode)
+        allowed = _OPERAND_CLASSES.get(row.operands) if row else None
+        if allowed is not None:
+            self.dtype_in(i, allowed, self.instr.opcode)
 
     def dtype_in(self, i: int, allowed: frozenset[str], what: str) -> None:
         dtype = self.ops[i].dtype
@@ -226,13 +231,19 @@ def _iota(c: _Checker) -> TensorType:
     return decl
 
 
+# The element types of each operand class of the vocabulary (``any``: no restriction).
+_OPERAND_CLASSES = {"float": FLOAT_DTYPES, "bits": INT_DTYPES | {"pred"}, "integer": INT_DTYPES}
+
+
 def _unary(c: _Checker) -> TensorType:
     c.arity(1)
-    op = c.instr.opcode
-    if op in UNARY_FLOAT:
-        c.dtype_in(0, FLOAT_DTYPES, op)
-    elif op in UNARY_BITWISE:
-        c.dtype_in(0, INT_DTYPES | {"pred"}, op)
+    c.operand_class(0)
+    if c.instr.opcode == "reduce_precision":
+        for name, least in (("exponent_bits", 1), ("mantissa_bits", 0)):
+            bits = c.attr(name, required=True)
+            if not isinstance(bits, int) or isinstance(bits, bool) or bits < least:
+                raise c.fail(f"attr:{name}", f"{name} must be an integer of at least {least}, "
+                             f"found {bits!r}")
     return c.ops[0]
 
 
@@ -240,9 +251,60 @@ def _binary(c: _Checker) -> TensorType:
     c.arity(2)
     c.same_dtype(0, 1)
     c.same_shape(0, 1)
-    if c.instr.opcode in BINARY_BITWISE:
-        c.dtype_in(0, INT_DTYPES | {"pred"}, c.instr.opcode)
+    c.operand_class(0)
     return c.ops[0]
+
+
+def _classify(c: _Checker) -> TensorType:
+    c.arity(1)
+    c.operand_class(0)
+    return TensorType("pred", c.ops[0].shape)
+
+
+def _clamp(c: _Checker) -> TensorType:
+    """XLA's clamp(lo, x, hi): lo and hi are scalars or of x's shape, all of x's type."""
+    c.arity(3)
+    for j in (0, 2):
+        c.same_dtype(1, j)
+        if c.ops[j].shape:
+            c.same_shape(1, j)
+    return c.ops[1]
+
+
+def _reverse(c: _Checker) -> TensorType:
+    c.arity(1)
+    src = c.ops[0]
+    c.dims_in_range("dimensions", c.int_list("dimensions"), len(src.shape), f"operand {src}")
+    return src
+
+
+def _pad(c: _Checker) -> TensorType:
+    """XLA's pad: dimension k becomes low + high + size + max(size - 1, 0) * interior, where
+    low and high may be negative (they cut) and interior may not."""
+    c.arity(2)
+    src, value = c.ops
+    if value.shape:
+        raise c.fail("operand:1", f"the padding value (operand 1) must be a scalar, found "
+                     f"{value}")
+    c.same_dtype(0, 1)
+    config = c.attr("padding", required=True)
+    if not isinstance(config, (list, tuple)) or len(config) != len(src.shape):
+        count = len(config) if isinstance(config, (list, tuple)) else "no"
+        raise c.fail("attr:padding", f"padding has {count} dimensions but the operand {src} "
+                     f"has rank {len(src.shape)}: give one low_high_interior per dimension")
+    out = []
+    for k, ((low, high, interior), size) in enumerate(zip(config, src.shape, strict=True)):
+        if interior < 0:
+            raise c.fail("attr:padding", f"padding dimension {k}: the interior padding "
+                         f"{interior} is negative")
+        empty = ex.compare(size, 0) is ex.Agreement.ALWAYS
+        gaps = ex.mul(ex.sub(size, 1), interior) if interior and not empty else 0
+        extent = ex.add(ex.add(size, gaps), low + high)
+        if ex.always_positive(ex.sub(0, extent)):
+            raise c.fail("attr:padding", f"padding dimension {k}: {low}_{high}_{interior} "
+                         f"leaves {extent} elements of the operand's {size}")
+        out.append(extent)
+    return TensorType(src.dtype, tuple(out))
 
 
 def _compare(c: _Checker) -> TensorType:
@@ -507,6 +569,10 @@ _RULES: dict[str, Callable[[_Checker], TensorType]] = {
     "iota": _iota,
     "compare": _compare,
     "select": _select,
+    "clamp": _clamp,
+    "is_finite": _classify,
+    "reverse": _reverse,
+    "pad": _pad,
     "convert": _convert,
     "bitcast_convert": _bitcast_convert,
     "reshape": _reshape,
@@ -520,9 +586,9 @@ _RULES: dict[str, Callable[[_Checker], TensorType]] = {
     "dynamic_update_slice": _dynamic_update_slice,
     "dynamic_slice": _dynamic_slice,
 }
-for _op in UNARY_FLOAT | UNARY_ANY | UNARY_BITWISE:
+for _op in UNARY:
     _RULES[_op] = _unary
-for _op in BINARY_ARITH | BINARY_BITWISE:
+for _op in BINARY:
     _RULES[_op] = _binary
 for _op in SELECT_CMP:
     _RULES[_op] = _select_cmp

@@ -21,6 +21,8 @@ FAMILIES = (
     "binary",       # elementwise, two operands of one type, result of that type
     "compare",      # elementwise comparison, pred result
     "select",       # elementwise choice
+    "clamp",        # elementwise clamp(lo, x, hi); lo and hi may be scalars
+    "classify",     # elementwise test of a float operand, pred result: is_finite
     "layout",       # moves elements without arithmetic: reshape, transpose, slice...
     "contraction",  # dot
     "reduction",    # reduce, reduce_add
@@ -29,7 +31,7 @@ FAMILIES = (
 )
 
 # Which element types an elementwise operator takes.
-OPERAND_CLASSES = ("any", "float", "bits")
+OPERAND_CLASSES = ("any", "float", "bits", "integer")  # bits: integers and pred; integer: not pred
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,19 @@ OPERATORS: tuple[Operator, ...] = (
     _unary("abs", "absolute value", operands="any"),
     _unary("sign", "sign (-1, 0 or 1)", operands="any"),
     _unary("not", "bitwise (logical, for pred) not", operands="bits"),
+    _unary("erf", "error function"),
+    _unary("tan", "tangent"),
+    _unary("popcnt", "population count (the number of set bits)", operands="integer"),
+    _unary("count_leading_zeros", "count of leading zero bits", operands="integer"),
+    Operator("reduce_precision", "unary",
+             "reduce_precision(x), exponent_bits=e, mantissa_bits=m",
+             "Elementwise rounding to a float of e exponent and m mantissa bits (to nearest "
+             "even, overflow to infinity, NaN kept), in the operand's type.",
+             attributes=("exponent_bits", "mantissa_bits"),
+             required=("exponent_bits", "mantissa_bits"), operands="float"),
+    Operator("is_finite", "classify", "is_finite(x)",
+             "Elementwise test that x is neither infinite nor NaN; a pred tensor of x's shape.",
+             operands="float"),
     _binary("add", "sum", semantics=True),
     _binary("subtract", "difference x - y", semantics=True),
     _binary("multiply", "product", semantics=True),
@@ -131,6 +146,12 @@ OPERATORS: tuple[Operator, ...] = (
     _binary("xor", "bitwise exclusive or", operands="bits", semantics=True),
     _binary("and", "bitwise and", operands="bits"),
     _binary("or", "bitwise or", operands="bits"),
+    _binary("shift_left", "left shift x << y (0 once y reaches the width)",
+            operands="integer"),
+    _binary("shift_right_arithmetic", "arithmetic right shift x >> y (sign-filled)",
+            operands="integer"),
+    _binary("shift_right_logical", "logical right shift x >> y (zero-filled)",
+            operands="integer"),
     Operator("compare", "compare", "compare(x, y), direction=EQ|NE|LT|LE|GT|GE",
              "Elementwise comparison; the result is a pred tensor of the operands' shape.",
              attributes=("direction",), required=("direction",), kernel_attributes=("type",)),
@@ -140,6 +161,9 @@ OPERATORS: tuple[Operator, ...] = (
              "Elementwise a < b ? on_true : on_false.", semantics=True),
     Operator("select_eq_var", "select", "select_eq_var(a, b, on_true, on_false)",
              "Elementwise a == b ? on_true : on_false.", semantics=True),
+    Operator("clamp", "clamp", "clamp(lo, x, hi)",
+             "Elementwise min(max(x, lo), hi); lo and hi are scalars or of x's shape.",
+             operands="any"),
     Operator("reshape", "layout", "reshape(x)",
              "The same elements in row-major order, viewed with the declared shape.",
              semantics=True),
@@ -156,6 +180,13 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("concatenate", "layout", "concatenate(x, y, ...), dimensions={d}",
              "Joins the operands along dimension d; the other dimensions must agree.",
              attributes=_DIMS, required=_DIMS, semantics=True),
+    Operator("reverse", "layout", "reverse(x), dimensions={d...}",
+             "Reverses the order of the elements along each listed dimension.",
+             attributes=_DIMS, required=_DIMS),
+    Operator("pad", "layout", "pad(x, value), padding=lo_hi_in x ...",
+             "Pads each dimension with lo elements before, hi after and in between every two "
+             "elements (a negative lo or hi removes elements), all of the scalar value.",
+             attributes=("padding",), required=("padding",)),
     Operator("dynamic_slice", "layout",
              "dynamic_slice(operand, i0, i1, ...), dynamic_slice_sizes={..}",
              "The sub-tensor of the given sizes at the start indices (scalar s32 operands).",
@@ -194,14 +225,11 @@ def _other(name: str, what: str) -> Operator:
 
 
 # XLA operators a kernel may print that act-backend has no type rule or meaning for: both front
-# ends refuse them by name instead of calling them unknown.
+# ends refuse them by name instead of calling them unknown. Windowed reductions (reduce_window,
+# what ``jnp.cumsum``, ``lax.cummax`` and pooling lower to) stay here with gather, scatter, sort,
+# convolution and random numbers: they are not elementwise, reduction-by-dimension or layout
+# work, and no TAIDL semantics can state an instruction that computes them.
 OPERATORS += tuple(_other(name, what) for name, what in (
-    ("clamp", "clamp(lo, x, hi)"), ("reverse", "reversal along dimensions"),
-    ("pad", "padding"), ("erf", "error function"), ("tan", "tangent"),
-    ("is_finite", "finiteness test"), ("popcnt", "population count"),
-    ("count_leading_zeros", "leading-zero count"), ("shift_left", "left shift"),
-    ("shift_right_arithmetic", "arithmetic right shift"),
-    ("shift_right_logical", "logical right shift"), ("reduce_precision", "precision reduction"),
     ("stochastic_convert", "stochastic rounding conversion"), ("bitcast", "layout bitcast"),
     ("real", "real part"), ("imag", "imaginary part"), ("complex", "complex construction"),
     ("gather", "gather"), ("scatter", "scatter"), ("convolution", "convolution"),

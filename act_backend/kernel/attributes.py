@@ -134,6 +134,20 @@ def slice_list(attr_value: Tree, attr: str) -> list[list[int]]:
     return ranges
 
 
+def padding_config(attr_value: Tree, attr: str) -> list[list[int]]:
+    """pad's ``1_2_0x-1_1_1`` -> ``[[1, 2, 0], [-1, 1, 1]]`` (interior defaults to 0)."""
+    node = _value_node(attr_value)
+    if not (isinstance(node, Token) and node.type == "PADDING"):
+        raise BadValue(
+            f"attribute '{attr}' expects low_high_interior per dimension joined by 'x', such "
+            f"as 0_0x1_2_0, found {_describe(node)}", node)
+    config = []
+    for dim in str(node).split("x"):
+        parts = [int(p) for p in dim.split("_")]
+        config.append(parts if len(parts) == 3 else [*parts, 0])
+    return config
+
+
 def raw(attr_value: Tree, text: str) -> str:
     """The value exactly as written, for attributes kept for the record only."""
     node = _value_node(attr_value)
@@ -156,6 +170,9 @@ DECODERS: dict[str, Callable[[Tree, str], Any]] = {
     "calls": name_ref,
     "direction": direction,
     "iota_dimension": int_scalar,
+    "exponent_bits": int_scalar,
+    "mantissa_bits": int_scalar,
+    "padding": padding_config,
     "index": int_scalar,
 }
 

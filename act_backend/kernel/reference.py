@@ -31,6 +31,7 @@ class UnsupportedOperator(ValueError):
 # element together): their result for a batch is the batch of their results.
 _BATCHABLE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {
     "parameter", "constant", "compare", "select", "select_lt", "select_eq_var", "convert",
+    "clamp", "is_finite", "reduce_precision",
     "tuple", "get_tuple_element", "call",
 }
 
@@ -129,6 +130,8 @@ class _Evaluator:
     def compute(self, instr: Instruction, x: list[Value], args: Sequence[Value],
                 batch: tuple[int, ...]) -> Value:
         op, attrs, t = instr.opcode, instr.attrs, instr.type
+        if op in ops.UNARY_WITH_ATTRIBUTES:
+            return ops.UNARY_WITH_ATTRIBUTES[op](x[0], attrs)
         if op in ELEMENTWISE_UNARY:
             return ops.UNARY[op](ops.widen(x[0]))
         if op in ELEMENTWISE_BINARY:
@@ -146,6 +149,10 @@ class _Evaluator:
             return ops.COMPARE[attrs["direction"]](ops.widen(x[0]), ops.widen(x[1]))
         if op == "select":
             return np.where(x[0], x[1], x[2])
+        if op == "clamp":
+            return np.minimum(np.maximum(ops.widen(x[1]), ops.widen(x[0])), ops.widen(x[2]))
+        if op == "is_finite":
+            return np.isfinite(ops.widen(x[0]))
         if op == "select_lt":
             return np.where(ops.widen(x[0]) < ops.widen(x[1]), x[2], x[3])
         if op == "select_eq_var":
@@ -160,6 +167,10 @@ class _Evaluator:
             return np.transpose(x[0], attrs["dimensions"])
         if op == "broadcast":
             return ops.broadcast(x[0], attrs["dimensions"], t.shape)
+        if op == "reverse":
+            return np.flip(x[0], axis=tuple(attrs["dimensions"])).copy()
+        if op == "pad":
+            return ops.pad(x[0], x[1], attrs["padding"])
         if op == "slice":
             return ops.slice_(x[0], attrs["slice"])
         if op == "concatenate":

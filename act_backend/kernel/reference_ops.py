@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from act_backend.hlo.dtypes import numpy_dtype
@@ -41,12 +42,43 @@ def _not(x: np.ndarray) -> np.ndarray:
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _bits_of(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """The elements' bit patterns as unsigned integers of their width, and the width."""
+    width = x.dtype.itemsize * 8
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")), width
+
+
+def _popcnt(x: np.ndarray) -> np.ndarray:
+    bits, width = _bits_of(x)
+    count = np.zeros(x.shape, dtype=x.dtype)
+    for k in range(width):
+        count += ((bits >> k) & 1).astype(x.dtype)
+    return count
+
+
+def _count_leading_zeros(x: np.ndarray) -> np.ndarray:
+    bits, width = _bits_of(x)
+    count = np.full(x.shape, width, dtype=np.int64)
+    for k in range(width):  # the highest set bit decides
+        count = np.where((bits >> k) & 1 == 1, width - 1 - k, count)
+    return count.astype(x.dtype)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return _erf64(x.astype(np.float64)).astype(x.dtype)
+
+
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "abs": np.abs,
     "cbrt": np.cbrt,
     "ceil": np.ceil,
     "copy": lambda x: x.copy(),
     "cosine": np.cos,
+    "count_leading_zeros": _count_leading_zeros,
+    "erf": _erf,
     "exponential": np.exp,
     "exponential_minus_one": np.expm1,
     "floor": np.floor,
@@ -55,14 +87,52 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "logistic": _logistic,
     "negate": np.negative,
     "not": _not,
+    "popcnt": _popcnt,
     "round_nearest_afz": _round_half_away,
     "round_nearest_even": np.rint,
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "sign": np.sign,
     "sine": np.sin,
     "sqrt": np.sqrt,
+    "tan": np.tan,
     "tanh": np.tanh,
 }
+
+
+def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
+    """XLA's reduce-precision on the bits of ``x``'s own float type: the mantissa rounded to
+    ``mantissa_bits`` (to nearest even), then exponents beyond the reduced range become
+    infinity and those below its smallest normal one become zero (with their sign); NaN
+    stays NaN."""
+    info = ml_dtypes.finfo(x.dtype)
+    src_mantissa, src_exponent = info.nmant, info.nexp
+    bits, width = _bits_of(x)
+    wide = bits.astype(np.uint64)
+    one = np.uint64(1)
+    if mantissa_bits < src_mantissa:
+        shift = np.uint64(src_mantissa - mantissa_bits)
+        last = one << shift
+        bias = (last >> one) - one + ((wide & last) >> shift)
+        wide = (wide + bias) & ~(last - one) & np.uint64((1 << width) - 1)
+    if exponent_bits < src_exponent:
+        sign = wide & np.uint64(1 << (width - 1))
+        exp_mask = np.uint64(((1 << src_exponent) - 1) << src_mantissa)
+        src_bias = (1 << (src_exponent - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        exponent = wide & exp_mask
+        overflow = exponent > np.uint64((src_bias + reduced_bias) << src_mantissa)
+        underflow = exponent <= np.uint64((src_bias - reduced_bias) << src_mantissa)
+        wide = np.where(overflow, sign | exp_mask, np.where(underflow, sign, wide))
+    result = wide.astype(bits.dtype).view(x.dtype)
+    return np.where(np.isnan(x), x, result)
+
+
+# Unary operators whose meaning takes attributes: (operand, attributes) -> result.
+UNARY_WITH_ATTRIBUTES: dict[str, Callable[[np.ndarray, dict], np.ndarray]] = {
+    "reduce_precision": lambda x, attrs: reduce_precision(x, attrs["exponent_bits"],
+                                                          attrs["mantissa_bits"]),
+}
+
 
 
 def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -102,6 +172,24 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b < 0, negative_exp, result).astype(a.dtype)
 
 
+def _shift(kind: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """XLA's shifts: the amount is read as unsigned; an amount of the width or more shifts
+    every bit out (sign bits in, for the arithmetic right shift)."""
+    def shift(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        bits, width = _bits_of(x)
+        amount = _bits_of(y)[0].astype(np.uint64)
+        out = np.minimum(amount, width - 1).astype(bits.dtype)
+        if kind == "left":
+            value = bits << out
+        elif kind == "logical":
+            value = bits >> out
+        else:
+            signed = bits.view(np.dtype(f"i{x.dtype.itemsize}"))
+            return (signed >> out.astype(signed.dtype)).view(x.dtype)
+        return np.where(amount >= width, 0, value).astype(bits.dtype).view(x.dtype)
+    return shift
+
+
 BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,
     "and": np.bitwise_and,
@@ -113,6 +201,9 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "or": np.bitwise_or,
     "power": _power,
     "remainder": _remainder,
+    "shift_left": _shift("left"),
+    "shift_right_arithmetic": _shift("arithmetic"),
+    "shift_right_logical": _shift("logical"),
     "subtract": np.subtract,
     "xor": np.bitwise_xor,
 }
@@ -164,6 +255,20 @@ def broadcast(x: np.ndarray, dims: Sequence[int], shape: tuple[int, ...]) -> np.
 
 def slice_(x: np.ndarray, ranges: Sequence[Sequence[int]]) -> np.ndarray:
     return x[tuple(slice(start, limit, stride) for start, limit, stride in ranges)].copy()
+
+
+def pad(x: np.ndarray, value: np.ndarray, config: Sequence[Sequence[int]]) -> np.ndarray:
+    """XLA's pad: ``interior`` copies of the value between neighbours, then ``low`` before and
+    ``high`` after each dimension, a negative ``low`` or ``high`` cutting instead."""
+    spread = [size + max(size - 1, 0) * interior
+              for size, (_, _, interior) in zip(x.shape, config, strict=True)]
+    grown = [max(low, 0) + n + max(high, 0) for n, (low, high, _) in zip(spread, config,
+                                                                       strict=True)]
+    out = np.full(grown, value, dtype=x.dtype)
+    out[tuple(slice(max(low, 0), max(low, 0) + n, interior + 1)
+              for n, (low, _, interior) in zip(spread, config, strict=True))] = x
+    return out[tuple(slice(max(-low, 0), g - max(-high, 0))
+                     for g, (low, high, _) in zip(grown, config, strict=True))].copy()
 
 
 def clamp_starts(starts: Sequence[np.ndarray], operand: tuple[int, ...],

@@ -104,7 +104,10 @@ pub fn build(kernel: &Kernel) -> KernelGraph {
 pub fn add_spill_paths(kg: &mut KernelGraph, kernel: &Kernel) {
     let eg = &mut kg.egraph;
     for (k, node) in kernel.nodes.iter().enumerate() {
-        if matches!(node.op, Op::Parameter(_) | Op::Constant(_)) || k == kernel.root {
+        // A shaped constant (one the kernel wrote, or one folded from constants) travels too:
+        // its bytes in HBM are how an instruction's load reaches it.
+        let scalar_constant = matches!(node.op, Op::Constant(_)) && node.ty.shape.is_empty();
+        if matches!(node.op, Op::Parameter(_)) || scalar_constant || k == kernel.root {
             continue;
         }
         let x = kg.node_class[k];

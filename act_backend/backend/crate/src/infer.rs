@@ -88,6 +88,7 @@ fn dtype_in_class(name: &str, operands: &[&Ty], i: usize, class: OperandClass) -
         OperandClass::Any => (true, ""),
         OperandClass::Float => (dtype.is_float(), "a floating-point"),
         OperandClass::Bits => (!dtype.is_float(), "an integer or pred"),
+        OperandClass::Integer => (dtype.is_int(), "an integer"),
     };
     if !ok {
         return Err(operand_err(i, format!("{name} needs {wanted} operand, found {}", operands[i])));
@@ -211,9 +212,10 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> 
 }
 
 /// The rule of an operator the e-graph keeps by name, from its vocabulary row: elementwise
-/// families by their operand class, compare and select, iota and dynamic-slice by their
-/// attributes (`attrs` is the `name=value, ...` text [`Op::Other`] keeps). Operators of other
-/// families produce their declared type.
+/// families by their operand class, compare, select, clamp and is-finite, and iota,
+/// dynamic-slice, reverse, pad and reduce-precision by their attributes (`attrs` is the
+/// `name=value, ...` text [`Op::Other`] keeps). Operators of other families produce their
+/// declared type.
 fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> {
     let info = code.info();
     let attr = |key: &str| attrs.split(", ").find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='));
@@ -224,7 +226,21 @@ fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -
             message: format!("{} needs the attribute {key}=", code.name()),
         })
     };
+    // An integer attribute of at least `least` (reduce-precision's bit counts).
+    let bits = |key: &'static str, least: i64| -> Result<(), TypeError> {
+        let text = required(key)?;
+        match text.parse::<i64>() {
+            Ok(n) if n >= least => Ok(()),
+            _ => Err(attr_err(key, format!("{key} must be an integer of at least {least}, found {text}"))),
+        }
+    };
     Ok(match (info.family, code) {
+        (Family::Unary, OpCode::ReducePrecision) => {
+            let ty = unary(code, operands)?;
+            bits("exponent_bits", 1)?;
+            bits("mantissa_bits", 0)?;
+            ty
+        }
         (Family::Unary, _) => unary(code, operands)?,
         (Family::Binary, _) => binary(code, operands)?,
         (Family::Compare, _) => {
@@ -254,6 +270,44 @@ fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -
                 same_shape(operands, 1, 0)?;
             }
             operands[1].clone()
+        }
+        (Family::Clamp, _) => {
+            // XLA's clamp(lo, x, hi): the bounds are scalars or of x's shape, all of x's type.
+            arity(code.name(), operands, 3)?;
+            for j in [0, 2] {
+                same_dtype(operands, 1, j)?;
+                if !operands[j].shape.is_empty() {
+                    same_shape(operands, 1, j)?;
+                }
+            }
+            operands[1].clone()
+        }
+        (Family::Classify, _) => {
+            arity(code.name(), operands, 1)?;
+            dtype_in_class(code.name(), operands, 0, info.operands)?;
+            operands[0].with_dtype(DType::Pred)
+        }
+        (_, OpCode::Reverse) => {
+            arity(code.name(), operands, 1)?;
+            let text = required("dimensions")?;
+            let src = operands[0];
+            let dims = int_list(text).filter(|d| d.iter().all(|&x| x >= 0 && (x as usize) < src.rank()));
+            match dims {
+                Some(d) if distinct(&d.iter().map(|&x| x as usize).collect::<Vec<_>>()) => src.clone(),
+                _ => return Err(attr_err("dimensions", format!("reverse dimensions {text} are not distinct dimensions of {src}"))),
+            }
+        }
+        (_, OpCode::Pad) => {
+            arity(code.name(), operands, 2)?;
+            let (src, value) = (operands[0], operands[1]);
+            if !value.shape.is_empty() {
+                return Err(operand_err(1, format!("the padding value (operand 1) must be a scalar, found {value}")));
+            }
+            same_dtype(operands, 0, 1)?;
+            let text = required("padding")?;
+            let config = padding_config(text)
+                .ok_or_else(|| attr_err("padding", format!("padding {text} is not low_high_interior per dimension")))?;
+            pad_type(src, &config)?
         }
         (_, OpCode::Iota) => {
             arity(code.name(), operands, 0)?;
@@ -293,6 +347,57 @@ fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -
         }
         _ => declared.clone(),
     })
+}
+
+/// `{1,0}` as integers.
+fn int_list(text: &str) -> Option<Vec<i64>> {
+    text.strip_prefix('{')?
+        .strip_suffix('}')?
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse::<i64>().ok())
+        .collect()
+}
+
+/// pad's configuration as XLA prints it, `1_2_0x-1_1_1`: `(low, high, interior)` per
+/// dimension, joined by `x`; the interior count may be left out (0).
+pub fn padding_config(text: &str) -> Option<Vec<(i64, i64, i64)>> {
+    text.split('x')
+        .map(|dim| {
+            let parts: Option<Vec<i64>> = dim.split('_').map(|p| p.parse::<i64>().ok()).collect();
+            match parts?.as_slice() {
+                [low, high] => Some((*low, *high, 0)),
+                [low, high, interior] => Some((*low, *high, *interior)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// XLA's pad rule: dimension k becomes `low + high + size + (size - 1) * interior`; low and
+/// high may be negative (they cut), interior may not, and no dimension may end up negative.
+pub fn pad_type(src: &Ty, config: &[(i64, i64, i64)]) -> Result<Ty, TypeError> {
+    if config.len() != src.rank() {
+        return Err(attr_err(
+            "padding",
+            format!("padding has {} dimensions but the operand {src} has rank {}", config.len(), src.rank()),
+        ));
+    }
+    let mut shape = Vec::new();
+    for (k, (&(low, high, interior), &size)) in config.iter().zip(&src.shape).enumerate() {
+        if interior < 0 {
+            return Err(attr_err("padding", format!("padding dimension {k}: the interior padding {interior} is negative")));
+        }
+        let extent = low + high + size + (size - 1).max(0) * interior;
+        if extent < 0 {
+            return Err(attr_err(
+                "padding",
+                format!("padding dimension {k}: {low}_{high}_{interior} leaves {extent} elements of the operand's {size}"),
+            ));
+        }
+        shape.push(extent);
+    }
+    Ok(src.with_shape(shape))
 }
 
 /// An elementwise operator of one operand: the operand's type, within its operand class.

@@ -2,14 +2,18 @@
 //! computation: operands resolved, attributes decoded, reducers recognised, every type
 //! checked with the rules of `infer.rs`. Normalisations that keep the meaning:
 //! `reduce(x, 0) to_apply=<add>` becomes `reduce_add(x)`, other reducers keep their init and
-//! name their computation (add, max, min, mul), `exp` is `exponential`, and
+//! name their computation (add, max, min, mul), a reduce of any other region is kept by name,
+//! `exp` is `exponential`, and
 //! `select(compare(a, b, direction), t, f)` becomes `select_lt` / `select_eq_var` where that is
-//! exact.
+//! exact. Operators no instruction semantics contains (tanh, clamp, reverse, pad...) are kept by
+//! name with their meaningful attributes as text ([`Op::Other`]), so that selection can name
+//! them. Finally what depends on constants only is folded into constants (`fold.rs`).
 //!
 //! The other computations are read and checked too, and every refusal carries the stable code
 //! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
 //! the conformance corpus (`tests/conformance/`) holds both front ends to one verdict.
 
+use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
@@ -64,7 +68,7 @@ impl KernelErrorKind {
             | "duplicate-attribute" | "unknown-attribute" => KernelErrorKind::Syntax,
             "unknown-operator" => KernelErrorKind::UnknownOperator,
             "undefined-operand" | "unknown-computation" => KernelErrorKind::UndefinedOperand,
-            "unsupported-operator" | "unsupported-tuple" | "unsupported-reducer" | "unsupported-constant"
+            "unsupported-operator" | "unsupported-tuple" | "unsupported-constant"
             | "variadic-reduce" | "recursive-call" => KernelErrorKind::Unsupported,
             _ => KernelErrorKind::Shape,
         }
@@ -73,8 +77,8 @@ impl KernelErrorKind {
 
 /// A problem in a kernel file; `Display` is `file:line:col: message`. `code` is the stable
 /// kebab-case id the Python checker reports the same problem under (`Problem.code`), or one of
-/// the crate's own refusals (`unsupported-tuple`, `unsupported-reducer`,
-/// `unsupported-constant`); `kind` is its coarse class.
+/// the crate's own refusals (`unsupported-tuple`, `unsupported-constant`); `kind` is its
+/// coarse class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelError {
     pub file: String,
@@ -123,7 +127,9 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
             }
         }
     }
-    Ok(kernel.expect("the entry is one of the computations"))
+    let mut kernel = kernel.expect("the entry is one of the computations");
+    fold::fold_constants(&mut kernel);
+    Ok(kernel)
 }
 
 /// Where an argument is written.
@@ -155,7 +161,7 @@ fn element_types(ast: &TypeAst, out: &mut Vec<(String, Pos)>) {
 /// integers, and comparison directions.
 const INT_LIST_ATTRIBUTES: &[&str] =
     &["dimensions", "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims", "dynamic_slice_sizes"];
-const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index"];
+const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index", "exponent_bits", "mantissa_bits"];
 
 struct Builder<'a> {
     file: &'a str,
@@ -315,6 +321,18 @@ impl<'a> Builder<'a> {
                     self.decode_word(instr, name, &[])?;
                 } else if name == "direction" {
                     self.decode_word(instr, name, COMPARISON_DIRECTIONS)?;
+                } else if name == "padding" {
+                    let config = match &attr.value {
+                        Value::Word(w, _) => infer::padding_config(w),
+                        _ => None,
+                    };
+                    if config.is_none() {
+                        return self.err(
+                            attr.value.pos(),
+                            "hlo-syntax",
+                            format!("attribute padding expects low_high_interior per dimension joined by `x`, such as 0_0x1_2_0, found {}", attr.value),
+                        );
+                    }
                 }
             }
         }
@@ -445,7 +463,9 @@ impl<'a> Builder<'a> {
 
     /// The reducer a `to_apply` computation applies: a single add/maximum/minimum/multiply of
     /// its two scalar parameters, which like its result have the init value's element type.
-    fn reducer(&self, instr: &Instr, dtype: DType) -> Result<Reducer, KernelError> {
+    /// `None` for any other region (`and`, `or`, a computation of several steps), once it has
+    /// the signature of a reducer: two scalar parameters and a scalar result of that type.
+    fn reducer(&self, instr: &Instr, dtype: DType) -> Result<Option<Reducer>, KernelError> {
         let Some(attr) = instr.attr("to_apply") else {
             return self.err(instr.opcode_pos, "missing-attribute", "`reduce` needs to_apply=<computation>");
         };
@@ -455,11 +475,20 @@ impl<'a> Builder<'a> {
             let what = if self.computations.iter().any(|c| c.name == name) { "is the ENTRY computation" } else { "is not defined" };
             return self.err(attr.pos, "unknown-computation", format!("computation `{name}` {what}"));
         };
-        let unsupported = || {
+        let scalar = Ty::new(dtype, Vec::new());
+        let is_scalar = |i: &Instr| matches!(self.tensor_ty(&i.ty, "a reducer value"), Ok(t) if t == scalar);
+        // The checker's rule for any region (its instructions are typed where it is defined).
+        let general = || -> Result<Option<Reducer>, KernelError> {
+            let params: Vec<&Instr> = comp.instrs.iter().filter(|i| i.opcode == "parameter").collect();
+            let root = comp.instrs.iter().find(|i| i.root);
+            let fits = params.len() == 2 && params.iter().all(|p| is_scalar(p)) && root.is_none_or(is_scalar);
+            if comp.instrs.is_empty() || fits {
+                return Ok(None);
+            }
             self.err(
                 attr.pos,
-                "unsupported-reducer",
-                format!("reducer `{name}` must be a single add, maximum, minimum or multiply of its two parameters"),
+                "reducer-signature",
+                format!("reducer `{name}` must take two {scalar} parameters and return {scalar}"),
             )
         };
         let params: HashMap<&str, i64> = comp
@@ -472,13 +501,13 @@ impl<'a> Builder<'a> {
             })
             .collect();
         let root = comp.instrs.iter().find(|i| i.root).or(comp.instrs.last());
-        let Some(root) = root else { return unsupported() };
+        let Some(root) = root else { return general() };
         let reducer = match root.opcode.as_str() {
             "add" => Reducer::Add,
             "maximum" => Reducer::Max,
             "minimum" => Reducer::Min,
             "multiply" => Reducer::Mul,
-            _ => return unsupported(),
+            _ => return general(),
         };
         let mut idx: Vec<i64> = root
             .args
@@ -490,7 +519,7 @@ impl<'a> Builder<'a> {
             .collect();
         idx.sort_unstable();
         if idx != [0, 1] || root.args.len() != 2 || comp.instrs.len() != 3 {
-            return unsupported();
+            return general();
         }
         // The region's own instruction is typed first (it comes before its use in the text).
         let param_tys = root
@@ -507,16 +536,14 @@ impl<'a> Builder<'a> {
         if let Err(e) = infer::check(&root_op, &param_tys.iter().collect::<Vec<&Ty>>(), &root_ty) {
             return self.type_err(root, e);
         }
-        let scalar = Ty::new(dtype, Vec::new());
-        let typed = |i: &Instr| matches!(self.tensor_ty(&i.ty, "a reducer value"), Ok(t) if t == scalar);
-        if !comp.instrs.iter().all(typed) {
+        if !comp.instrs.iter().all(is_scalar) {
             return self.err(
                 attr.pos,
                 "reducer-signature",
                 format!("reducer `{name}` must take two {scalar} parameters and return {scalar}"),
             );
         }
-        Ok(reducer)
+        Ok(Some(reducer))
     }
 
     fn build(&self, name: String, entry: &Computation) -> Result<Kernel, KernelError> {
@@ -764,7 +791,11 @@ impl<'a> Builder<'a> {
                 // does; which reducer it is does not change the type.
                 let as_written = Op::Reduce { dims: dims.clone(), reducer: Reducer::Add };
                 self.check_as_written(instr, &as_written, &operands, nodes, ty)?;
-                let reducer = self.reducer(instr, nodes[operands[1]].ty.dtype)?;
+                let Some(reducer) = self.reducer(instr, nodes[operands[1]].ty.dtype)? else {
+                    // A region no instruction semantics names (and, or, several steps): the
+                    // reduce is kept by name with its attributes, so that selection names it.
+                    return Ok((self.opaque(instr), operands));
+                };
                 let reduce = Op::Reduce { dims: dims.clone(), reducer };
                 let init_is_zero =
                     matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat().map(f64::to_bits) == Some(0));
@@ -906,7 +937,7 @@ mod tests {
     fn literals_fill_their_declared_shape() {
         let k = parse_kernel(
             "HloModule m\nENTRY e {\n  a = f32[2,2] constant({ {1, 2.5}, {-inf, 4} })\n  \
-             b = pred[] constant(true)\n  ROOT c = f32[2,2] copy(a)\n}\n",
+             b = pred[] constant(true)\n  p = f32[2,2] parameter(0)\n  ROOT c = f32[2,2] add(a, p)\n}\n",
             "m.hlo",
         )
         .unwrap();

@@ -222,7 +222,8 @@ mod tests {
         assert!(accepted_kernel_attributes("dot").is_some_and(|a| a.contains(&"operand_precision")));
         assert!(accepted_kernel_attributes("dynamic-slice").is_some_and(|a| a == ["dynamic_slice_sizes"]));
         assert_eq!(accepted_kernel_attributes("exp"), Some(vec![]));
-        assert_eq!(accepted_kernel_attributes("erf"), None, "kernels may not use it");
+        assert_eq!(accepted_kernel_attributes("reverse"), Some(vec!["dimensions"]));
+        assert_eq!(accepted_kernel_attributes("cholesky"), None, "kernels may not use it");
         assert_eq!(accepted_kernel_attributes("frobnicate"), None);
     }
 }

@@ -12,6 +12,7 @@ pub mod driver;
 pub mod egraph;
 pub mod emit;
 pub mod extract;
+pub mod fold;
 pub mod hlo_parse;
 pub mod infer;
 pub mod isa;

@@ -82,6 +82,18 @@ fn op_of(name: &str, attrs: &Value) -> Op {
                 .expect("attributes")
                 .iter()
                 .map(|(k, v)| match v {
+                    // pad's configuration as XLA prints it: low_high_interior, joined by `x`.
+                    Value::Array(dims) if k == "padding" => {
+                        let dims: Vec<String> = dims
+                            .iter()
+                            .map(|d| {
+                                let parts: Vec<String> =
+                                    d.as_array().expect("low, high, interior").iter().map(ToString::to_string).collect();
+                                parts.join("_")
+                            })
+                            .collect();
+                        format!("{k}={}", dims.join("x"))
+                    }
                     Value::Array(items) => {
                         let items: Vec<String> = items.iter().map(ToString::to_string).collect();
                         format!("{k}={{{}}}", items.join(","))
