@@ -104,6 +104,8 @@ def _symbolic_places(instr: HloInstruction) -> list[tuple[ex.Dim, str]]:
     places = [(d, f"dim:{k}") for k, d in enumerate(instr.type.shape)]
     for bounds in instr.attrs.get("slice", []) if instr.opcode == "slice" else []:
         places.extend((d, "attr:slice") for d in bounds)
+    if instr.opcode == "constant" and isinstance(instr.attrs.get("value"), ex.Expr):
+        places.append((instr.attrs["value"], "attr:value"))
     return [(d, key) for d, key in places if not isinstance(d, int)]
 
 
