@@ -169,7 +169,7 @@ class _Builder:
 
     def module(self, tree: lark.Tree) -> Module:
         entry, name, *instrs = tree.children
-        instructions = _splats([self.instruction(node) for node in instrs])
+        instructions = [self.instruction(node) for node in instrs]
         # The computation is placed at its header, "ENTRY <name>": a short anchor for
         # problems about the whole computation.
         comp = Computation(_strip(name), instructions, is_entry=True,
@@ -329,12 +329,18 @@ class _Builder:
         return [self.generic(item) for item in node.children if item is not None]
 
 
-def _splats(instructions: list[Instruction]) -> list[Instruction]:
+def read_splats(module: Module) -> None:
     """TAIDL writes a splat as ``broadcast`` of a one-element array with ``dimensions={}``
     (``broadcast(%scale), dimensions={}`` of an ``s8[1]``), which HLO reads as a rank
     mismatch. Such a broadcast is read as the splat it means: its operand is first reshaped
     to a scalar (an inserted ``reshape`` named after the broadcast, placed where the
-    broadcast was written), and the broadcast takes the scalar."""
+    broadcast was written), and the broadcast takes the scalar. Validation calls this on the
+    parsed semantics, so that the table holds HLO; the parse itself keeps what was written."""
+    comp = module.entry
+    comp.instructions[:] = _splats(comp.instructions)
+
+
+def _splats(instructions: list[Instruction]) -> list[Instruction]:
     declared = {i.name: i.type for i in instructions}
     names = set(declared)
     out: list[Instruction] = []
