@@ -128,6 +128,12 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Instrs(&["mvin", "mvout_relu"]),
         ),
         (
+            "a convert round trip through a wider type cancels",
+            int8("  w = s32[16,16] convert(a)\n  ROOT n = s8[16,16] convert(w)\n"),
+            gemmini(),
+            Instrs(&["mvin", "mvout"]),
+        ),
+        (
             "the array takes at most 16 rows (a constraint of the table)",
             "HloModule k\nENTRY e {\n  a = s8[32,16] parameter(0)\n  b = s8[16,16] parameter(1)\n  \
              ROOT d = s32[32,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"
