@@ -196,3 +196,40 @@ def test_the_oracle_refuses_a_call_that_breaks_a_constraint(oracle, attrs, messa
 
     with pytest.raises(Exception, match=message):
         broken("cost")()
+
+
+def test_a_spec_in_the_public_taidl_form_validates_unchanged():
+    # Written as the public ACT specs write them: no space before '{', spaces in shapes,
+    # empty batch dimension lists, a ReLU through a one-element zero broadcast.
+    acc = Accelerator("Public")
+    acc.add_data_model("sp", [64, 16], [], "s8")
+    acc.add_data_model("ac", [64, 16], [], "s32")
+    relu = acc.add_instruction("mvout_relu", ["rows", "cols"], ["hbm_addr", "sp_addr"])
+    relu.set_inputs([["sp", ["@a.sp_addr", 0], ["@c.rows", "@c.cols"]]])
+    relu.set_outputs([["d0", ["@a.hbm_addr"], ["@c.rows * @c.cols"]]])
+    relu.add_semantics("""
+ENTRY mvout_relu{
+    %In1 = s8[`@c.rows`, `@c.cols`] parameter(0);
+    %zero = s8[1] constant(0);
+    %zeros = s8[`@c.rows`,`@c.cols`] broadcast(%zero), dimensions={};
+    %relu = s8[`@c.rows`,`@c.cols`] maximum(%In1, %zeros);
+    %data = u8[`@c.rows`,`@c.cols`] bitcast_convert(%relu);
+    ROOT %Out0 = u8[`@c.rows*@c.cols`] reshape(%data);
+}
+""")
+    mm = acc.add_instruction("matmul32", ["I", "J", "K"], ["C", "A", "B"])
+    mm.set_inputs([["sp", ["@a.A", 0], ["@c.I", "@c.K"]], ["sp", ["@a.B", 0], ["@c.K", "@c.J"]]])
+    mm.set_outputs([["ac", ["@a.C", 0], ["@c.I", "@c.J"]]])
+    mm.add_semantics("""
+ENTRY matmul_32{
+    %In1 = s8[`@c.I`, `@c.K`] parameter(0);
+    %In2 = s8[`@c.K`, `@c.J`] parameter(1);
+    %a = s32[`@c.I`, `@c.K`] convert(%In1);
+    %b = s32[`@c.K`, `@c.J`] convert(%In2);
+    ROOT %Out0 = s32[`@c.I`,`@c.J`] dot(%a, %b), lhs_batch_dims={},
+        lhs_contracting_dims={1}, rhs_batch_dims={}, rhs_contracting_dims={0};
+}
+""")
+    assert not errors(acc)
+    names = [i["name"] for i in isa_table(acc)["instructions"]]
+    assert names == ["mvout_relu", "matmul32"]
