@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers.examples import (
+    ATTENTION_EXAMPLES,
     EXAMPLES,
     compile_kernel,
     golden_paths,
@@ -20,7 +21,7 @@ from act_backend.kernel import evaluate
 
 pytestmark = pytest.mark.slow
 
-CASES = [pytest.param(example, id=example.lower()) for example in EXAMPLES]
+CASES = [pytest.param(example, id=example.lower()) for example in ATTENTION_EXAMPLES]
 SHAPE = (64, 64)
 
 

@@ -205,7 +205,7 @@ def _constant(c: _Checker) -> TensorType:
                 for f, d in zip(found, decl.shape, strict=False)):
             raise c.fail("attr:value", f"the literal has shape {_fmt_dims(found)} but the "
                          f"declared shape is {_fmt_dims(decl.shape)}")
-    elif not isinstance(value, (int, float)):
+    elif not isinstance(value, (int, float, ex.Expr)):  # ex.Expr: TAIDL's `@c.scale`
         raise c.fail("attr:value", f"a constant's value must be a number or nested list, "
                      f"found {value!r}")
     # A scalar literal with a non-scalar declared shape fills that shape.

@@ -1,5 +1,9 @@
 """The TAIDL v2.3 Python API: ``Accelerator``, its data models and instructions, as records.
 
+The TAIDL v2.2 surface is accepted too: ``Accelerator(name, base_dir=...)``,
+``add_instruction(name, comp_attrs, addr_attrs, cost=..., update=..., constraints=...)`` and
+``Instruction.add_constraints(text)`` (one constraint a line).
+
 Calls record what they are given, exactly as given, and where each call and argument was
 written (``act_backend.spec.sites``); nothing here raises on bad data, so that validation
 (``act_backend.validation``) can report every problem of a spec at once, at its place.
@@ -69,19 +73,29 @@ def hbm() -> DataModel:
 
 
 class Instruction(_Record):
-    """``add_instruction(name, comp_attrs, addr_attrs)``; then ``set_inputs``,
-    ``set_outputs`` and ``add_semantics`` fill it in.
+    """``add_instruction(name, comp_attrs, addr_attrs, cost=None, update=None,
+    constraints=None)``; then ``set_inputs``, ``set_outputs`` and ``add_semantics`` fill it
+    in, and ``add_constraints`` adds constraints.
 
     ``inputs``/``outputs`` are the slice lists as given (``[[buffer, [start..], [size..]],
     ...]``), ``semantics`` the text; each ``*_site`` says where it was written. Every call
     is also kept in ``calls`` (in order), so that a repeated call can be reported.
+    ``cost`` is the instruction's cost, an integer or an expression over its computational
+    attributes (``None``: 1); ``constraints`` are the conditions its attribute values must
+    meet (``"@c.rows <= 16"``, ``"@a.addr % 16 == 0"``), as given; ``update`` (state
+    updates of TAIDL v2.2) is kept as given for validation to judge.
     """
 
-    def __init__(self, name: Any, comp_attrs: Any, addr_attrs: Any, site: CallSite | None):
+    def __init__(self, name: Any, comp_attrs: Any, addr_attrs: Any, site: CallSite | None,
+                 cost: Any = None, update: Any = None, constraints: Any = None):
         self.name = name
         self.comp_attrs = comp_attrs
         self.addr_attrs = addr_attrs
         self.site = site or CallSite(None)
+        self.cost = cost
+        self.update = update
+        self.constraints: Any = [] if constraints is None else constraints
+        self.constraints_site: CallSite | None = None
         self.inputs: Any = None
         self.outputs: Any = None
         self.semantics: str | None = None
@@ -123,6 +137,22 @@ class Instruction(_Record):
         self.semantics = text
         self.calls.append(("add_semantics", self.semantics_site))
 
+    def add_constraints(self, constraints: Any) -> None:
+        """Adds constraints on the attribute values: a text with one constraint a line (as
+        TAIDL v2.2 writes them) or a list of constraint strings. A constraint is comparisons
+        of integer expressions (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``) joined by
+        ``and``."""
+        self.constraints_site = capture("add_constraints", ("constraints",))
+        if isinstance(constraints, str):
+            added: Any = [line.strip() for line in constraints.splitlines() if line.strip()]
+        else:
+            added = constraints
+        if isinstance(self.constraints, list) and isinstance(added, list):
+            self.constraints = [*self.constraints, *added]
+        else:
+            self.constraints = added
+        self.calls.append(("add_constraints", self.constraints_site))
+
     def __repr__(self) -> str:
         return f"Instruction({self.name!r}, {self.comp_attrs!r}, {self.addr_attrs!r})"
 
@@ -134,11 +164,11 @@ class Accelerator:
     directory of the file that created the accelerator.
     """
 
-    def __init__(self, name: Any):
+    def __init__(self, name: Any, base_dir: Any = None):
         self._revision = 0
-        self.site = capture("Accelerator", ("name",))
+        self.site = capture("Accelerator", ("name", "base_dir"))
         self.name = name
-        self.base_dir = caller_directory(self.site)
+        self.base_dir = caller_directory(self.site) if base_dir is None else str(base_dir)
         self._data_models: list[DataModel] = []
         self._instructions: list[Instruction] = []
 
@@ -188,9 +218,11 @@ class Accelerator:
         self._changed()
         return model
 
-    def add_instruction(self, name: Any, comp_attrs: Any, addr_attrs: Any) -> Instruction:
-        site = capture("add_instruction", ("name", "comp_attrs", "addr_attrs"))
-        instr = Instruction(name, comp_attrs, addr_attrs, site)
+    def add_instruction(self, name: Any, comp_attrs: Any, addr_attrs: Any, cost: Any = None,
+                        update: Any = None, constraints: Any = None) -> Instruction:
+        site = capture("add_instruction", ("name", "comp_attrs", "addr_attrs", "cost",
+                                           "update", "constraints"))
+        instr = Instruction(name, comp_attrs, addr_attrs, site, cost, update, constraints)
         instr._owner = self
         self._instructions.append(instr)
         self._changed()

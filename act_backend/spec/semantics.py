@@ -7,7 +7,8 @@ written (``Instruction.spans``), in the spec file when the text's place there is
 a ``SemanticsError`` with a message, a stable code and a span.
 
 Encodings produced (read by ``act_backend.hlo.infer`` and the ISA table): ``parameter(i)``
--> ``attrs["index"]``; ``constant(v)`` -> ``attrs["value"]``; dimension lists -> lists of
+-> ``attrs["index"]``; ``constant(v)`` -> ``attrs["value"]`` (a number, nested lists, or an
+integer expression for ``constant(`@c.scale`)``); dimension lists -> lists of
 int; ``slice={[a:b:s], ...}`` -> ``attrs["slice"]`` as ``(start, limit, stride)`` dims;
 ``to_apply=add`` -> the reducer's name. ``exp`` is normalised to ``exponential``.
 """
@@ -259,10 +260,14 @@ class _Builder:
     def literal(self, node):
         if isinstance(node, lark.Token) and node.type == "NUMBER":
             return int(node) if _is_int(node) else float(node)
+        if isinstance(node, lark.Token) and node.type == "EXPR":
+            # constant(`@c.scale`): every element is the attribute expression's value.
+            return self.expression(node)
         if isinstance(node, lark.Tree) and node.data == "braced":
             return [self.literal(item) for item in node.children if item is not None]
-        raise self.fail(node, f"a constant's literal must be a number or a brace list of "
-                        f"numbers, found {_show(node)}", "constant-literal")
+        raise self.fail(node, f"a constant's literal must be a number, a brace list of "
+                        f"numbers or a backquoted expression such as `@c.scale`, found "
+                        f"{_show(node)}", "constant-literal")
 
     def attribute(self, instr: Instruction, node: lark.Tree) -> None:
         name_token, value = node.children
@@ -322,6 +327,41 @@ class _Builder:
                 return self.expression(node)
             return _strip(node)
         return [self.generic(item) for item in node.children if item is not None]
+
+
+def read_splats(module: Module) -> None:
+    """TAIDL writes a splat as ``broadcast`` of a one-element array with ``dimensions={}``
+    (``broadcast(%scale), dimensions={}`` of an ``s8[1]``), which HLO reads as a rank
+    mismatch. Such a broadcast is read as the splat it means: its operand is first reshaped
+    to a scalar (an inserted ``reshape`` named after the broadcast, placed where the
+    broadcast was written), and the broadcast takes the scalar. Validation calls this on the
+    parsed semantics, so that the table holds HLO; the parse itself keeps what was written."""
+    comp = module.entry
+    comp.instructions[:] = _splats(comp.instructions)
+
+
+def _splats(instructions: list[Instruction]) -> list[Instruction]:
+    declared = {i.name: i.type for i in instructions}
+    names = set(declared)
+    out: list[Instruction] = []
+    for instr in instructions:
+        operand = instr.operands[0] if len(instr.operands) == 1 else None
+        src = declared.get(operand) if operand is not None else None
+        if (instr.opcode == "broadcast" and instr.attrs.get("dimensions") == [] and src
+                is not None and src.shape
+                and all(ex.compare(d, 1) is ex.Agreement.ALWAYS for d in src.shape)):
+            scalar = f"{instr.name}.scalar"
+            while scalar in names:
+                scalar += "_"
+            names.add(scalar)
+            spans = {k: v for k, v in instr.spans.items() if k in ("name", "opcode")}
+            if "operand:0" in instr.spans:
+                spans["operand:0"] = instr.spans["operand:0"]
+            out.append(Instruction(scalar, "reshape", TensorType(src.dtype, ()), [operand],
+                                   span=instr.span, spans=spans))
+            instr.operands[0] = scalar
+        out.append(instr)
+    return out
 
 
 def _put(spans: dict[str, Span], key: str, span: Span | None) -> None:

@@ -72,6 +72,9 @@ def _instruction(instr: CheckedInstruction) -> dict[str, Any]:
         "inputs": [_slice(s) for s in instr.inputs],
         "outputs": [_slice(s) for s in instr.outputs],
         "semantics": [_operator(op) for op in instr.semantics.entry.instructions],
+        "cost": ex.to_json(instr.cost if instr.cost is not None else 1),
+        "constraints": [{"op": c.op, "args": [ex.to_json(c.lhs), ex.to_json(c.rhs)]}
+                        for c in instr.constraints],
     }
 
 
@@ -91,7 +94,8 @@ def _attrs(op: HloInstruction) -> dict[str, Any]:
     if op.opcode == "parameter":
         return {"index": attrs["index"]}
     if op.opcode == "constant":
-        return {"value": attrs["value"]}
+        value = attrs["value"]
+        return {"value": ex.to_json(value) if isinstance(value, ex.Expr) else value}
     if op.opcode in ("transpose", "broadcast", "concatenate"):
         return {"dimensions": list(attrs["dimensions"])}
     if op.opcode == "reduce":

@@ -22,6 +22,12 @@ from act_backend.validation.buffers import (
     check_accelerator_name,
     check_data_models,
 )
+from act_backend.validation.constraints import (
+    Comparison,
+    check_constraints,
+    check_cost,
+    check_update,
+)
 from act_backend.validation.names import check_identifier, is_reserved_instruction_name
 from act_backend.validation.problem import Context, Problem, Report, quote
 from act_backend.validation.semantics import check_semantics
@@ -38,6 +44,8 @@ class CheckedInstruction:
     inputs: tuple[Slice, ...]
     outputs: tuple[Slice, ...]
     semantics: Module
+    cost: ex.Dim | None = None  # None: the default cost, 1
+    constraints: tuple[Comparison, ...] = ()
 
 
 @dataclass
@@ -102,6 +110,9 @@ def _check_instruction(acc: Accelerator, instr: Instruction, index: int,
     _check_name(ctx, instr, seen, report)
     attrs = _check_attributes(ctx, instr, report)
     _check_repeated_calls(ctx, instr, report)
+    cost = check_cost(ctx, instr, attrs, report)
+    check_update(ctx, instr, report)
+    constraints = check_constraints(ctx, instr, attrs, report)
 
     inputs_site = instr.inputs_site.arg("slices") if instr.inputs_site else Site(instr.span)
     outputs_site = instr.outputs_site.arg("slices") if instr.outputs_site else Site(instr.span)
@@ -137,7 +148,8 @@ def _check_instruction(acc: Accelerator, instr: Instruction, index: int,
         # data model's problem is already reported.
         return None
     return CheckedInstruction(instr.name, attrs.comp, attrs.addr,
-                              tuple(s for s in inputs if s is not None), (output,), module)
+                              tuple(s for s in inputs if s is not None), (output,), module,
+                              cost, constraints or ())
 
 
 def _check_name(ctx: Context, instr: Instruction, seen: dict[str, Span | None],
@@ -191,7 +203,7 @@ def _check_attributes(ctx: Context, instr: Instruction, report: Report) -> Attri
 def _check_repeated_calls(ctx: Context, instr: Instruction, report: Report) -> None:
     seen: set[str] = set()
     for method, call in instr.calls:
-        if method in seen:
+        if method in seen and method != "add_constraints":  # constraints accumulate
             report.warning(ctx, "repeated-call", f"{method} is called more than once; only the "
                            "last call counts", call.span)
         seen.add(method)

@@ -20,7 +20,12 @@ from act_backend.hlo.infer import HloTypeError, infer_type
 from act_backend.hlo.ir import Instruction as HloInstruction
 from act_backend.hlo.ir import Module, Span, TensorType
 from act_backend.spec.accelerator import Instruction
-from act_backend.spec.semantics import SemanticsError, attribute_problems, parse_semantics
+from act_backend.spec.semantics import (
+    SemanticsError,
+    attribute_problems,
+    parse_semantics,
+    read_splats,
+)
 from act_backend.spec.sites import Site, TextMap
 from act_backend.validation.problem import Context, Report, quote
 from act_backend.validation.slices import Attributes, Slice
@@ -43,6 +48,7 @@ def check_semantics(ctx: Context, instr: Instruction, attrs: Attributes,
     except SemanticsError as err:
         report.error(ctx, err.code, err.message, err.span)
         return None
+    read_splats(module)
     errors_before = report.error_count()
     comp = module.entry
     if isinstance(instr.name, str) and comp.name != instr.name:
@@ -104,6 +110,8 @@ def _symbolic_places(instr: HloInstruction) -> list[tuple[ex.Dim, str]]:
     places = [(d, f"dim:{k}") for k, d in enumerate(instr.type.shape)]
     for bounds in instr.attrs.get("slice", []) if instr.opcode == "slice" else []:
         places.extend((d, "attr:slice") for d in bounds)
+    if instr.opcode == "constant" and isinstance(instr.attrs.get("value"), ex.Expr):
+        places.append((instr.attrs["value"], "attr:value"))
     return [(d, key) for d, key in places if not isinstance(d, int)]
 
 

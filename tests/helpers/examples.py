@@ -23,11 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "examples"
 GOLDENS_DIR = ROOT / "tests" / "goldens"
 
-# example directory -> (accelerator name, spec file, instructions of the hand-written minimum)
+# example directory -> (accelerator name, spec file, instructions of the hand-written minimum
+# attention; None for an example without the attention kernel)
 EXAMPLES = {
     "QKV": ("QKV", "QKV.py", 9),
     "QKV_new": ("QKV_new", "QKV_new.py", 10),
+    "Gemmini": ("Gemmini", "Gemmini.py", None),
 }
+ATTENTION_EXAMPLES = [example for example, (_, _, count) in EXAMPLES.items()
+                      if count is not None]
 # Test accelerators under tests/specs/, built the same way (name -> spec file).
 TEST_SPECS = {"Vec": "Vec.py"}
 SPECS_DIR = ROOT / "tests" / "specs"

@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.examples import (  # noqa: E402
-    EXAMPLES,
+    ATTENTION_EXAMPLES,
     build_example,
     compile_kernel,
     golden_paths,
@@ -62,7 +62,7 @@ def regenerate(example: str, scratch: Path) -> None:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="act-goldens-") as scratch:
-        for example in EXAMPLES:
+        for example in ATTENTION_EXAMPLES:
             regenerate(example, Path(scratch))
 
 

@@ -36,9 +36,14 @@ fn main() {
     let built = build_allocator(&allocator, &out_dir);
     link_allocator(&built);
 
+    // The default model counts calls; the crate weighs each by its instruction's table cost.
+    println!("cargo:rustc-check-cfg=cfg(act_default_cost)");
     let cost = match env::var("ACT_COST_LIB").ok().filter(|v| !v.is_empty()) {
         Some(lib) => link_user_cost(Path::new(&lib)),
-        None => compile_default_cost(&manifest),
+        None => {
+            println!("cargo:rustc-cfg=act_default_cost");
+            compile_default_cost(&manifest)
+        }
     };
 
     let mut info = fs::read_to_string(built.join("configure.log")).unwrap_or_default();

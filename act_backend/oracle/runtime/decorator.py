@@ -8,7 +8,8 @@
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
   program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
   before ``fsim-compile``, it compiles first (``run_ms`` never includes compilation);
-* ``k('cost')()`` returns the number of instructions (each costs 1).
+* ``k('cost')()`` returns the sum of the instructions' costs (the table's cost expression of
+  each call, 1 where the spec gives none).
 
 After a run, ``k.last_state`` maps each buffer name (``d0`` first) to its final contents, for
 inspecting what a kernel left on chip.
@@ -154,7 +155,7 @@ class Kernel:
         return outputs, run_ms
 
     def _cost(self) -> int:
-        return len(self.program().calls)
+        return sum(call.cost for call in self.program().calls)
 
     # -- tracing and compiling --------------------------------------------------------------
 

@@ -199,7 +199,14 @@ def _constant(op: _Op, args, inputs, env):
     op.arity(args, 0)
     if "value" not in op.attrs:
         raise op.fail("constant has no 'value' attribute")
-    value = np.asarray(op.attrs["value"], dtype=op.dtype)
+    raw = op.attrs["value"]
+    if isinstance(raw, Mapping):
+        # constant(`@c.scale`): the attribute expression's value, wrapped to the element
+        # type as the hardware's register would hold it.
+        raw = evaluate(raw, env, f"{op.where}: value")
+        value = np.asarray(raw).astype(op.dtype)
+    else:
+        value = np.asarray(raw, dtype=op.dtype)
     if value.shape != op.shape:
         if value.ndim != 0:
             raise op.fail(f"value of shape {list(value.shape)} does not fill "

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,9 @@ class Instruction:
     inputs: tuple[SliceSpec, ...]
     outputs: tuple[SliceSpec, ...]
     semantics: tuple[Mapping, ...]
+    cost: Mapping = field(default_factory=lambda: {"int": 1})
+    # {"op": "==" | "!=" | "<" | "<=" | ">" | ">=", "args": [EXPR, EXPR]} each.
+    constraints: tuple[Mapping, ...] = ()
 
     @property
     def attrs(self) -> tuple[str, ...]:
@@ -261,4 +265,25 @@ def _instruction(raw: Any, buffers: Mapping[str, Buffer], source: str) -> Instru
     semantics = tuple(_list(raw, "semantics", where))
     if not semantics:
         raise OracleError(f"{where}: has no semantics")
-    return Instruction(name, comp, addr, inputs, outputs, semantics)
+    cost = raw.get("cost", {"int": 1})
+    if not isinstance(cost, Mapping):
+        raise OracleError(f"{where}: cost must be an expression, got {cost!r}")
+    constraints = tuple(raw.get("constraints", []))
+    for c in constraints:
+        if (not isinstance(c, Mapping) or c.get("op") not in COMPARISONS
+                or not isinstance(c.get("args"), list) or len(c["args"]) != 2):
+            raise OracleError(f"{where}: malformed constraint {c!r}")
+    return Instruction(name, comp, addr, inputs, outputs, semantics, cost, constraints)
+
+
+COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+               ">": operator.gt, ">=": operator.ge}
+
+
+def violated(instr: Instruction, env: Mapping[str, int]) -> str | None:
+    """The first constraint of ``instr`` the attribute values ``env`` break, as text."""
+    for k, c in enumerate(instr.constraints):
+        lhs, rhs = (evaluate(a, env, f"{instr.name}: constraint {k}") for a in c["args"])
+        if not COMPARISONS[c["op"]](lhs, rhs):
+            return f"constraint {k} of the table does not hold: {lhs} {c['op']} {rhs} is false"
+    return None

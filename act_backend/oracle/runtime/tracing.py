@@ -12,9 +12,9 @@ import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .semantics import Lowered, lower, type_text
+from .semantics import Lowered, describe, lower, type_text
 from .state import Region, bind_region
-from .table import Instruction, OracleError, Table
+from .table import Instruction, OracleError, Table, evaluate, violated
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Call:
     lowered: Lowered
     inputs: tuple[Region, ...]
     output: Region
+    cost: int = 1
 
 
 @dataclass
@@ -83,6 +84,9 @@ def _bind(table: Table, hbm: int, name: str, args: tuple,
     comp = {a: values[a] for a in instr.comp_attrs}
     addr = {a: values[a] for a in instr.addr_attrs}
     env = {f"c.{k}": v for k, v in comp.items()} | {f"a.{k}": v for k, v in addr.items()}
+    broken = violated(instr, env)
+    if broken is not None:
+        raise OracleError(f"{describe(comp, name)}: {broken}")
     inputs = tuple(
         bind_region(spec, table, env, hbm, f"{name} input {i} ({spec.buffer})")
         for i, spec in enumerate(instr.inputs))
@@ -90,7 +94,8 @@ def _bind(table: Table, hbm: int, name: str, args: tuple,
     output = bind_region(out_spec, table, env, hbm, f"{name} output 0 ({out_spec.buffer})")
     lowered = _lower(instr, comp)
     _check_types(lowered, inputs, output)
-    return Call(instr, comp, addr, lowered, inputs, output)
+    cost = evaluate(instr.cost, env, f"{name}: cost")
+    return Call(instr, comp, addr, lowered, inputs, output, cost)
 
 
 def _attribute_values(instr: Instruction, args: tuple,

@@ -10,7 +10,7 @@
 //! storage they lie in plus their offset, and that storage's block spans all their lifetimes.
 //! Constants are scratch HBM that lives for the whole program.
 
-use crate::isa::{floor_div, Affine, Instruction, Isa, Slice};
+use crate::isa::{floor_div, Affine, CmpOp, Constraint, Expr, Instruction, Isa, Slice};
 use crate::layout::HbmLayout;
 use crate::pii::{PiiGraph, PiiNode};
 use crate::schedule::Schedule;
@@ -456,7 +456,86 @@ fn step_attributes(
         terms.push((var, -1));
         b.equal(terms, aff.constant);
     }
+    for (k, constraint) in def.constraints.iter().enumerate() {
+        if !constraint.is_computational() {
+            let label = format!("step{s}.{}.constraint{k}", def.name);
+            constrain(constraint, &env, &vars, def, &label, b).map_err(|msg| {
+                Stop::Infeasible(format!("step {s} ({}): constraint `{constraint}`: {msg}", def.name))
+            })?;
+        }
+    }
     Ok(vars)
+}
+
+/// One constraint on addressing attributes as allocator constraints (CSP1): an equality as
+/// is, an inequality through a slack variable, `x % m == r` through an integer multiple
+/// (`x - m * k == r`). The computational attributes are known (`env`).
+fn constrain(
+    constraint: &Constraint,
+    env: &BTreeMap<String, i64>,
+    vars: &[usize],
+    def: &Instruction,
+    label: &str,
+    b: &mut Builder,
+) -> Result<(), String> {
+    // A bound on |x| for an affine x over attributes within [-loose, loose].
+    let loose = b.loose;
+    let reach = |aff: &Affine| -> i64 {
+        let coefs: i64 = aff.terms.values().map(|c| c.saturating_abs()).fold(0, i64::saturating_add);
+        loose.saturating_mul(coefs).saturating_add(aff.constant.saturating_abs()).min(1 << 50)
+    };
+    let terms_of = |aff: &Affine| -> Result<Vec<(usize, i64)>, String> {
+        aff.terms
+            .iter()
+            .map(|(name, coef)| {
+                name.strip_prefix("a.")
+                    .and_then(|a| def.addr_attrs.iter().position(|x| x == a))
+                    .map(|i| (vars[i], *coef))
+                    .ok_or_else(|| format!("@{name} has no value"))
+            })
+            .collect()
+    };
+    let modulo = match (&constraint.lhs, &constraint.rhs, constraint.op) {
+        (Expr::Rem(x, m), r, CmpOp::Eq) | (r, Expr::Rem(x, m), CmpOp::Eq) => Some((x, m, r)),
+        _ => None,
+    };
+    if let Some((x, m, r)) = modulo {
+        let m = m.eval(env).map_err(|e| e.to_string())?;
+        let r = r.eval(env).map_err(|e| e.to_string())?;
+        if m == 0 {
+            return Err("modulo by zero".into());
+        }
+        // Floor remainders lie in [0, m) (or (m, 0] for negative m).
+        if (m > 0 && !(0..m).contains(&r)) || (m < 0 && !(m + 1..=0).contains(&r)) {
+            return Err(format!("no value has remainder {r} modulo {m}"));
+        }
+        let aff = x.affine(env).map_err(|e| e.to_string())?;
+        let mut terms = terms_of(&aff)?;
+        let bound = reach(&aff);
+        let k = b.var(format!("{label}.multiple"), -bound, bound);
+        terms.push((k, -m));
+        b.equal(terms, aff.constant - r);
+        return Ok(());
+    }
+    let diff = Expr::Sub(Box::new(constraint.lhs.clone()), Box::new(constraint.rhs.clone()));
+    let aff = diff.affine(env).map_err(|e| e.to_string())?;
+    let mut terms = terms_of(&aff)?;
+    // lhs - rhs + sign * slack == 0 with slack in [lo, loose].
+    let (sign, lo) = match constraint.op {
+        CmpOp::Eq => (0, 0),
+        CmpOp::Le => (1, 0),
+        CmpOp::Lt => (1, 1),
+        CmpOp::Ge => (-1, 0),
+        CmpOp::Gt => (-1, 1),
+        CmpOp::Ne => return Err("'!=' on addressing attributes cannot be placed".into()),
+    };
+    if sign != 0 {
+        let bound = reach(&aff);
+        let slack = b.var(format!("{label}.slack"), lo, bound.max(lo));
+        terms.push((slack, sign));
+    }
+    b.equal(terms, aff.constant);
+    Ok(())
 }
 
 fn describe(slice: &Slice, k: usize) -> String {

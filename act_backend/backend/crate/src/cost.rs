@@ -1,10 +1,16 @@
 //! The cost of a candidate, from the `act_cost` function linked into the binary: the default
 //! model (`cost/default_cost.c`, one per instruction) or the user's library in its place.
+//! With the default model each call weighs its instruction's table cost (`cost`, an
+//! expression over `c.*`, 1 where the spec gives none): the crate adds, per call, its cost
+//! minus the 1 the default model counted.
 
 use std::ffi::{c_char, c_int, CString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use crate::isa::Isa;
+use crate::pii::{PiiGraph, PiiNode};
 
 extern "C" {
     fn act_cost(asm_path: *const c_char, cost: *mut f64) -> c_int;
@@ -19,6 +25,8 @@ pub enum CostError {
     BadValue(f64),
     /// The path cannot be handed to C (it holds a NUL byte).
     BadPath(String),
+    /// An instruction's table cost cannot be evaluated.
+    Table(String),
 }
 
 impl fmt::Display for CostError {
@@ -29,6 +37,7 @@ impl fmt::Display for CostError {
                 write!(f, "act_cost gave cost {v}; a cost must be finite and not negative")
             }
             CostError::BadPath(p) => write!(f, "cannot pass the path {p:?} to act_cost"),
+            CostError::Table(m) => write!(f, "table cost: {m}"),
         }
     }
 }
@@ -47,6 +56,23 @@ pub fn cost_of(asm_path: &Path) -> Result<f64, CostError> {
         return Err(CostError::Status(code));
     }
     check(cost)
+}
+
+/// Whether the linked cost model is the default one (built without `ACT_COST_LIB`).
+pub const DEFAULT_MODEL: bool = cfg!(act_default_cost);
+
+/// What the table's per-instruction costs add to the default model's count of calls: per
+/// call, its instruction's cost (at the call's computational attributes) minus 1.
+pub fn table_weights(isa: &Isa, graph: &PiiGraph) -> Result<f64, String> {
+    let mut extra = 0.0;
+    for node in &graph.nodes {
+        if let PiiNode::Instr { instr, comp, .. } = node {
+            let def = &isa.instructions[*instr];
+            let cost = def.cost.eval(&def.comp_env(comp)).map_err(|e| format!("{}: cost {}: {e}", def.name, def.cost))?;
+            extra += cost as f64 - 1.0;
+        }
+    }
+    Ok(extra)
 }
 
 /// A cost is usable when finite and not negative; large values are fine (the model's way of

@@ -314,11 +314,23 @@ impl Ctx<'_> {
         record.phases.emit = clock.elapsed();
 
         let clock = Instant::now();
-        let cost = cost::cost_of(&path).map_err(|error| DriverError::Cost {
+        let mut cost = cost::cost_of(&path).map_err(|error| DriverError::Cost {
             candidate: index,
             path: path.clone(),
             error,
         })?;
+        if cost::DEFAULT_MODEL {
+            let extra = cost::table_weights(self.isa, graph).map_err(|message| DriverError::Cost {
+                candidate: index,
+                path: path.clone(),
+                error: cost::CostError::Table(message),
+            })?;
+            cost = cost::check(cost + extra).map_err(|error| DriverError::Cost {
+                candidate: index,
+                path: path.clone(),
+                error,
+            })?;
+        }
         record.phases.cost = clock.elapsed();
         record.cost = Some(cost);
         record.file = Some(path);

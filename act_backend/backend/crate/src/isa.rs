@@ -36,6 +36,101 @@ pub struct Instruction {
     pub inputs: Vec<Slice>,
     pub outputs: Vec<Slice>,
     pub semantics: Vec<Op>,
+    /// What one call costs, over `c.*` (the default cost model's weight of the call).
+    #[serde(default = "unit_cost")]
+    pub cost: Expr,
+    /// Conditions every call's attribute values meet.
+    #[serde(default)]
+    pub constraints: Vec<Constraint>,
+}
+
+fn unit_cost() -> Expr {
+    Expr::Int(1)
+}
+
+/// A comparison operator of a constraint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum CmpOp {
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+}
+
+impl CmpOp {
+    pub fn holds(self, lhs: i64, rhs: i64) -> bool {
+        match self {
+            CmpOp::Eq => lhs == rhs,
+            CmpOp::Ne => lhs != rhs,
+            CmpOp::Lt => lhs < rhs,
+            CmpOp::Le => lhs <= rhs,
+            CmpOp::Gt => lhs > rhs,
+            CmpOp::Ge => lhs >= rhs,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+/// `lhs op rhs` over the instruction's attributes (`{"op": "<=", "args": [EXPR, EXPR]}`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawConstraint")]
+pub struct Constraint {
+    pub op: CmpOp,
+    pub lhs: Expr,
+    pub rhs: Expr,
+}
+
+#[derive(Deserialize)]
+struct RawConstraint {
+    op: CmpOp,
+    args: Vec<Expr>,
+}
+
+impl TryFrom<RawConstraint> for Constraint {
+    type Error = String;
+
+    fn try_from(raw: RawConstraint) -> Result<Constraint, String> {
+        match <[Expr; 2]>::try_from(raw.args) {
+            Ok([lhs, rhs]) => Ok(Constraint { op: raw.op, lhs, rhs }),
+            Err(args) => Err(format!("a constraint compares two expressions, found {}", args.len())),
+        }
+    }
+}
+
+impl Constraint {
+    /// Whether the constraint mentions computational attributes only (selection checks it).
+    pub fn is_computational(&self) -> bool {
+        self.lhs.attrs().iter().chain(&self.rhs.attrs()).all(|a| a.starts_with("c."))
+    }
+
+    /// Whether it holds for `env`; `None` when an attribute it mentions has no value.
+    pub fn holds(&self, env: &BTreeMap<String, i64>) -> Option<bool> {
+        Some(self.op.holds(self.lhs.eval(env).ok()?, self.rhs.eval(env).ok()?))
+    }
+}
+
+impl fmt::Display for Constraint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.lhs, self.op.symbol(), self.rhs)
+    }
 }
 
 /// The part of a buffer an operand occupies: `[start_k, start_k + size_k)` along access dim k.
@@ -396,6 +491,12 @@ impl Isa {
         }
         let isa = Isa { format: raw.format, name: raw.name, buffers, instructions };
         for instr in &isa.instructions {
+            if let Some(a) = instr.cost.attrs().into_iter().find(|a| !a.starts_with("c.")) {
+                return Err(TableError::Instruction {
+                    instruction: instr.name.clone(),
+                    message: format!("the cost {} mentions @{a}; a cost may mention @c.* only", instr.cost),
+                });
+            }
             for slice in instr.inputs.iter().chain(&instr.outputs) {
                 if isa.buffer_index(&slice.buffer).is_none() {
                     return Err(TableError::UnknownBuffer {

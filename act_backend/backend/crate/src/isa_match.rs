@@ -9,14 +9,23 @@
 //! solved for the computational attributes (`solve.rs`), and every slice the instruction
 //! touches must then be non-empty, fit its buffer, and hold exactly its value's bytes.
 //!
+//! A constant whose value is an attribute expression (TAIDL's ``constant(`@c.scale`)``) is a
+//! splat that matches a kernel splat of an integral value, binding the expression to it (an
+//! attribute that only such constants mention may be negative). Constant sub-patterns fold:
+//! a reshape or broadcast of a one-element constant is the splat of its result shape. An
+//! elementwise operator with such a constant operand that is the identity for one value
+//! (`x * 1`, `x / 1`, `x - 0`, integer `x + 0`) also gives a variant of the pattern without
+//! it, the attribute fixed by that value: a scaled load then matches a plain load with
+//! scale 1, and only with that scale.
+//!
 //! A computational attribute that no shape or attribute of the semantics mentions cannot be
 //! determined by a match; it does not change what the instruction computes, so it is free and
-//! every match sets it to 0 (the smallest value: the table has no attribute constraints).
-//! Every instruction must become a pattern: one that cannot is a [`TableError`], never a
-//! silent omission.
+//! every match sets it to 0. A match whose computational attributes break one of the
+//! instruction's constraints on `c.*` is not made. Every instruction must become a pattern:
+//! one that cannot is a [`TableError`], never a silent omission.
 
 use crate::egraph::SelGraph;
-use crate::isa::{Expr, Isa, TableError};
+use crate::isa::{Constraint, Expr, Isa, TableError};
 use crate::lang::{DType, Node, Op, OpCode, Reducer, Ty};
 use crate::solve::{self, Equation};
 use egg::Id;
@@ -29,6 +38,8 @@ enum PKind {
     Param,
     /// A constant: one value (a splat) or every value, row-major.
     Const(Vec<f64>),
+    /// A splat whose value is an integer expression over `c.*`.
+    ConstExpr(Expr),
     /// An operator without attributes, compared as is.
     Plain(Op),
     Transpose(Vec<Expr>),
@@ -66,6 +77,13 @@ pub struct Pattern {
     determined: Vec<String>,
     /// The unknowns the semantics do not mention: set to [`FREE_VALUE`] by every match.
     free: Vec<String>,
+    /// Unknowns only constant values mention: their solutions may be negative.
+    signed: Vec<String>,
+    /// Equations every match adds: the identity values of the operators this variant of the
+    /// pattern leaves out.
+    fixed: Vec<Equation>,
+    /// The instruction's constraints on computational attributes.
+    constraints: Vec<Constraint>,
 }
 
 /// The value a free computational attribute takes.
@@ -153,9 +171,14 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
     Ok(match op.op {
         OpCode::Parameter => PKind::Param,
         OpCode::Constant => {
-            let mut values = Vec::new();
-            flatten(a.get("value").ok_or("constant without a value")?, &mut values)?;
-            PKind::Const(values)
+            let value = a.get("value").ok_or("constant without a value")?;
+            if value.is_object() {
+                PKind::ConstExpr(Expr::from_json(value)?)
+            } else {
+                let mut values = Vec::new();
+                flatten(value, &mut values)?;
+                PKind::Const(values)
+            }
         }
         OpCode::Transpose => PKind::Transpose(json_exprs(a, "dimensions")?),
         OpCode::Broadcast => PKind::Broadcast(json_exprs(a, "dimensions")?),
@@ -228,6 +251,7 @@ pub fn instantiate(op: &crate::isa::Op, env: &BTreeMap<String, i64>) -> Result<(
             Op::Parameter(op.attrs.get("index").and_then(Json::as_u64).ok_or("parameter without index")? as usize)
         }
         PKind::Const(values) => Op::Constant(crate::lang::Literal::from_values(&values)),
+        PKind::ConstExpr(e) => Op::Constant(crate::lang::Literal::from_values(&[element_value(ev(&e)?, dtype)])),
         PKind::Plain(p) => p,
         PKind::Transpose(es) => Op::Transpose(evs(&es)?),
         PKind::Broadcast(es) => Op::Broadcast(evs(&es)?),
@@ -247,6 +271,29 @@ pub fn instantiate(op: &crate::isa::Op, env: &BTreeMap<String, i64>) -> Result<(
     Ok((concrete, Ty::new(dtype, shape)))
 }
 
+/// An attribute's value as an element of `dtype`: integers wrap as the element type's
+/// register would hold them.
+pub fn element_value(v: i64, dtype: DType) -> f64 {
+    if !dtype.is_int() {
+        return v as f64;
+    }
+    let bits = 8 * dtype.bytes();
+    if bits >= 64 {
+        return v as f64;
+    }
+    let low = (v as u64) & ((1u64 << bits) - 1);
+    if dtype.is_signed() && low >> (bits - 1) == 1 {
+        (low as i64 - (1i64 << bits)) as f64
+    } else {
+        low as f64
+    }
+}
+
+/// The integer a splat literal holds, if it holds one exactly.
+fn integral(v: f64) -> Option<i64> {
+    (v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15).then_some(v as i64)
+}
+
 fn mentions_addressing(e: &Expr) -> bool {
     e.attrs().iter().any(|a| !a.starts_with("c."))
 }
@@ -255,6 +302,7 @@ fn mentions_addressing(e: &Expr) -> bool {
 fn kind_exprs(kind: &PKind) -> Vec<&Expr> {
     match kind {
         PKind::Param | PKind::Const(_) | PKind::Plain(_) => Vec::new(),
+        PKind::ConstExpr(e) => vec![e],
         PKind::Transpose(es) | PKind::Broadcast(es) | PKind::ReduceAdd(es) | PKind::Reduce(es, _) => {
             es.iter().collect()
         }
@@ -299,6 +347,20 @@ impl Pattern {
                     return Err(format!("parameter({i}) is declared twice"));
                 }
             }
+            // A reshape or broadcast of a one-element constant is the splat of its result.
+            if matches!(kind, PKind::Plain(Op::Reshape) | PKind::Broadcast(_)) {
+                if let [k] = operands[..] {
+                    let splat = match &ops[k].kind {
+                        PKind::Const(v) if v.len() == 1 => Some(ops[k].kind.clone()),
+                        PKind::ConstExpr(_) => Some(ops[k].kind.clone()),
+                        _ => None,
+                    };
+                    if let Some(splat) = splat {
+                        kind = splat;
+                        operands.clear();
+                    }
+                }
+            }
             // reduce(x, 0) with add is the reduce_add the kernels are normalised to.
             if let PKind::Reduce(dims, Reducer::Add) = &kind {
                 let zero_init = operands
@@ -316,6 +378,19 @@ impl Pattern {
             return Err("has empty semantics".into());
         }
         let root = instr.semantics.iter().position(|o| o.root).unwrap_or(ops.len() - 1);
+        Pattern::assemble(isa, index, ops, root, &param_of, Vec::new())
+    }
+
+    /// The pattern of `ops` rooted at `root`, with the `fixed` equations every match adds.
+    fn assemble(
+        isa: &Isa,
+        index: usize,
+        ops: Vec<POp>,
+        root: usize,
+        param_of: &BTreeMap<usize, usize>,
+        fixed: Vec<Equation>,
+    ) -> Result<Pattern, String> {
+        let instr = &isa.instructions[index];
         let mut order = vec![root];
         let mut seen = vec![false; ops.len()];
         seen[root] = true;
@@ -338,6 +413,12 @@ impl Pattern {
         let unknowns: Vec<String> = instr.comp_attrs.iter().map(|a| format!("c.{a}")).collect();
         let (determined, free): (Vec<String>, Vec<String>) =
             unknowns.iter().cloned().partition(|u| mentioned.contains(u));
+        let in_shapes: BTreeSet<String> = ops
+            .iter()
+            .flat_map(|o| o.shape.iter().chain(if matches!(o.kind, PKind::ConstExpr(_)) { vec![] } else { kind_exprs(&o.kind) }))
+            .flat_map(Expr::attrs)
+            .collect();
+        let signed = determined.iter().filter(|u| !in_shapes.contains(*u)).cloned().collect();
         for (what, slice) in instr
             .inputs
             .iter()
@@ -365,6 +446,7 @@ impl Pattern {
         if let Some((&extra, _)) = param_of.iter().find(|(&i, _)| i >= instr.inputs.len()) {
             return Err(format!("parameter({extra}) has no input slice"));
         }
+        let constraints = instr.constraints.iter().filter(|c| c.is_computational()).cloned().collect();
         Ok(Pattern {
             instr: index,
             name: instr.name.clone(),
@@ -375,7 +457,52 @@ impl Pattern {
             unknowns,
             determined,
             free,
+            signed,
+            fixed,
+            constraints,
         })
+    }
+
+    /// The variants of the pattern without one elementwise operator whose other operand is a
+    /// splat of an attribute expression, for the value that makes the operator the identity:
+    /// `x * c` and `x / c` with `c = 1`, `x - c` with `c = 0`, and integer `x + c` with
+    /// `c = 0` (a float `-0 + 0` is `+0`). Each variant is exactly the instruction with the
+    /// attribute at that value.
+    fn identity_variants(&self, isa: &Isa) -> Result<Vec<Pattern>, String> {
+        let mut out = Vec::new();
+        for (o, pop) in self.ops.iter().enumerate() {
+            let PKind::Plain(op) = &pop.kind else { continue };
+            let [l, r] = pop.operands[..] else { continue };
+            let splat = |k: usize| match &self.ops[k].kind {
+                PKind::ConstExpr(e) => Some(e.clone()),
+                _ => None,
+            };
+            let candidates: Vec<(usize, Expr, i64)> = match op {
+                Op::Multiply => [(l, r), (r, l)].iter().filter_map(|&(x, c)| Some((x, splat(c)?, 1))).collect(),
+                Op::Add if pop.dtype.is_int() => {
+                    [(l, r), (r, l)].iter().filter_map(|&(x, c)| Some((x, splat(c)?, 0))).collect()
+                }
+                Op::Divide => splat(r).map(|e| (l, e, 1)).into_iter().collect(),
+                Op::Subtract => splat(r).map(|e| (l, e, 0)).into_iter().collect(),
+                _ => Vec::new(),
+            };
+            for (kept, value, identity) in candidates.into_iter().take(1) {
+                let mut ops = self.ops.clone();
+                for other in &mut ops {
+                    for operand in &mut other.operands {
+                        if *operand == o {
+                            *operand = kept;
+                        }
+                    }
+                }
+                let root = if self.root == o { kept } else { self.root };
+                let param_of: BTreeMap<usize, usize> = self.params.iter().copied().enumerate().collect();
+                let mut fixed = self.fixed.clone();
+                fixed.push((value, identity));
+                out.push(Pattern::assemble(isa, self.instr, ops, root, &param_of, fixed)?);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -401,7 +528,11 @@ impl Patterns {
                 attribute: u["c.".len()..].to_string(),
                 value: FREE_VALUE,
             }));
+            let variants = pattern
+                .identity_variants(isa)
+                .map_err(|reason| TableError::Unusable { instruction: instr.name.clone(), reason })?;
             list.push(pattern);
+            list.extend(variants);
         }
         Ok(Patterns { list, ops, free })
     }
@@ -441,6 +572,9 @@ impl<'a> Search<'a> {
         let us = |v: &Vec<usize>| v.iter().map(|&d| d as i64).collect::<Vec<i64>>().into_iter();
         match (kind, op) {
             (PKind::Plain(p), o) => p == o,
+            (PKind::ConstExpr(e), Op::Constant(lit)) => {
+                lit.splat().and_then(integral).is_some_and(|v| self.equate(e, v))
+            }
             (PKind::Const(values), Op::Constant(lit)) => {
                 if let [v] = values.as_slice() {
                     lit.splat().is_some_and(|s| s.to_bits() == v.to_bits())
@@ -522,8 +656,12 @@ impl<'a> Search<'a> {
     }
 
     fn finish(&mut self) {
-        let Ok(mut env) = solve::solve(&self.eqs, &self.pat.determined) else { return };
+        let eqs: Vec<Equation> = self.pat.fixed.iter().chain(&self.eqs).cloned().collect();
+        let Ok(mut env) = solve::solve_signed(&eqs, &self.pat.determined, &self.pat.signed) else { return };
         env.extend(self.pat.free.iter().map(|u| (u.clone(), FREE_VALUE)));
+        if self.pat.constraints.iter().any(|c| c.holds(&env) != Some(true)) {
+            return;
+        }
         let instr = &self.isa.instructions[self.pat.instr];
         let class_of = |p: usize| self.bind[p].expect("every pattern node is bound");
         let values: Vec<Id> = self.pat.params.iter().map(|&p| class_of(p)).collect();

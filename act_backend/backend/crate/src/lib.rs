@@ -23,6 +23,7 @@ pub mod lang;
 pub mod layout;
 pub mod output;
 pub mod pii;
+pub mod precision;
 pub mod report;
 pub mod rewrites;
 pub mod schedule;

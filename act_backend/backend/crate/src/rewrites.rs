@@ -46,6 +46,8 @@ pub struct RuleSet {
     /// split into row tiles of the largest such count and the tiles concatenated: the tiles
     /// of the operand and result then become views and concatenations of byte ranges.
     pub dot_tiles: Vec<i64>,
+    /// Mixed-precision rules (`precision.rs`), for the types the ISA computes in.
+    pub precision: crate::precision::Widenings,
 }
 
 impl RuleSet {
@@ -57,6 +59,7 @@ impl RuleSet {
             reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
             transpose: ops.contains(&OpCode::Transpose),
             dot_tiles: Vec::new(),
+            precision: Default::default(),
         }
     }
 
@@ -80,7 +83,7 @@ impl RuleSet {
 
     /// Every rule on (for tests of the rules themselves).
     pub fn all() -> RuleSet {
-        RuleSet { copy: true, dot: true, reduce: true, transpose: true, dot_tiles: Vec::new() }
+        RuleSet { copy: true, dot: true, reduce: true, transpose: true, dot_tiles: Vec::new(), precision: Default::default() }
     }
 }
 
@@ -787,6 +790,7 @@ pub fn search(eg: &SelGraph, rules: &RuleSet) -> Vec<Rewrite> {
     for id in ids {
         finder.class(id);
     }
+    finder.out.extend(crate::precision::search(eg, &rules.precision));
     finder.out
 }
 

@@ -20,6 +20,15 @@ pub enum Unsolvable {
 
 /// Solves `eqs` for the attributes `unknowns`; every unknown must be determined.
 pub fn solve(eqs: &[Equation], unknowns: &[String]) -> Result<BTreeMap<String, i64>, Unsolvable> {
+    solve_signed(eqs, unknowns, &[])
+}
+
+/// [`solve`], where the attributes in `signed` (values, not sizes) may be negative.
+pub fn solve_signed(
+    eqs: &[Equation],
+    unknowns: &[String],
+    signed: &[String],
+) -> Result<BTreeMap<String, i64>, Unsolvable> {
     let mut env: BTreeMap<String, i64> = BTreeMap::new();
     let mut open: Vec<&Equation> = eqs.iter().collect();
     loop {
@@ -40,7 +49,7 @@ pub fn solve(eqs: &[Equation], unknowns: &[String]) -> Result<BTreeMap<String, i
                     1 => {
                         let (name, coef) = aff.terms.iter().next().map(|(n, c)| (n.clone(), *c)).expect("one term");
                         let rhs = value - aff.constant;
-                        if rhs % coef != 0 || rhs / coef < 0 {
+                        if rhs % coef != 0 || (rhs / coef < 0 && !signed.contains(&name)) {
                             return Err(Unsolvable::Contradiction(format!(
                                 "{expr} = {value} has no non-negative integer solution for @{name}"
                             )));

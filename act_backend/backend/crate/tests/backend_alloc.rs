@@ -254,3 +254,47 @@ fn multi_dimensional_buffers_are_flattened_to_bounding_ranges() {
     let Outcome::Solved(placement) = p.solve().unwrap() else { panic!() };
     check_placement(&graph, &isa, &schedule, &layout, &placement);
 }
+
+/// QKV with constraints on load_rm's addressing attributes.
+fn qkv_constrained(constraints: Vec<act_compiler::isa::Constraint>) -> (Isa, usize) {
+    let mut isa = qkv();
+    let load = isa.instructions.iter().position(|i| i.name == "load_rm").unwrap();
+    isa.instructions[load].constraints = constraints;
+    (isa, load)
+}
+
+#[test]
+fn constraints_on_addressing_attributes_bound_the_placement() {
+    use act_compiler::isa::{CmpOp, Constraint, Expr};
+    let out = || Expr::Attr("a.addr_out".into());
+    let aligned = Constraint { op: CmpOp::Eq, lhs: Expr::Rem(Box::new(out()), Box::new(Expr::Int(32))), rhs: Expr::Int(0) };
+    let above = Constraint { op: CmpOp::Ge, lhs: out(), rhs: Expr::Int(32) };
+    let (isa, load) = qkv_constrained(vec![aligned, above]);
+    let graph = attention(&isa);
+    let layout = attention_layout();
+    let schedule = first_order(&graph, &isa);
+    let Outcome::Solved(placement) = plan(&graph, &isa, &schedule, &layout).solve().unwrap() else {
+        panic!("attention fits with loads at rows 32 and 64")
+    };
+    check_placement(&graph, &isa, &schedule, &layout, &placement);
+    let addr_out = isa.instructions[load].addr_attrs.iter().position(|a| a == "addr_out").unwrap();
+    let rows: Vec<i64> = schedule
+        .steps
+        .iter()
+        .zip(&placement.addrs)
+        .filter(|(&n, _)| matches!(graph.nodes[n], act_compiler::pii::PiiNode::Instr { instr, .. } if instr == load))
+        .map(|(_, addrs)| addrs[addr_out])
+        .collect();
+    assert!(!rows.is_empty() && rows.iter().all(|r| r % 32 == 0 && *r >= 32), "{rows:?}");
+}
+
+#[test]
+fn a_constraint_no_placement_meets_is_infeasible() {
+    use act_compiler::isa::{CmpOp, Constraint, Expr};
+    // A 64-row value in d1's 128 rows starts at row 64 at most.
+    let beyond = Constraint { op: CmpOp::Gt, lhs: Expr::Attr("a.addr_out".into()), rhs: Expr::Int(64) };
+    let (isa, _) = qkv_constrained(vec![beyond]);
+    let graph = attention(&isa);
+    let outcome = plan(&graph, &isa, &first_order(&graph, &isa), &attention_layout()).solve().unwrap();
+    assert!(matches!(outcome, Outcome::Infeasible(_)), "{outcome:?}");
+}

@@ -1,0 +1,310 @@
+//! Mixed-precision rewrites: an operator whose result is wider than its operands is the same
+//! operator on operands converted to the wide type, where that is exact.
+//!
+//! - `dot(a, b) : W` with operands of a type `N` that widens exactly to `W` (JAX's int8
+//!   product `s32 dot(s8, s8)`, `f32 dot(bf16, bf16)`) is `dot(convert(a, W), convert(b, W))`:
+//!   both multiply the exact values and accumulate in `W`. The converse holds too, so a
+//!   product the kernel writes on widened operands meets a unit that takes the narrow ones.
+//! - An integer `add`, `subtract` or `multiply` in `N` is the wide operator on widened
+//!   operands converted back (two's complement arithmetic wraps the same way in every
+//!   width); `maximum` and `minimum` are for floats too (their result is one of the
+//!   operands, which both conversions carry exactly). And conversely.
+//!
+//! Convert round trips (`convert(convert(x, W), N) = x`) are the `convert-exact-round-trip`
+//! rule of [`crate::rewrites`]. Each rule is on only for the types the ISA's semantics use
+//! (see [`Widenings::of`]), so that an ISA without mixed precision grows no extra nodes.
+
+use crate::egraph::SelGraph;
+use crate::isa::Isa;
+use crate::lang::{DType, Node, Op, OpCode, Ty};
+use crate::rewrites::{representable, Rewrite, Term};
+use egg::Id;
+use std::collections::BTreeSet;
+
+/// The widenings useful to an ISA, read from its semantics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Widenings {
+    /// Element types `W` in which some semantics compute a `dot`.
+    pub dots: BTreeSet<DType>,
+    /// `(operator, element type)` of the elementwise binary operators the semantics compute.
+    pub elementwise: BTreeSet<(OpCode, DType)>,
+}
+
+/// The elementwise operators the rules widen, and whether floats may be widened too.
+fn widenable(op: &Op) -> Option<(OpCode, bool)> {
+    Some(match op {
+        Op::Add => (OpCode::Add, false),
+        Op::Subtract => (OpCode::Subtract, false),
+        Op::Multiply => (OpCode::Multiply, false),
+        Op::Maximum => (OpCode::Maximum, true),
+        Op::Minimum => (OpCode::Minimum, true),
+        _ => return None,
+    })
+}
+
+impl Widenings {
+    /// The dot and elementwise types of `isa`'s semantics.
+    pub fn of(isa: &Isa) -> Widenings {
+        let mut out = Widenings::default();
+        for op in isa.instructions.iter().flat_map(|i| &i.semantics) {
+            match op.op {
+                OpCode::Dot => {
+                    out.dots.insert(op.dtype);
+                }
+                code @ (OpCode::Add
+                | OpCode::Subtract
+                | OpCode::Multiply
+                | OpCode::Maximum
+                | OpCode::Minimum) => {
+                    out.elementwise.insert((code, op.dtype));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn is_empty(&self) -> bool {
+        self.dots.is_empty() && self.elementwise.is_empty()
+    }
+}
+
+/// Whether computing in `wide` instead of `narrow` and converting back is exact for an
+/// operator that takes floats only when `floats` says so.
+fn exact(narrow: DType, wide: DType, floats: bool) -> bool {
+    narrow != wide
+        && narrow.widens_exactly_to(wide)
+        && (floats || (narrow.is_int() && wide.is_int()))
+}
+
+fn convert(x: Term, from: &Ty, to: DType) -> Term {
+    if from.dtype == to {
+        x
+    } else {
+        Term::Node(Op::Convert, from.with_dtype(to), vec![x])
+    }
+}
+
+/// The narrow operand under a widening convert in class `id`: `(z, its type)` for each
+/// `convert(z)` node there whose operand widens exactly to the class's type.
+fn widened_from(eg: &SelGraph, id: Id) -> Vec<(Id, Ty)> {
+    let wide = eg[id].data.dtype;
+    eg[id]
+        .nodes
+        .iter()
+        .filter(|n| n.op == Op::Convert)
+        .map(|n| eg.find(n.children[0]))
+        .map(|z| (z, eg[z].data.clone()))
+        .filter(|(_, t)| t.dtype != wide && t.dtype.widens_exactly_to(wide))
+        .collect()
+}
+
+/// The mixed-precision rewrites of the whole e-graph, classes in increasing id order.
+pub fn search(eg: &SelGraph, rules: &Widenings) -> Vec<Rewrite> {
+    let mut out = Vec::new();
+    if rules.is_empty() {
+        return out;
+    }
+    let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
+    ids.sort();
+    for id in ids {
+        for node in &eg[id].nodes {
+            propose(eg, rules, id, node, &mut out);
+        }
+    }
+    out
+}
+
+fn propose(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<Rewrite>) {
+    if node.op == Op::Convert {
+        narrow_elementwise(eg, rules, id, node, out);
+        return;
+    }
+    let ty = &node.ty;
+    let mut push = |rule: &'static str, term: Term| {
+        if term != Term::Class(id) {
+            out.push(Rewrite { rule, class: id, term });
+        }
+    };
+    match &node.op {
+        Op::Dot(dims) if node.children.len() == 2 => {
+            let (a, b) = (eg.find(node.children[0]), eg.find(node.children[1]));
+            let (ta, tb) = (&eg[a].data, &eg[b].data);
+            // dot(a, b) : W = dot(convert(a, W), convert(b, W)) for narrow a, b.
+            if ta.dtype == tb.dtype && rules.dots.contains(&ty.dtype) && exact(ta.dtype, ty.dtype, true) {
+                let widened = vec![convert(Term::Class(a), ta, ty.dtype), convert(Term::Class(b), tb, ty.dtype)];
+                push("dot-widen-operands", Term::Node(Op::Dot(dims.clone()), ty.clone(), widened));
+            }
+            // dot(convert(z1, W), convert(z2, W)) : W = dot(z1, z2) : W, for units that take
+            // the narrow operands and accumulate wide.
+            if ta.dtype == ty.dtype && tb.dtype == ty.dtype {
+                for (z1, t1) in widened_from(eg, a) {
+                    for (z2, t2) in widened_from(eg, b) {
+                        if t1.dtype == t2.dtype && rules.dots.contains(&ty.dtype) {
+                            let operands = vec![Term::Class(z1), Term::Class(z2)];
+                            push("dot-narrow-operands", Term::Node(Op::Dot(dims.clone()), ty.clone(), operands));
+                        }
+                    }
+                }
+            }
+        }
+        op => {
+            let Some((code, floats)) = widenable(op) else { return };
+            if node.children.len() != 2 {
+                return;
+            }
+            let (x, y) = (eg.find(node.children[0]), eg.find(node.children[1]));
+            // op(x, y) : N = convert(op(convert(x, W), convert(y, W)) : W, N).
+            for &(c, wide) in &rules.elementwise {
+                if c == code && exact(ty.dtype, wide, floats) {
+                    let wide_ty = ty.with_dtype(wide);
+                    let operands = vec![
+                        convert(Term::Class(x), &eg[x].data, wide),
+                        convert(Term::Class(y), &eg[y].data, wide),
+                    ];
+                    let computed = Term::Node(op.clone(), wide_ty.clone(), operands);
+                    push("elementwise-widen", convert(computed, &wide_ty, ty.dtype));
+                }
+            }
+        }
+    }
+}
+
+/// Class `id`'s value in the narrow type `narrow`, when it is exactly one: the operand of a
+/// widening `convert` there, or a constant all of whose values `narrow` holds.
+fn narrowed(eg: &SelGraph, id: Id, narrow: DType) -> Option<Term> {
+    let id = eg.find(id);
+    if let Some((z, _)) = widened_from(eg, id).into_iter().find(|(_, t)| t.dtype == narrow) {
+        return Some(Term::Class(z));
+    }
+    eg[id].nodes.iter().find_map(|n| match &n.op {
+        Op::Constant(lit) if lit.values().all(|v| representable(v, narrow)) => {
+            Some(Term::Node(Op::Constant(lit.clone()), n.ty.with_dtype(narrow), vec![]))
+        }
+        _ => None,
+    })
+}
+
+/// `convert(op(convert(x, W), convert(y, W)) : W, N) = op(x, y) : N` for x, y of type `N`
+/// (a constant operand counts when its values are values of `N`).
+fn narrow_elementwise(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<Rewrite>) {
+    let narrow = node.ty.dtype;
+    let inner = eg.find(node.children[0]);
+    let wide = eg[inner].data.dtype;
+    for op_node in &eg[inner].nodes {
+        let Some((code, floats)) = widenable(&op_node.op) else { continue };
+        if op_node.children.len() != 2 || !exact(narrow, wide, floats) || !rules.elementwise.contains(&(code, narrow)) {
+            continue;
+        }
+        if let (Some(x), Some(y)) = (narrowed(eg, op_node.children[0], narrow), narrowed(eg, op_node.children[1], narrow)) {
+            let term = Term::Node(op_node.op.clone(), node.ty.clone(), vec![x, y]);
+            if term != Term::Class(id) {
+                out.push(Rewrite { rule: "elementwise-narrow", class: id, term });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egraph::TypeAnalysis;
+    use crate::lang::{DotDims, Literal};
+
+    fn ty(dtype: DType) -> Ty {
+        Ty::new(dtype, vec![4, 4])
+    }
+
+    fn saturate(eg: &mut SelGraph, rules: &Widenings) {
+        for _ in 0..6 {
+            let found = search(eg, rules);
+            if !crate::rewrites::apply(eg, &found) {
+                return;
+            }
+        }
+        panic!("did not saturate");
+    }
+
+    fn rules(dots: &[DType], elementwise: &[(OpCode, DType)]) -> Widenings {
+        Widenings { dots: dots.iter().copied().collect(), elementwise: elementwise.iter().copied().collect() }
+    }
+
+    const STD: fn() -> DotDims = || DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+
+    #[test]
+    fn a_wide_product_of_narrow_operands_is_the_product_of_widened_operands() {
+        for (narrow, wide) in [(DType::S8, DType::S32), (DType::BF16, DType::F32)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let a = eg.add(Node::leaf(Op::Input(0), ty(narrow)));
+            let b = eg.add(Node::leaf(Op::Input(1), ty(narrow)));
+            let d = eg.add(Node::new(Op::Dot(STD()), ty(wide), vec![a, b]));
+            saturate(&mut eg, &rules(&[wide], &[]));
+            let wa = eg.lookup(Node::new(Op::Convert, ty(wide), vec![a])).expect("a widened");
+            let wb = eg.lookup(Node::new(Op::Convert, ty(wide), vec![b])).expect("b widened");
+            let widened = eg.lookup(Node::new(Op::Dot(STD()), ty(wide), vec![wa, wb])).expect("built");
+            assert_eq!(eg.find(widened), eg.find(d));
+        }
+    }
+
+    #[test]
+    fn a_product_of_widened_operands_is_the_mixed_product() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), ty(DType::S8)));
+        let wa = eg.add(Node::new(Op::Convert, ty(DType::S32), vec![a]));
+        let d = eg.add(Node::new(Op::Dot(STD()), ty(DType::S32), vec![wa, wa]));
+        saturate(&mut eg, &rules(&[DType::S32], &[]));
+        let mixed = eg.lookup(Node::new(Op::Dot(STD()), ty(DType::S32), vec![a, a])).expect("built");
+        assert_eq!(eg.find(mixed), eg.find(d));
+    }
+
+    #[test]
+    fn products_are_widened_only_exactly_and_only_to_types_the_isa_uses() {
+        for (narrow, wide, isa) in [
+            (DType::S32, DType::F32, DType::F32), // f32 does not hold every s32
+            (DType::F32, DType::BF16, DType::BF16), // a narrowing
+            (DType::S8, DType::S32, DType::S16),  // the ISA multiplies in s16 only
+        ] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let a = eg.add(Node::leaf(Op::Input(0), ty(narrow)));
+            eg.add(Node::new(Op::Dot(STD()), ty(wide), vec![a, a]));
+            saturate(&mut eg, &rules(&[isa], &[]));
+            assert!(eg.lookup(Node::new(Op::Convert, ty(wide), vec![a])).is_none(), "{narrow:?} -> {wide:?}");
+        }
+    }
+
+    #[test]
+    fn integer_arithmetic_widens_and_narrows_and_float_addition_does_not() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(DType::S8)));
+        let y = eg.add(Node::leaf(Op::Input(1), ty(DType::S8)));
+        let sum = eg.add(Node::new(Op::Add, ty(DType::S8), vec![x, y]));
+        saturate(&mut eg, &rules(&[], &[(OpCode::Add, DType::S32)]));
+        let (wx, wy) = (
+            eg.lookup(Node::new(Op::Convert, ty(DType::S32), vec![x])).expect("x widened"),
+            eg.lookup(Node::new(Op::Convert, ty(DType::S32), vec![y])).expect("y widened"),
+        );
+        let wide = eg.lookup(Node::new(Op::Add, ty(DType::S32), vec![wx, wy])).expect("wide sum");
+        let back = eg.lookup(Node::new(Op::Convert, ty(DType::S8), vec![wide])).expect("narrowed");
+        assert_eq!(eg.find(back), eg.find(sum));
+
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(DType::BF16)));
+        eg.add(Node::new(Op::Add, ty(DType::BF16), vec![x, x]));
+        saturate(&mut eg, &rules(&[], &[(OpCode::Add, DType::F32)]));
+        assert!(eg.lookup(Node::new(Op::Convert, ty(DType::F32), vec![x])).is_none());
+    }
+
+    #[test]
+    fn a_narrowed_wide_maximum_with_a_constant_is_the_narrow_maximum() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(DType::BF16)));
+        let wx = eg.add(Node::new(Op::Convert, ty(DType::F32), vec![x]));
+        let zero = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[0.0])), ty(DType::F32)));
+        let m = eg.add(Node::new(Op::Maximum, ty(DType::F32), vec![wx, zero]));
+        let back = eg.add(Node::new(Op::Convert, ty(DType::BF16), vec![m]));
+        saturate(&mut eg, &rules(&[], &[(OpCode::Maximum, DType::BF16)]));
+        let narrow_zero = eg.lookup(Node::leaf(Op::Constant(Literal::from_values(&[0.0])), ty(DType::BF16))).expect("built");
+        let narrow = eg.lookup(Node::new(Op::Maximum, ty(DType::BF16), vec![x, narrow_zero])).expect("built");
+        assert_eq!(eg.find(narrow), eg.find(back));
+    }
+}
