@@ -11,6 +11,7 @@ pub mod driver;
 pub mod emit;
 pub mod extract;
 pub mod hlo_parse;
+pub mod identities;
 pub mod infer;
 pub mod isa;
 pub mod isa_match;

@@ -82,7 +82,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
-    let rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa);
+    let rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa).with_identities_of(isa);
     let mut kg = analysis::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
     let stores = isa.instructions.iter().any(|i| i.outputs.iter().any(hbm) && !i.inputs.iter().any(hbm));
@@ -92,6 +92,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
     }
     let mut stats = SelectStats::default();
     let eg = &mut kg.egraph;
+    rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
     loop {
         if stats.iterations >= limits.iter_limit {
             stats.stop_reason = "iteration limit".into();
