@@ -77,6 +77,8 @@ pub struct Extractor {
     /// Providers of each state with a finite cost, best first.
     alts: Vec<Vec<usize>>,
     root: Option<usize>,
+    /// Index of HBM among the ISA's buffers.
+    hbm: usize,
 }
 
 /// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
@@ -210,7 +212,7 @@ impl Extractor {
         }
         let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()] };
         let root = index.get(&root_key).copied();
-        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root };
+        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm };
         ex.relax();
         Ok(ex)
     }
@@ -305,8 +307,13 @@ impl Extractor {
                         self.visit(i)?
                     } else {
                         // A fresh instance of the operand for this use only (a reload, a second
-                        // copy), made by another provider; what it reads is shared as usual.
-                        let q = &self.ex.providers[i][*self.ex.alts[i].get(rank)?];
+                        // copy), made by provider `rank - 1` (the best one included: a second
+                        // load of an input); what it reads is shared as usual.
+                        let q = &self.ex.providers[i][*self.ex.alts[i].get(rank - 1)?];
+                        if matches!(q.how, How::Input { .. } | How::Constant { .. }) {
+                            // Kernel inputs and literals are given once.
+                            return None;
+                        }
                         self.emit(None, q)?
                     };
                     if let Some(c) = choice {
@@ -370,7 +377,9 @@ impl Extractor {
     }
 
     /// Up to `max` distinct candidates, best first (DAG instruction count, then discovery
-    /// order); at most `budget` candidate graphs are built while searching.
+    /// order); at most `budget` candidate graphs are built while searching. Then the spilling
+    /// variants of the best candidate (see [`Extractor::spill_plans`]), fewest instructions
+    /// first, that are not among them already.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
         let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
         type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>);
@@ -397,7 +406,12 @@ impl Extractor {
             }
             for (choice, s) in used {
                 let rank = overrides.get(&choice).copied().unwrap_or(0) + 1;
-                let available = if choice == Choice::Output { self.root_alts(root).len() } else { self.alts[s].len() };
+                let available = match choice {
+                    Choice::Output => self.root_alts(root).len(),
+                    Choice::State(_) => self.alts[s].len(),
+                    // Shared, or a fresh instance by any provider.
+                    Choice::Use { .. } => self.alts[s].len() + 1,
+                };
                 if rank >= available || built >= budget {
                     continue;
                 }
@@ -414,6 +428,52 @@ impl Extractor {
             }
         }
         out.sort_by_key(|(count, seq, _)| (*count, *seq));
-        Ok(out.into_iter().map(|(_, _, g)| g).collect())
+        let mut spilled: Vec<PiiGraph> = Vec::new();
+        for plan in self.spill_plans(&pending[0].2) {
+            if let Some((g, _)) = self.build(root, &plan) {
+                if seen.insert(g.clone()) {
+                    spilled.push(g);
+                }
+            }
+        }
+        spilled.sort_by_key(PiiGraph::instruction_count);
+        Ok(out.into_iter().map(|(_, _, g)| g).chain(spilled).collect())
+    }
+
+    /// Spilling variants of the candidate that made the choices `used`: for a value held on
+    /// chip, every reader gets a fresh reload of its own (a load from HBM: of a kernel input or
+    /// a literal as it is, of a computed value after one store, which is then the shared
+    /// instance's only reader), so that the value need not stay on chip between its making
+    /// and its uses. One plan per such value, then one with every such value spilled: that
+    /// schedule needs little more than the operands of one instruction on chip at a time.
+    fn spill_plans(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
+        let mut uses: Vec<(usize, Vec<Choice>)> = Vec::new();
+        for &(choice, s) in used {
+            if !matches!(choice, Choice::Use { .. }) || self.keys[s].buffer == self.hbm {
+                continue;
+            }
+            match uses.iter_mut().find(|(state, _)| *state == s) {
+                Some((_, list)) => list.push(choice),
+                None => uses.push((s, vec![choice])),
+            }
+        }
+        let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
+        let mut all = BTreeMap::new();
+        for (s, list) in uses {
+            // A fresh instance by the cheapest provider that reads HBM only (rank + 1: rank 0 of
+            // a use is the shared instance).
+            let reload = self.alts[s].iter().position(|&k| {
+                let p = &self.providers[s][k];
+                matches!(p.how, How::Instr { .. }) && p.inputs.iter().all(|&i| self.keys[i].buffer == self.hbm)
+            });
+            let Some(reload) = reload else { continue };
+            let plan: BTreeMap<Choice, usize> = list.iter().map(|c| (*c, reload + 1)).collect();
+            all.extend(plan.iter().map(|(c, r)| (*c, *r)));
+            plans.push(plan);
+        }
+        if plans.len() > 1 {
+            plans.push(all);
+        }
+        plans
     }
 }
