@@ -79,6 +79,8 @@ pub struct Extractor {
     root: Option<usize>,
     /// Index of HBM among the ISA's buffers.
     hbm: usize,
+    /// Per instruction, the operand slots it overwrites in place.
+    in_place: Vec<Vec<usize>>,
 }
 
 /// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
@@ -212,7 +214,8 @@ impl Extractor {
         }
         let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()] };
         let root = index.get(&root_key).copied();
-        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm };
+        let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
+        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place };
         ex.relax();
         Ok(ex)
     }
@@ -401,7 +404,7 @@ impl Extractor {
                 break;
             }
             let (overrides, graph, used) = pending[seq].clone();
-            if seen.insert(graph.clone()) {
+            if self.overwrites_once(&graph) && seen.insert(graph.clone()) {
                 out.push((count, seq, graph));
             }
             for (choice, s) in used {
@@ -431,13 +434,29 @@ impl Extractor {
         let mut spilled: Vec<PiiGraph> = Vec::new();
         for plan in self.spill_plans(&pending[0].2) {
             if let Some((g, _)) = self.build(root, &plan) {
-                if seen.insert(g.clone()) {
+                if self.overwrites_once(&g) && seen.insert(g.clone()) {
                     spilled.push(g);
                 }
             }
         }
         spilled.sort_by_key(PiiGraph::instruction_count);
         Ok(out.into_iter().map(|(_, _, g)| g).chain(spilled).collect())
+    }
+
+    /// Whether no value of `g` is overwritten in place by two instructions (a fresh instance
+    /// of an in-place writer would read the same instance as the shared one).
+    fn overwrites_once(&self, g: &PiiGraph) -> bool {
+        let mut written = vec![false; g.nodes.len()];
+        for node in &g.nodes {
+            let PiiNode::Instr { instr, operands, .. } = node else { continue };
+            for &slot in &self.in_place[*instr] {
+                let Some(&op) = operands.get(slot) else { continue };
+                if std::mem::replace(&mut written[op], true) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Spilling variants of the candidate that made the choices `used`: for a value held on
@@ -449,7 +468,10 @@ impl Extractor {
     fn spill_plans(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
         let mut uses: Vec<(usize, Vec<Choice>)> = Vec::new();
         for &(choice, s) in used {
-            if !matches!(choice, Choice::Use { .. }) || self.keys[s].buffer == self.hbm {
+            // The readers that store to HBM (spills, the output) keep reading the shared
+            // instance: a reload for them would read what they write.
+            let Choice::Use { consumer, .. } = choice else { continue };
+            if self.keys[s].buffer == self.hbm || consumer == OUTPUT || self.keys[consumer].buffer == self.hbm {
                 continue;
             }
             match uses.iter_mut().find(|(state, _)| *state == s) {
