@@ -380,9 +380,9 @@ impl Extractor {
     }
 
     /// Up to `max` distinct candidates, best first (DAG instruction count, then discovery
-    /// order); at most `budget` candidate graphs are built while searching. Then the spilling
-    /// variants of the best candidate (see [`Extractor::spill_plans`]), fewest instructions
-    /// first, that are not among them already.
+    /// order); at most `budget` candidate graphs are built while searching. Up to half of the
+    /// places go to spilling variants of the best candidate (see [`Extractor::spill_plans`]),
+    /// so that a kernel whose values do not fit on chip together still has candidates that fit.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
         let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
         type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>);
@@ -397,6 +397,19 @@ impl Extractor {
         let (g, used) =
             self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
         built += 1;
+        // Spilling variants of the best candidate get up to half of the places.
+        let mut spilled: Vec<PiiGraph> = Vec::new();
+        for plan in self.spill_plans(&used) {
+            if spilled.len() >= max / 2 {
+                break;
+            }
+            if let Some((s, _)) = self.build(root, &plan) {
+                if s != g && self.overwrites_once(&s) && !spilled.contains(&s) {
+                    spilled.push(s);
+                }
+            }
+        }
+        let max = max - spilled.len();
         heap.push(Reverse((g.instruction_count(), 0)));
         pending.push((start, g, used));
         while let Some(Reverse((count, seq))) = heap.pop() {
@@ -430,17 +443,16 @@ impl Extractor {
                 }
             }
         }
-        out.sort_by_key(|(count, seq, _)| (*count, *seq));
-        let mut spilled: Vec<PiiGraph> = Vec::new();
-        for plan in self.spill_plans(&pending[0].2) {
-            if let Some((g, _)) = self.build(root, &plan) {
-                if self.overwrites_once(&g) && seen.insert(g.clone()) {
-                    spilled.push(g);
-                }
+        // Spilling variants the enumeration did not reach come after its candidates of the
+        // same size.
+        let next = pending.len();
+        for (k, g) in spilled.into_iter().enumerate() {
+            if seen.insert(g.clone()) {
+                out.push((g.instruction_count(), next + k, g));
             }
         }
-        spilled.sort_by_key(PiiGraph::instruction_count);
-        Ok(out.into_iter().map(|(_, _, g)| g).chain(spilled).collect())
+        out.sort_by_key(|(count, seq, _)| (*count, *seq));
+        Ok(out.into_iter().map(|(_, _, g)| g).collect())
     }
 
     /// Whether no value of `g` is overwritten in place by two instructions (a fresh instance
@@ -463,8 +475,8 @@ impl Extractor {
     /// chip, every reader gets a fresh reload of its own (a load from HBM: of a kernel input or
     /// a literal as it is, of a computed value after one store, which is then the shared
     /// instance's only reader), so that the value need not stay on chip between its making
-    /// and its uses. One plan per such value, then one with every such value spilled: that
-    /// schedule needs little more than the operands of one instruction on chip at a time.
+    /// and its uses. First a plan with every such value spilled (its schedule needs little
+    /// more than the operands of one instruction on chip at a time), then one per value.
     fn spill_plans(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
         let mut uses: Vec<(usize, Vec<Choice>)> = Vec::new();
         for &(choice, s) in used {
@@ -494,7 +506,8 @@ impl Extractor {
             plans.push(plan);
         }
         if plans.len() > 1 {
-            plans.push(all);
+            // Every value spilled first: it is the variant most likely to fit.
+            plans.insert(0, all);
         }
         plans
     }
