@@ -285,6 +285,125 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::TypeAnalysis;
+    use crate::rewrites::{apply, search, RuleSet};
+
+    fn rules(ops: &[&str]) -> RuleSet {
+        let all = [DType::BF16, DType::S32].into_iter().collect::<BTreeSet<DType>>();
+        let on = |name: &str| if ops.contains(&name) { all.clone() } else { BTreeSet::new() };
+        let identities = Identities {
+            dot: on("dot"),
+            multiply: on("multiply"),
+            add: on("add"),
+            maximum: on("maximum"),
+            minimum: on("minimum"),
+        };
+        RuleSet { identities, ..RuleSet::default() }
+    }
+
+    fn saturate(eg: &mut SelGraph, rules: &RuleSet) {
+        for _ in 0..4 {
+            let found = search(eg, rules);
+            if !apply(eg, &found) {
+                return;
+            }
+        }
+    }
+
+    fn opaque(name: &str, attrs: &str) -> Op {
+        Op::Other { name: name.into(), attrs: attrs.into() }
+    }
+
+    fn constant(eg: &mut SelGraph, ty: Ty, values: &[f64]) -> Id {
+        eg.add(Node::leaf(Op::Constant(Literal::from_values(values)), ty))
+    }
+
+    fn product(eg: &mut SelGraph, ty: Ty, a: Id, b: Id) -> Option<Id> {
+        let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        eg.lookup(Node::new(Op::Dot(dims), ty, vec![a, b]))
+    }
+
+    #[test]
+    fn reverse_is_a_product_with_the_exchange_matrix() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        for (dims, rows_side) in [("dimensions={1}", false), ("dimensions={0}", true)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+            let r = eg.add(Node::new(opaque("reverse", dims), t.clone(), vec![x]));
+            saturate(&mut eg, &rules(&["dot"]));
+            let found = if rows_side {
+                let j = constant(&mut eg, Ty::new(DType::BF16, vec![2, 2]), &[0.0, 1.0, 1.0, 0.0]);
+                product(&mut eg, t.clone(), j, x)
+            } else {
+                let j = constant(&mut eg, Ty::new(DType::BF16, vec![3, 3]), &[0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+                product(&mut eg, t.clone(), x, j)
+            };
+            assert_eq!(found.map(|p| eg.find(p)), Some(eg.find(r)), "{dims}");
+        }
+    }
+
+    #[test]
+    fn clamp_is_minimum_of_maximum_with_scalar_bounds_broadcast() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let scalar = Ty::new(DType::BF16, vec![]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let lo = constant(&mut eg, scalar.clone(), &[-1.0]);
+        let hi = constant(&mut eg, scalar, &[1.0]);
+        let c = eg.add(Node::new(opaque("clamp", ""), t.clone(), vec![lo, x, hi]));
+        saturate(&mut eg, &rules(&["maximum", "minimum"]));
+        let wide = |eg: &SelGraph, s: Id| eg.lookup(Node::new(Op::Broadcast(vec![]), t.clone(), vec![s])).unwrap();
+        let (wlo, whi) = (wide(&eg, lo), wide(&eg, hi));
+        let low = eg.lookup(Node::new(Op::Maximum, t.clone(), vec![x, wlo])).expect("max(x, lo)");
+        let both = eg.lookup(Node::new(Op::Minimum, t.clone(), vec![low, whi])).expect("min(.., hi)");
+        assert_eq!(eg.find(both), eg.find(c));
+        // Without a minimum there is no lowering.
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let c = eg.add(Node::new(opaque("clamp", ""), t.clone(), vec![x, x, x]));
+        saturate(&mut eg, &rules(&["maximum"]));
+        assert_eq!(eg[c].nodes.len(), 1);
+    }
+
+    #[test]
+    fn sums_are_products_with_ones_for_integers_only() {
+        for (dtype, expected) in [(DType::S32, true), (DType::BF16, false)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let x = eg.add(Node::leaf(Op::Input(0), Ty::new(dtype, vec![2, 3])));
+            let s = eg.add(Node::new(Op::ReduceAdd(vec![1]), Ty::new(dtype, vec![2]), vec![x]));
+            saturate(&mut eg, &rules(&["dot"]));
+            let ones = constant(&mut eg, Ty::new(dtype, vec![3, 1]), &[1.0]);
+            let p = product(&mut eg, Ty::new(dtype, vec![2, 1]), x, ones);
+            let flat = p.and_then(|p| eg.lookup(Node::new(Op::Reshape, Ty::new(dtype, vec![2]), vec![p])));
+            assert_eq!(flat.map(|f| eg.find(f) == eg.find(s)), expected.then_some(true), "{dtype}");
+        }
+    }
+
+    #[test]
+    fn a_broadcast_column_is_a_product_with_a_row_of_ones() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let v = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::BF16, vec![2])));
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let b = eg.add(Node::new(Op::Broadcast(vec![0]), t.clone(), vec![v]));
+        saturate(&mut eg, &rules(&["dot"]));
+        let column = eg.lookup(Node::new(Op::Reshape, Ty::new(DType::BF16, vec![2, 1]), vec![v])).expect("v as a column");
+        let ones = constant(&mut eg, Ty::new(DType::BF16, vec![1, 3]), &[1.0]);
+        assert_eq!(product(&mut eg, t, column, ones).map(|p| eg.find(p)), Some(eg.find(b)));
+    }
+
+    #[test]
+    fn subtract_is_the_add_of_a_negation_that_multiplies_by_minus_one() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let b = eg.add(Node::leaf(Op::Input(1), t.clone()));
+        let d = eg.add(Node::new(Op::Subtract, t.clone(), vec![a, b]));
+        saturate(&mut eg, &rules(&["add", "multiply"]));
+        let minus_one = constant(&mut eg, t.clone(), &[-1.0]);
+        let neg = eg.lookup(Node::new(Op::Multiply, t.clone(), vec![b, minus_one])).expect("b * -1");
+        let sum = eg.lookup(Node::new(Op::Add, t, vec![a, neg])).expect("a + -b");
+        assert_eq!(eg.find(sum), eg.find(d));
+    }
 
     #[test]
     fn dimensions_are_read_from_attribute_text() {
