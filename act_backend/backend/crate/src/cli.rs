@@ -356,7 +356,12 @@ fn no_candidate_message(p: &Progress) -> String {
         .iter()
         .map(|r| format!("  candidate {}: {}: {}", r.index, r.status.name(), r.message))
         .collect();
-    format!("none of the {found} candidates could be placed in memory:\n{}", reasons.join("\n"))
+    // Selection offers variants that spill values to HBM among the candidates.
+    format!(
+        "the kernel does not fit in memory even with spilling: none of the {found} candidates \
+         could be placed:\n{}",
+        reasons.join("\n")
+    )
 }
 
 /// The compile proper, on its own thread: parse, select, then the candidate loop.
