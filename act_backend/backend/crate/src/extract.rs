@@ -9,7 +9,9 @@
 //! best choice everywhere, then alternatives one choice at a time. A choice is how a state's
 //! shared instance is made, or, for one use of a value, a fresh instance of its own (a reload
 //! from HBM of a value stored earlier, a second copy), so that a value can live in the same
-//! buffer twice when a buffer is too small to keep it in between.
+//! buffer twice when a buffer is too small to keep it in between. Spilling variants of the
+//! best candidate, in which on-chip values are reloaded from HBM for every reader, take up to
+//! half of the candidate places (see [`Extractor::candidates`]).
 //!
 //! Besides instructions, three providers cost no instruction: a contiguous byte run of an HBM
 //! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are

@@ -22,8 +22,8 @@
 //!   products of bounded values), and a kernel that relies on propagating infinities through
 //!   a value that must visit the matrix unit on its way is outside what these rules promise.
 //!   The elementwise identities (`x * 1`, `x + -0`) are exact for every value, infinities,
-//!   NaNs and signed zeros included, and are preferred where the ISA has them (they cost the
-//!   same instructions, and extraction takes either).
+//!   NaNs and signed zeros included; where the ISA has both kinds, extraction chooses by
+//!   instruction count like any other alternative.
 
 use crate::analysis::SelGraph;
 use crate::isa::Isa;

@@ -5,7 +5,9 @@
 //! lead to operators some instruction's semantics contains, plus the data-movement plumbing
 //! that connects layouts (copy, transpose, reshape, bit casts, converts); a rule whose result
 //! uses an operator no semantics contains is switched off (see [`RuleSet`]). Every proposed
-//! term is type-checked before it enters the e-graph.
+//! term is type-checked before it enters the e-graph. The identity and constant-matrix
+//! rewrites (`identities.rs`) run from here too, with the literal plumbing they need: shaped
+//! literals are readable from their bytes in HBM, and transposes and reshapes of literals fold.
 
 use crate::analysis::SelGraph;
 use crate::identities::{self, Identities};
