@@ -16,7 +16,9 @@ from helpers.differential import check_kernel
 
 pytestmark = pytest.mark.slow
 
-SEED = 10
+# A seed whose set holds both obstacles: 12 softmaxes of values the matrix unit did not
+# produce and 2 kernels whose values do not fit on chip together without spilling.
+SEED = 24
 KERNELS = 32
 
 
