@@ -278,7 +278,10 @@ impl<'a> Finder<'a> {
             let once = transpose_term(eg, id, swap.clone());
             self.push("transpose-introduce", id, Term::Node(Op::Transpose(swap), ty.clone(), vec![once]));
         }
-        if self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) && ty.rank() >= 1 && ty.dtype != DType::U8 {
+        // Each of these rules adds its term once: the class keeps it (a class holds one value).
+        let literal = self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_)));
+        let read_from_bytes = self.nodes(id).iter().any(|n| n.op == Op::BitcastConvert);
+        if literal && !read_from_bytes && ty.rank() >= 1 && ty.dtype != DType::U8 {
             // A literal is placed in HBM and read by the ISA's loads: `c = from_bytes(to_bytes(c))`.
             self.push("constant-in-hbm", id, from_bytes_term(to_bytes_term(Term::Class(id), &ty), &ty));
         }
@@ -303,7 +306,7 @@ impl<'a> Finder<'a> {
                 }
                 for inner in self.nodes(x) {
                     match &inner.op {
-                        Op::Constant(lit) => {
+                        Op::Constant(lit) if !self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) => {
                             if let Some(folded) = transpose_literal(lit, &class_ty(eg, x).shape, p) {
                                 self.push("constant-fold-transpose", id, Term::Node(Op::Constant(folded), node.ty.clone(), vec![]));
                             }
@@ -335,7 +338,10 @@ impl<'a> Finder<'a> {
                 for inner in self.nodes(x) {
                     match &inner.op {
                         // Row-major values are unchanged by a reshape.
-                        Op::Constant(lit) if node.ty.dtype == class_ty(eg, x).dtype => {
+                        Op::Constant(lit)
+                            if node.ty.dtype == class_ty(eg, x).dtype
+                                && !self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) =>
+                        {
                             self.push("constant-fold-reshape", id, Term::Node(Op::Constant(lit.clone()), node.ty.clone(), vec![]));
                         }
                         Op::Reshape => {
