@@ -182,7 +182,9 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
     let dt = ty.dtype;
     let mut out = Vec::new();
     let child_ty = |k: usize| eg[node.children[k]].data.clone();
-    if other(node, "negate").is_some() && node.children.len() == 1 {
+    // -1 is a value of signed and float types only (XLA negates unsigned values modulo 2^n).
+    let signed = dt.is_float() || dt.is_signed();
+    if other(node, "negate").is_some() && node.children.len() == 1 && signed {
         let x = Term::Class(node.children[0]);
         if ids.multiply.contains(&dt) {
             out.push(("negate-as-multiply", Term::Node(Op::Multiply, ty.clone(), vec![x.clone(), splat(ty.clone(), -1.0)])));
