@@ -16,7 +16,7 @@ from act_backend.build.cargo import build_env, cache_dir
 pytestmark = pytest.mark.slow
 
 CRATE_TESTS = ["backend_schedule", "backend_alloc", "backend_emit", "backend_cost",
-               "backend_driver"]
+               "backend_driver", "backend_spilling"]
 # Unit tests inside the back half's modules (cargo filters test names by substring).
 UNIT_FILTERS = ["layout::", "emit::", "cost::", "output::", "cli::"]
 
