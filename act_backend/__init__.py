@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from act_backend.spec import Accelerator
 
 if TYPE_CHECKING:
-    from act_backend.build import generate_backend
+    from act_backend.backend.generator import generate_backend
     from act_backend.oracle import generate_oracle
 
 __all__ = ["Accelerator", "generate_backend", "generate_oracle"]
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str):
     if name == "generate_backend":
-        from act_backend.build import generate_backend
+        from act_backend.backend.generator import generate_backend
 
         return generate_backend
     if name == "generate_oracle":

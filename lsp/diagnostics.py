@@ -20,10 +20,11 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp import documents, spec_check
+from lsp import documents
 from lsp.convert import Converter
 from lsp.findings import Finding
-from lsp.spec_model import SpecModel
+from lsp.spec import check as spec_check
+from lsp.spec.model import SpecModel
 from lsp.text_map import lines_of
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,11 @@
 """Which documents the server serves, and what kind each is.
 
 A ``.hlo`` file is a kernel. A ``.py`` file is a TAIDL spec when it builds an
-``Accelerator``; other Python files get nothing from this server (another language server
-covers Python itself).
+``Accelerator`` or adds to one (``add_data_model``, ``add_instruction``, ``add_semantics``
+calls: a spec may extend an accelerator made in another file); other Python files get
+nothing from this server (another language server covers Python itself). The text is
+matched, not parsed, so that a spec being typed stays a spec. Clients ask
+(``act.describeDocument``) rather than deciding this themselves.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from pygls import uris
 KERNEL = "kernel"
 SPEC = "spec"
 
-_SPEC_MARKER = re.compile(r"\bAccelerator\s*\(")
+_SPEC_MARKER = re.compile(
+    r"\bAccelerator\s*\(|\.\s*(?:add_instruction|add_data_model|add_semantics)\s*\(")
 
 
 def path_of(uri: str) -> str | None:

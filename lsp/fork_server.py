@@ -5,7 +5,7 @@ whole check, so this process does it once, never runs user code itself, and for 
 request (a JSON line on stdin: ``{"id", "path", "text", "timeout_s", "memory_mb",
 "result", "log"}``) forks a process that starts its own session (so it can be killed with
 everything it starts), sends its output to the ``log`` file, runs the spec
-(``spec_child.check``, limits included) and writes its result to the ``result`` file.
+(``lsp.spec.child.check``, limits included) and writes its result to the ``result`` file.
 Each forked process serves one check and exits, so nothing leaks from one run to the next.
 
 Events go back as JSON lines on stdout: ``{"id", "event": "started", "pid"}`` as soon as
@@ -24,7 +24,7 @@ import sys
 import traceback
 from typing import Any
 
-from lsp import spec_child
+from lsp.spec import child as spec_child
 
 AVAILABLE = hasattr(os, "fork") and hasattr(os, "pidfd_open")
 

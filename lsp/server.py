@@ -21,8 +21,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from lsp import documents, settings, spec_check, spec_model
+from lsp import documents, settings
 from lsp.commands import compile as compile_command
+from lsp.commands import describe as describe_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
@@ -31,8 +32,10 @@ from lsp.diagnostics import DiagnosticsScheduler
 from lsp.features import completion, definition, hover, lenses, symbols
 from lsp.findings import Finding
 from lsp.paths import same_file
-from lsp.spec_reader import read_spec
-from lsp.spec_runner import new_checker
+from lsp.spec import check as spec_check
+from lsp.spec import model as spec_model
+from lsp.spec.reader import read_spec
+from lsp.spec.runner import new_checker
 from lsp.text_map import lines_of
 
 VERSION = "0.1.0"
@@ -42,6 +45,7 @@ COMMANDS = {
     generate_command.NAME: generate_command.run,
     compile_command.NAME: compile_command.run,
     simulate_command.NAME: simulate_command.run,
+    describe_command.NAME: describe_command.run,
 }
 
 

@@ -3,7 +3,7 @@ the NumPy reference of its HLO.
 
 Started as ``python -m lsp.simulate_child``; reads one JSON request line
 (``{"compiled", "oracle_dir", "data_files", "hlo"}``) and writes one result line, like
-``lsp.spec_child``. The data files are raw little-endian arrays, one per kernel parameter
+``lsp.spec.child``. The data files are raw little-endian arrays, one per kernel parameter
 in order, each of the parameter's shape and element type.
 """
 
@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from lsp.spec_child import RESULT_PREFIX
+from lsp.spec.child import RESULT_PREFIX
 
 
 class SimulationError(Exception):

@@ -1,6 +1,7 @@
 """The back half's crate tests (scheduling, allocation requests and answers, emission, the
-default cost model, the candidate loop, the command line's parts) run by cargo on the crate
-of the source tree, so that the suite runs them too."""
+default cost model, the candidate loop, the command line's parts) and the crate's side of the
+conformance corpus run by cargo on the crate of the source tree, so that the suite runs them
+too."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import subprocess
 import pytest
 
 from act_backend.backend import crate_dir
-from act_backend.build.cargo import build_env, cache_dir
+from act_backend.backend.cargo import build_env, cache_dir
 
 pytestmark = pytest.mark.slow
 
 CRATE_TESTS = ["backend_schedule", "backend_alloc", "backend_emit", "backend_cost",
-               "backend_driver", "backend_spilling"]
+               "backend_driver", "backend_spilling",
+               # The conformance corpus and case tables, which pytest runs on the Python side.
+               "conformance_kernels", "conformance_tables"]
 # Unit tests inside the back half's modules (cargo filters test names by substring).
 UNIT_FILTERS = ["layout::", "emit::", "cost::", "output::", "cli::"]
 

@@ -34,7 +34,7 @@ def test_the_fixture_and_example_kernels_have_no_problem(path):
     assert load_kernel(path).entry.root.is_root
 
 
-@pytest.mark.parametrize("name, code, line, column, words", [
+BAD_FIXTURES = [
     ("syntax_error.hlo", "hlo-syntax", 6, 34, "expected an operand name after '('"),
     ("unknown_operator.hlo", "unknown-operator", 5, 30, "unknown operator 'frobnicate' in 'C'"),
     ("unsupported_operator.hlo", "unsupported-operator", 5, 30,
@@ -43,7 +43,30 @@ def test_the_fixture_and_example_kernels_have_no_problem(path):
      "operand 1 of 'C', 'Bt', is not defined in computation 'main'"),
     ("shape_mismatch.hlo", "dot-contracting-mismatch", 6, 103,
      "lhs contracting dimension 1 has size 32 but rhs contracting dimension 0 has size 64"),
-])
+    ("signature_parameter_name.hlo", "signature-mismatch", 3, 14,
+     "declares parameter 0 as 'a', but parameter(0) is named 'A'"),
+    ("signature_parameter_count.hlo", "signature-mismatch", 3, 13,
+     "declares 2 parameter(s) but defines 1"),
+    ("signature_parameter_type.hlo", "signature-mismatch", 3, 14,
+     "declares parameter 0 as bf16[64,32], but 'A' is bf16[64,64]"),
+    ("signature_result.hlo", "signature-mismatch", 3, 33,
+     "declares its result as f32[64,64], but ROOT 'C' is bf16[64,64]"),
+    ("entry_layout_syntax.hlo", "entry-layout-syntax", 1, 76,
+     "expected '->' after the parameter types"),
+    ("entry_layout_mismatch.hlo", "entry-layout-mismatch", 1, 80,
+     "gives the result the type bf16[64,32], but ROOT 'C' of the ENTRY computation is "
+     "bf16[64,64]"),
+    ("name_start.hlo", "bad-name", 4, 3, "'%1A' is not a name"),
+    ("name_character.hlo", "bad-name", 4, 5, "'%A$1' is not a name"),
+    ("unknown_attribute.hlo", "unknown-attribute", 6, 129,
+     "dot 'C' does not take the attribute 'lhs_contracting_dim' (accepted: "
+     "lhs_batch_dims, lhs_contracting_dims"),
+    ("duplicate_attribute.hlo", "duplicate-attribute", 5, 80,
+     "attribute 'dimensions' is given twice in 'C'"),
+]
+
+
+@pytest.mark.parametrize("name, code, line, column, words", BAD_FIXTURES)
 def test_bad_fixtures_are_reported_at_the_fault(name, code, line, column, words):
     path = KERNELS / "bad" / name
     problem = only(path.read_text())
@@ -54,7 +77,19 @@ def test_bad_fixtures_are_reported_at_the_fault(name, code, line, column, words)
         load_kernel(path)
     assert str(caught.value) == f"{path}:{line}:{column}: {problem.message}"
     assert isinstance(caught.value, ValueError)
-    assert isinstance(caught.value, HloSyntaxError) == (code == "hlo-syntax")
+    parse_errors = {"hlo-syntax", "bad-name", "entry-layout-syntax", "duplicate-attribute"}
+    assert isinstance(caught.value, HloSyntaxError) == (code in parse_errors)
+
+
+def test_every_bad_fixture_is_in_the_table_and_the_crate_holds_the_same_copy():
+    # The crate's tests refuse the same files at the same places (select_parse.rs); they
+    # read copies, since the crate is tested wherever it is copied.
+    fixtures = sorted(p.name for p in (KERNELS / "bad").glob("*.hlo"))
+    tested = sorted(row[0] for row in BAD_FIXTURES)
+    assert fixtures == tested
+    crate_copies = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "bad"
+    for name in fixtures:
+        assert (crate_copies / name).read_text() == (KERNELS / "bad" / name).read_text(), name
 
 
 def test_an_unknown_operator_lists_the_supported_ones():
@@ -209,3 +244,11 @@ def test_the_problem_list_of_a_syntax_error_is_that_error():
     assert len(problems) == 1
     assert problems[0].code == "hlo-syntax"
     assert problems[0].span == Span("k.hlo", 1, 30, 1, 31)
+
+
+
+def test_a_computation_an_attribute_names_must_be_named_like_one():
+    # select_parse.rs refuses the same text at the same place.
+    text = ("HloModule m\nENTRY e {\n  x = f32[4,8] parameter(0)\n  z = f32[] constant(0)\n  "
+            "ROOT r = f32[4] reduce(x, z), dimensions={1}, to_apply=%1add\n}\n")
+    assert codes(text) == [("bad-name", 5, 58)]

@@ -248,7 +248,8 @@ def test_typed_operands_and_signatures_are_recorded_for_the_checker():
     s = instr(module, "S")
     assert declared.operand_type(s, 1) == TensorType("bf16", (64, 64))
     signature = declared.signature(module.entry)
-    assert [t for t, _ in signature.params] == [TensorType("bf16", (64, 64))] * 3
+    assert [(n, t) for n, t, _ in signature.params] == [
+        (name, TensorType("bf16", (64, 64))) for name in ("Q", "K", "V")]
     assert signature.result == TensorType("bf16", (64, 64))
     assert signature.result_span == Span("a.hlo", 9, 64, 9, 75)
     bare, nothing = parse_with_declarations((KERNELS / "attention_jax.hlo").read_text())

@@ -448,7 +448,7 @@ async def test_completion_offers_what_fits_the_cursor(static_client, tmp_path):
     operators = await labels(position_of(text, "copy(%In1)", 0))
     assert "copy" in operators and "dot" in operators and "reduce_add" in operators
     assert await labels(position_of(text, "u8[`@c.n * 128`] parameter", 0)) == [
-        "s8", "s32", "u8", "u32", "f32", "f16", "bf16"]
+        "s8", "s32", "u8", "u32", "f16", "bf16", "f32"]
     buffers = await labels(position_of(text, '["d2", ["@a.addr_in"]', 2))
     assert buffers == ["d0", "d1", "d2"]
 
@@ -518,6 +518,8 @@ async def execute(client: LanguageClient, command: str, arguments: list[Any],
     ("act.simulateKernel", ["QKV.py", "kernels", ["data/Q.dat", "data/X.dat"]],
      "dataFiles[1]"),
     ("act.simulateKernel", ["QKV.py", "kernels", ["data/Q.dat"]], "hloPath"),
+    ("act.describeDocument", [], "documentUri"),
+    ("act.describeDocument", ["kernels/missing.hlo"], "documentUri"),
 ])
 async def test_bad_arguments_are_invalid_params_naming_the_argument(
         static_client, tmp_path, command, arguments, named):
@@ -528,6 +530,21 @@ async def test_bad_arguments_are_invalid_params_naming_the_argument(
     with pytest.raises(JsonRpcInvalidParams) as failure:
         await execute(static_client, command, resolved)
     assert f"argument '{named}'" in str(failure.value)
+
+
+@pytest.mark.asyncio
+async def test_the_server_describes_documents_as_the_editor_holds_them(static_client, tmp_path):
+    example = copy_example(tmp_path)
+    kernel = example / "kernels" / "attention.hlo"
+    edited = kernel.read_text().replace("%V = bf16[64,64]{1,0} parameter(2)",
+                                        "%V = f32[64,64]{1,0} parameter(2)")
+    open_document(static_client, kernel, edited, "hlo")
+    answer = await execute(static_client, "act.describeDocument", [str(kernel)])
+    assert answer["kind"] == "kernel"
+    assert [(p["name"], p["type"]) for p in answer["parameters"]] == [
+        ("Q", "bf16[64,64]"), ("K", "bf16[64,64]"), ("V", "f32[64,64]")]
+    spec = await execute(static_client, "act.describeDocument", [str(example / "QKV.py")])
+    assert (spec["kind"], spec["parameters"]) == ("spec", [])
 
 
 @pytest.mark.asyncio
@@ -601,7 +618,8 @@ async def test_a_long_command_reports_progress_and_can_be_cancelled(static_clien
 
 @pytest.mark.asyncio
 async def test_generate_backend_reports_a_refused_spec(static_client, tmp_path):
-    pytest.importorskip("act_backend.build", reason="needs act_backend.build.generate_backend")
+    pytest.importorskip("act_backend.backend.generator",
+                        reason="needs act_backend.backend.generator.generate_backend")
     example = copy_example(tmp_path)
     spec = example / "QKV.py"
     spec.write_text(spec_with_mistakes())

@@ -8,8 +8,8 @@ import stat
 from pathlib import Path
 
 from lsp.features import completion, definition, hover, lenses, symbols
-from lsp.spec_model import from_reading
-from lsp.spec_reader import read_spec
+from lsp.spec.model import from_reading
+from lsp.spec.reader import read_spec
 from lsp.text_map import TextRange, lines_of
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

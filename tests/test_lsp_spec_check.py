@@ -4,14 +4,16 @@ time and a memory limit. Either way the problems are validation's, placed on the
 from __future__ import annotations
 
 import asyncio
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import lsp
 from lsp import fork_server
-from lsp.spec_check import check_running, check_static
-from lsp.spec_runner import ForkChecker, SpawnChecker
+from lsp.spec.check import check_running, check_static
+from lsp.spec.runner import ForkChecker, SpawnChecker, _child_env
 from lsp.text_map import lines_of
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -187,3 +189,9 @@ def test_a_failure_inside_the_checker_is_shown_not_swallowed(tmp_path, monkeypat
     assert result.findings[0].message == (
         "Checking accelerator 'QKV' failed inside act_backend: RuntimeError: checker bug")
     assert covered(QKV, result.findings[0]) == 'Accelerator("QKV")'
+
+
+def test_children_import_the_servers_own_lsp_package():
+    # Children run from the spec's folder: PYTHONPATH must lead to this lsp package first.
+    first = Path(_child_env()["PYTHONPATH"].split(os.pathsep)[0])
+    assert (first / "lsp" / "__init__.py").resolve() == Path(lsp.__file__).resolve()

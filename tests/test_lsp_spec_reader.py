@@ -7,7 +7,7 @@ import ast
 import textwrap
 from pathlib import Path
 
-from lsp.spec_reader import MAX_LOOP_ITERATIONS, read_spec
+from lsp.spec.reader import MAX_LOOP_ITERATIONS, read_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -214,6 +214,22 @@ ROWS = [
         ROOT %Out0 = bf16[65,64] concatenate(%In1, %z), dimensions={0}; //!
      """, inputs='[["d1", ["@a.src"], ["64"]]]', outputs='[["d1", ["@a.dst"], ["64"]]]',
         comp="[]")),
+    ("root-shape-mismatch", "ROOT 'Out0' has type bf16[64,32] but output 0, d1 [@a.dst, "
+     "@a.dst + 32), holds bf16[32,64]",
+     semantics("""
+        %In1 = bf16[32,64] parameter(0);
+        ROOT %Out0 = bf16[64,32] transpose(%In1), dimensions={1,0}; //!
+     """, inputs='[["d1", ["@a.src"], ["32"]]]', outputs='[["d1", ["@a.dst"], ["32"]]]',
+        comp="[]")),
+    ("parameter-shape-mismatch", "parameter 'In1' has type bf16[64,32] but input 0",
+     semantics("""
+        %In1 = bf16[64,32] parameter(0); //!
+        ROOT %Out0 = bf16[32,64] transpose(%In1), dimensions={1,0};
+     """, inputs='[["d1", ["@a.src"], ["32"]]]', outputs='[["d1", ["@a.dst"], ["32"]]]',
+        comp="[]")),
+    ("root-shape-mismatch", "accepted: bf16[@c.n,64], or such as bf16[1,@c.n,64]",
+     mov(a=("ROOT %Out0 = bf16[`@c.n`,64] copy(%In1);",
+            "ROOT %Out0 = bf16[`@c.n * 2`,32] reshape(%In1); //!"))),
 ]
 
 
@@ -316,8 +332,8 @@ def test_an_instruction_on_a_data_model_with_an_unknown_dtype_reports_the_dtype(
     assert codes == ["unknown-dtype"]
 
 
-def test_an_input_that_does_not_reach_the_root_is_a_warning_naming_it(tmp_path):
-    # Selection could never bind such an input, so the backend leaves the instruction out.
+def test_an_input_that_does_not_reach_the_root_is_refused_naming_it(tmp_path):
+    # Selection could never bind such an input: the backend could not use the table.
     spec = tmp_path / "spec.py"
     spec.write_text(PRELUDE + textwrap.dedent('''
         i = acc.add_instruction("first", [], ["a", "b", "o"])
@@ -334,9 +350,109 @@ def test_an_input_that_does_not_reach_the_root_is_a_warning_naming_it(tmp_path):
     accelerator = runpy.run_path(str(spec))["acc"]
     problems = check(accelerator)
     assert [p.code for p in problems] == ["unused-input"]
-    [warning] = problems
-    assert warning.severity == "warning"
-    assert "input 1 ('In2') does not reach the ROOT value" in warning.message
-    assert warning.span is not None and warning.span.line == spec.read_text().splitlines().index(
+    [error] = problems
+    assert error.severity == "error"
+    assert "input 1 ('In2') does not reach the ROOT value" in error.message
+    assert error.span is not None and error.span.line == spec.read_text().splitlines().index(
         '    %In2 = bf16[64,64] parameter(1);') + 1
-    assert validate(accelerator) == problems  # a warning: nothing is refused
+    with pytest.raises(ValueError, match="does not reach the ROOT value"):
+        validate(accelerator)
+
+
+def test_an_attribute_nothing_determines_is_a_warning_saying_the_backend_sets_it_to_0(tmp_path):
+    # A computational attribute in no shape is free: selection gives it 0. An addressing
+    # attribute in no slice start is free too: allocation pins it to 0 (alloc.rs).
+    spec = tmp_path / "spec.py"
+    spec.write_text(PRELUDE + textwrap.dedent('''
+        i = acc.add_instruction("scaled", ["n", "scale"], ["src", "dst", "spare"])
+        i.set_inputs([["d1", ["@a.src"], ["@c.n"]]])
+        i.set_outputs([["d1", ["@a.dst"], ["@c.n"]]])
+        i.add_semantics("""
+        ENTRY scaled {
+            %In1 = bf16[`@c.n`,64] parameter(0);
+            ROOT %Out0 = bf16[`@c.n`,64] copy(%In1);
+        }
+        """)
+    '''))
+    accelerator = runpy.run_path(str(spec))["acc"]
+    problems = check(accelerator)
+    assert [(p.code, p.severity) for p in problems] == [("unused-attribute", "warning")] * 2
+    scale, spare = problems
+    assert scale.message.endswith("the computational attribute 'scale' is used by no slice and "
+                                  "no shape, so nothing determines it; the backend sets it to 0")
+    assert spare.message.endswith("the addressing attribute 'spare' is used by no slice and no "
+                                  "shape, so nothing determines it; allocation sets it to 0")
+    line = spec.read_text().splitlines().index(
+        'i = acc.add_instruction("scaled", ["n", "scale"], ["src", "dst", "spare"])') + 1
+    assert scale.span.line == spare.span.line == line
+    assert validate(accelerator) == problems  # warnings: nothing is refused
+
+
+def test_a_value_may_differ_from_its_slice_by_dimensions_of_size_1(tmp_path):
+    # d1 holds rows of bf16[64]: a slice of one row is bf16[1,64], read as bf16[64] and
+    # written back as bf16[1,1,64]; and n rows are bf16[n,64], written as bf16[n,1,64].
+    spec = tmp_path / "spec.py"
+    spec.write_text(PRELUDE + textwrap.dedent('''
+        i = acc.add_instruction("row", [], ["src", "dst"])
+        i.set_inputs([["d1", ["@a.src"], ["1"]]])
+        i.set_outputs([["d1", ["@a.dst"], ["1"]]])
+        i.add_semantics("""
+        ENTRY row {
+            %In1 = bf16[64] parameter(0);
+            ROOT %Out0 = bf16[1,1,64] reshape(%In1);
+        }
+        """)
+        j = acc.add_instruction("rows", ["n"], ["src", "dst"])
+        j.set_inputs([["d1", ["@a.src"], ["@c.n"]]])
+        j.set_outputs([["d1", ["@a.dst"], ["@c.n"]]])
+        j.add_semantics("""
+        ENTRY rows {
+            %In1 = bf16[`@c.n`,64] parameter(0);
+            ROOT %Out0 = bf16[`@c.n`,1,64] reshape(%In1);
+        }
+        """)
+    '''))
+    assert check(runpy.run_path(str(spec))["acc"]) == []
+
+
+def test_a_computational_attribute_only_a_slice_size_mentions_is_refused(tmp_path):
+    # Selection reads attribute values off the semantics; a size it cannot know would make
+    # every match of the instruction undetermined.
+    spec = tmp_path / "spec.py"
+    spec.write_text(PRELUDE + textwrap.dedent('''
+        i = acc.add_instruction("rows", ["n", "m"], ["src", "dst"])
+        i.set_inputs([["d1", ["@a.src"], ["@c.m"]]])
+        i.set_outputs([["d1", ["@a.dst"], ["@c.n"]]])
+        i.add_semantics("""
+        ENTRY rows {
+            %In1 = bf16[`@c.n`,64] parameter(0);
+            ROOT %Out0 = bf16[`@c.n`,64] copy(%In1);
+        }
+        """)
+    '''))
+    accelerator = runpy.run_path(str(spec))["acc"]
+    errors = [p for p in check(accelerator) if p.severity == "error"]
+    assert [p.code for p in errors] == ["undetermined-attribute"]
+    assert "attribute 'm' sizes a slice but no shape or attribute of the semantics" \
+        in errors[0].message
+
+
+def test_a_computational_attribute_only_a_slice_start_mentions_is_free(tmp_path):
+    spec = tmp_path / "spec.py"
+    spec.write_text(PRELUDE + textwrap.dedent('''
+        i = acc.add_instruction("rows", ["n", "k"], ["src", "dst"])
+        i.set_inputs([["d1", ["@a.src + @c.k"], ["@c.n"]]])
+        i.set_outputs([["d1", ["@a.dst"], ["@c.n"]]])
+        i.add_semantics("""
+        ENTRY rows {
+            %In1 = bf16[`@c.n`,64] parameter(0);
+            ROOT %Out0 = bf16[`@c.n`,64] copy(%In1);
+        }
+        """)
+    '''))
+    accelerator = runpy.run_path(str(spec))["acc"]
+    [warning] = check(accelerator)
+    assert (warning.code, warning.severity) == ("unused-attribute", "warning")
+    assert warning.message.endswith("the computational attribute 'k' appears only in slice "
+                                    "starts and in no shape or attribute of the semantics, so "
+                                    "selection does not determine it; the backend sets it to 0")

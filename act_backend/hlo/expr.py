@@ -109,7 +109,13 @@ Dim = int | Expr
 
 
 class ExprError(ValueError):
-    """An expression that cannot be evaluated (unbound attribute, division by zero)."""
+    """An expression that cannot be evaluated; ``code`` is ``unbound-attribute`` or
+    ``division-by-zero`` (the crate's ``ExprError`` variants, held together by the shared
+    case table ``tests/conformance/expr_cases.json`` of the crate)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ExprSyntaxError(ValueError):
@@ -234,13 +240,13 @@ def as_expr(value: Dim) -> Expr:
 
 def _floordiv(a: int, b: int) -> int:
     if b == 0:
-        raise ExprError("division by zero")
+        raise ExprError("division by zero", "division-by-zero")
     return a // b
 
 
 def _mod(a: int, b: int) -> int:
     if b == 0:
-        raise ExprError("modulo by zero")
+        raise ExprError("modulo by zero", "division-by-zero")
     return a % b
 
 
@@ -258,7 +264,7 @@ def evaluate(expr: Dim, env: Mapping[str, int]) -> int:
         try:
             return int(env[expr.key])
         except KeyError:
-            raise ExprError(f"attribute {expr} has no value") from None
+            raise ExprError(f"attribute {expr} has no value", "unbound-attribute") from None
     if isinstance(expr, Neg):
         return -evaluate(expr.arg, env)
     if isinstance(expr, BinOp):

@@ -243,9 +243,11 @@ ELEMENT_TYPES: tuple[ElementType, ...] = (
                 exponent_bits=11),
 )
 
-# Attributes any kernel instruction may carry that never change what it computes.
+# Attributes any kernel instruction may carry that never change what it computes: the ones
+# XLA's parser accepts on every instruction (and statistics_viz, an older spelling).
 GENERIC_KERNEL_ATTRIBUTES = ("metadata", "sharding", "frontend_attributes", "backend_config",
-                             "statistics_viz", "control-predecessors", "origin")
+                             "statistics", "statistics_viz", "control-predecessors", "origin",
+                             "parameter_replication")
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 

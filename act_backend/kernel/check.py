@@ -1,6 +1,7 @@
 """Every check a kernel must pass, as data: ``check_hlo(text) -> list[Problem]``.
 
-Syntax, unknown operators, undefined operands, ENTRY/ROOT/parameter structure, reducer and
+Syntax, unknown operators and attributes, undefined operands, ENTRY/ROOT/parameter
+structure, computation signatures and the header's ``entry_computation_layout``, reducer and
 callee signatures, and the shape and element-type rules of ``act_backend.hlo.infer``, each
 reported at the span of what is wrong. ``load_kernel(path)`` is the same pipeline for the
 command line: it returns the module or raises the first error as ``file:line:col: message``.
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from act_backend.hlo import vocabulary
+from act_backend.hlo.dtypes import INT_DTYPES
 from act_backend.hlo.infer import HloTypeError, infer_type
 from act_backend.hlo.ir import (
     Computation,
@@ -74,6 +77,7 @@ class _ModuleChecker:
 
     def problems(self) -> Iterator[Problem]:
         yield from self.module_structure()
+        yield from self.entry_layout()
         for comp in self.module.computations:
             yield from self.computation(comp)
         yield from self.recursion()
@@ -102,6 +106,34 @@ class _ModuleChecker:
                 yield self.problem("duplicate-computation", f"a computation named "
                                    f"'{comp.name}' is already defined", comp.span)
             seen.add(comp.name)
+
+    def entry_layout(self) -> Iterator[Problem]:
+        """The header's ``entry_computation_layout`` must be the ENTRY's parameter and result
+        types (XLA's verifier holds it to them; the layouts themselves are not compared)."""
+        layout = self.declarations.entry_layout
+        entries = [c for c in self.module.computations if c.is_entry]
+        if layout is None or len(entries) != 1:
+            return
+        entry = entries[0]
+        params = entry.parameters()
+        if len(layout.params) != len(params):
+            yield self.problem("entry-layout-mismatch", f"entry_computation_layout lists "
+                               f"{len(layout.params)} parameter(s) but the ENTRY computation "
+                               f"'{entry.name}' has {len(params)}", layout.span)
+            return
+        by_index = _by_index(params)
+        for index, (declared, span) in enumerate(layout.params):
+            param = by_index.get(index)
+            if param is not None and param.type != declared:
+                yield self.problem("entry-layout-mismatch", f"entry_computation_layout gives "
+                                   f"parameter {index} the type {declared}, but '{param.name}' "
+                                   f"of the ENTRY computation is {param.type}", span)
+        roots = [i for i in entry.instructions if i.is_root]
+        if len(roots) == 1 and roots[0].type != layout.result:
+            yield self.problem("entry-layout-mismatch", f"entry_computation_layout gives the "
+                               f"result the type {layout.result}, but ROOT '{roots[0].name}' "
+                               f"of the ENTRY computation is {roots[0].type}",
+                               layout.result_span)
 
     def recursion(self) -> Iterator[Problem]:
         """A computation may not apply itself, directly or through others."""
@@ -187,10 +219,16 @@ class _ModuleChecker:
                                f"{len(signature.params)} parameter(s) but defines "
                                f"{len(params)}", signature.span)
             return
-        by_index = {p.attrs.get("index"): p for p in params}
-        for index, (declared, span) in enumerate(signature.params):
+        by_index = _by_index(params)
+        for index, (name, declared, span) in enumerate(signature.params):
             param = by_index.get(index)
-            if param is not None and param.type != declared:
+            if param is None:
+                continue
+            if param.name != name:
+                yield self.problem("signature-mismatch", f"computation '{comp.name}' declares "
+                                   f"parameter {index} as '{name}', but parameter({index}) is "
+                                   f"named '{param.name}'", span)
+            elif param.type != declared:
                 yield self.problem("signature-mismatch", f"computation '{comp.name}' declares "
                                    f"parameter {index} as {declared}, but '{param.name}' is "
                                    f"{param.type}", span)
@@ -214,6 +252,7 @@ class _ModuleChecker:
                                f"'{instr.name}'; supported operators: {supported_list()}",
                                instr.spans["opcode"])
             return
+        yield from self.attributes(instr)
         operand_types: list[HloType] = []
         contradicted = False
         for index, name in enumerate(instr.operands):
@@ -247,6 +286,16 @@ class _ModuleChecker:
             return
         yield from self.typed(instr, operand_types)
 
+    def attributes(self, instr: Instruction) -> Iterator[Problem]:
+        """An attribute the operator does not take is refused: it could change the meaning.
+        The vocabulary says which it takes (its own, and those any instruction may carry)."""
+        accepted = vocabulary.kernel_attributes(instr.opcode)
+        for name, span in self.declarations.written_attributes(instr):
+            if name not in accepted:
+                yield self.problem("unknown-attribute", f"{instr.opcode} '{instr.name}' does "
+                                   f"not take the attribute '{name}' (accepted: "
+                                   f"{_attribute_listing(instr.opcode)})", span)
+
     def typed(self, instr: Instruction, operand_types: list[HloType]) -> Iterator[Problem]:
         """The array-typed operators: act_backend.hlo.infer's rules, plus the reducer."""
         for index, t in enumerate(operand_types):
@@ -266,6 +315,12 @@ class _ModuleChecker:
                                    f"'{instr.name}' is declared {instr.type}, but it "
                                    "produces an array, not a tuple", instr.spans["type"])
             return
+        if instr.opcode == "constant":
+            wrong = _literal_problem(instr.attrs.get("value"), instr.type)
+            if wrong is not None:
+                yield self.problem("bad-attribute", f"constant '{instr.name}': {wrong}",
+                                   instr.spans.get("attr:value", instr.spans["opcode"]))
+                return
         try:
             infer_type(instr, operand_types)
         except HloTypeError as err:
@@ -353,6 +408,42 @@ class _ModuleChecker:
             yield self.problem("declared-type-mismatch", f"{instr.opcode} '{instr.name}' is "
                                f"declared {instr.type} but produces {inferred}",
                                instr.spans["type"])
+
+
+def _attribute_listing(opcode: str) -> str:
+    """The attributes ``opcode`` takes, for messages: its own first, then the generic ones."""
+    generic = ", ".join(sorted(vocabulary.GENERIC_KERNEL_ATTRIBUTES))
+    own = sorted(vocabulary.kernel_attributes(opcode) - set(vocabulary.GENERIC_KERNEL_ATTRIBUTES))
+    return (f"{', '.join(own)}; and on any instruction: {generic}" if own
+            else f"none of its own; on any instruction: {generic}")
+
+
+def _by_index(params: list[Instruction]) -> dict[int, Instruction]:
+    """Parameters by index; empty when the indices are not 0..n-1 once each (that is
+    reported on its own, and comparing by index would only repeat it)."""
+    by_index = {p.attrs.get("index"): p for p in params}
+    return by_index if sorted(by_index) == list(range(len(params))) else {}
+
+
+def _literal_problem(value, declared: TensorType) -> str | None:
+    """What XLA's parser refuses in a kernel constant that type inference lets through (a
+    scalar fills a shape, and any number fits, in TAIDL semantics)."""
+    if declared.shape and not isinstance(value, list):
+        return (f"the literal {value!r} is a scalar but the declared type {declared} has rank "
+                f"{len(declared.shape)}; write one nested '{{...}}' list per dimension")
+    if declared.dtype in INT_DTYPES or declared.dtype == "pred":
+        for number in _numbers(value):
+            if isinstance(number, float) and not number.is_integer():
+                return f"{number} is not a value of {declared.dtype}"
+    return None
+
+
+def _numbers(value) -> Iterator:
+    if isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
+    else:
+        yield value
 
 
 def _file_of(module: Module) -> str | None:

@@ -56,7 +56,20 @@ def _lark() -> lark.Lark:
 
 @dataclass(frozen=True)
 class Signature:
-    """``(x: bf16[], y: bf16[]) -> bf16[]`` as written after a computation's name."""
+    """``(x: bf16[], y: bf16[]) -> bf16[]`` as written after a computation's name; each
+    parameter is its name, type and the span of its declaration."""
+
+    params: tuple[tuple[str, HloType, Span], ...]
+    result: HloType
+    result_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
+class EntryLayout:
+    """``entry_computation_layout={(bf16[64]{0}, ...)->bf16[64]{0}}`` in the module header:
+    the types of the ENTRY's parameters and result (layouts dropped), each with its span;
+    ``span`` is the parameter list's."""
 
     params: tuple[tuple[HloType, Span], ...]
     result: HloType
@@ -66,11 +79,18 @@ class Signature:
 
 @dataclass
 class Declarations:
-    """Types the text states besides the definitions, keyed by ``id()`` of the instruction
-    or computation they were written in (valid while the module lives)."""
+    """What the text states besides the definitions: written operand types, signatures and
+    attribute names keyed by ``id()`` of the instruction or computation they were written in
+    (valid while the module lives), and the module header's entry layout."""
 
     operand_types: dict[int, list[HloType | None]] = field(default_factory=dict)
     signatures: dict[int, Signature] = field(default_factory=dict)
+    attributes: dict[int, list[tuple[str, Span]]] = field(default_factory=dict)
+    entry_layout: EntryLayout | None = None
+
+    def written_attributes(self, instr: Instruction) -> list[tuple[str, Span]]:
+        """The attributes written after the operands, by name, with their spans."""
+        return self.attributes.get(id(instr), [])
 
     def operand_type(self, instr: Instruction, index: int) -> HloType | None:
         written = self.operand_types.get(id(instr), [])
@@ -127,6 +147,7 @@ class _Builder:
         for item in tree.children:
             if item.data == "module_header":
                 name = attributes.strip_percent(str(item.children[1]))
+                self.module_attributes(item)
             elif item.data == "computation":
                 computations.append(self.computation(item))
         if name is None:
@@ -136,6 +157,90 @@ class _Builder:
         module = Module(name=name, computations=computations, source=self.text)
         _annotate_reducers(module)
         return module
+
+    def module_attributes(self, header: Tree) -> None:
+        for attr in (c for c in header.children if isinstance(c, Tree)):
+            if str(attr.children[0]) == "entry_computation_layout":
+                self.declarations.entry_layout = self.entry_layout(attr.children[2])
+
+    def entry_layout(self, attr_value: Tree) -> EntryLayout:
+        """``{(type, ...)->type}``; anything else is refused where it stops fitting."""
+        value = attr_value.children[0]
+        wanted = "entry_computation_layout reads {(type, ...)->type}"
+        if not (isinstance(value, Tree) and value.data == "brace"):
+            raise self.error(value, f"{wanted}, found {self.source(value)}",
+                             "entry-layout-syntax")
+        close = value.children[-1]
+        elements = [c for c in value.children if isinstance(c, Tree) and c.data == "belem"]
+        if len(elements) != 1:
+            where = elements[1] if len(elements) > 1 else close
+            raise self.error(where, f"{wanted}: one parameter list, '->' and one result type",
+                             "entry-layout-syntax")
+        parts = list(elements[0].children)
+        params_node = parts[0]
+        if not (isinstance(params_node, Tree) and params_node.data == "paren"):
+            raise self.error(params_node, f"{wanted}: expected '(' to open the parameter "
+                             f"types, found {self.source(params_node)}", "entry-layout-syntax")
+        params = tuple((self.layout_shape(list(e.children), close), self.node_span(e))
+                       for e in params_node.children
+                       if isinstance(e, Tree) and e.data == "belem")
+        if len(parts) < 2 or not (isinstance(parts[1], Token) and parts[1].type == "ARROW"):
+            where = parts[1] if len(parts) > 1 else close
+            raise self.error(where, f"{wanted}: expected '->' after the parameter types",
+                             "entry-layout-syntax")
+        if len(parts) < 3:
+            raise self.error(close, f"{wanted}: expected the result type after '->'",
+                             "entry-layout-syntax")
+        result = self.layout_shape(parts[2:], close)
+        return EntryLayout(params=params, result=result, result_span=self.node_span(parts[2]),
+                           span=self.node_span(params_node))
+
+    def layout_shape(self, parts: list, close: Token) -> HloType:
+        """A type read from a balanced token tree: ``bf16[64,64]``, an optional layout
+        ``{1,0}`` after it, or a tuple ``(type, ...)``."""
+        wanted = "entry_computation_layout reads {(type, ...)->type}"
+        first = parts[0]
+        if isinstance(first, Tree) and first.data == "paren":
+            if len(parts) > 1:
+                raise self.error(parts[1], f"{wanted}: unexpected {self.source(parts[1])} "
+                                 "after a tuple type", "entry-layout-syntax")
+            return TupleType(tuple(self.layout_shape(list(e.children), close)
+                                   for e in first.children
+                                   if isinstance(e, Tree) and e.data == "belem"))
+        if not (isinstance(first, Token) and first.type == "NAME"):
+            raise self.error(first, f"{wanted}: expected a type such as bf16[64,64], found "
+                             f"{self.source(first)}", "entry-layout-syntax")
+        if len(parts) < 2 or not (isinstance(parts[1], Tree) and parts[1].data == "bracket"):
+            where = parts[1] if len(parts) > 1 else close
+            raise self.error(where, f"{wanted}: expected '[' after the element type "
+                             f"'{first}'", "entry-layout-syntax")
+        rest = parts[2:]
+        if rest and not (len(rest) == 1 and isinstance(rest[0], Tree)
+                         and rest[0].data == "brace"):
+            where = rest[1] if len(rest) > 1 else rest[0]
+            raise self.error(where, f"{wanted}: unexpected {self.source(where)} after the "
+                             "type", "entry-layout-syntax")
+        dtype = str(first)
+        if dtype not in DTYPES or not is_known(dtype):
+            raise self.error(first, f"unknown element type '{dtype}'; expected one of "
+                             + ", ".join(DTYPES))
+        dims = []
+        for element in (c for c in parts[1].children
+                        if isinstance(c, Tree) and c.data == "belem"):
+            bits = element.children
+            value = (attributes.parse_number(str(bits[0]))
+                     if len(bits) == 1 and isinstance(bits[0], Token)
+                     and bits[0].type == "NUMBER" else None)
+            if not isinstance(value, int) or value < 0:
+                raise self.error(element, "a dimension must be a non-negative integer, found "
+                                 f"{self.source(element)}", "entry-layout-syntax")
+            dims.append(value)
+        return TensorType(dtype, tuple(dims))
+
+    def source(self, node: Token | Tree) -> str:
+        if isinstance(node, Token):
+            return f"'{node}'"
+        return f"'{self.text[node.meta.start_pos:node.meta.end_pos]}'"
 
     # -- computations ------------------------------------------------------------------
 
@@ -151,7 +256,8 @@ class _Builder:
                      if isinstance(c, Tree) and c.data == "param_decl"]
             result = signature.children[-1]
             self.declarations.signatures[id(comp)] = Signature(
-                params=tuple((self.shape(d.children[2]), self.node_span(d)) for d in decls),
+                params=tuple((attributes.strip_percent(str(d.children[0])),
+                              self.shape(d.children[2]), self.node_span(d)) for d in decls),
                 result=self.shape(result), result_span=self.node_span(result),
                 span=self.node_span(signature))
         return comp
@@ -179,10 +285,10 @@ class _Builder:
         # The parenthesised argument of parameter and constant is their index or value.
         written: list[HloType | None] = []
         if opcode == "parameter":
-            instr.attrs["index"] = self.parameter_index(instr, operand_trees, tree)
+            instr.attrs["index"] = self.parameter_index(instr, operand_trees, opcode_tok)
             spans["attr:index"] = self.node_span(operand_trees[0])
         elif opcode == "constant":
-            instr.attrs["value"] = self.constant_value(instr, operand_trees, tree)
+            instr.attrs["value"] = self.constant_value(instr, operand_trees, opcode_tok)
             spans["attr:value"] = self.node_span(operand_trees[0])
         else:
             for index, operand in enumerate(operand_trees):
@@ -192,6 +298,8 @@ class _Builder:
                 spans[f"operand:{index}"] = self.node_span(operand)
         self.declarations.operand_types[id(instr)] = written
 
+        self.declarations.attributes[id(instr)] = [
+            (str(a.children[0]), self.node_span(a)) for a in attr_trees]
         for attr in attr_trees:
             self.attribute(instr, attr)
         if opcode == "dot":
@@ -200,9 +308,9 @@ class _Builder:
                 instr.attrs.setdefault(key, [])
         return instr
 
-    def parameter_index(self, instr: Instruction, operands: list[Tree], tree: Tree) -> int:
+    def parameter_index(self, instr: Instruction, operands: list[Tree], opcode: Token) -> int:
         if len(operands) != 1 or operands[0].data != "number_operand":
-            where = operands[0] if operands else tree
+            where = operands[0] if operands else opcode
             raise self.error(where, f"parameter '{instr.name}' needs its index, "
                              "as in parameter(0)")
         tok = operands[0].children[0]
@@ -212,9 +320,9 @@ class _Builder:
                              f"non-negative integer, found '{tok}'")
         return value
 
-    def constant_value(self, instr: Instruction, operands: list[Tree], tree: Tree) -> Any:
+    def constant_value(self, instr: Instruction, operands: list[Tree], opcode: Token) -> Any:
         if len(operands) != 1:
-            where = operands[1] if len(operands) > 1 else tree
+            where = operands[1] if len(operands) > 1 else opcode
             raise self.error(where, f"constant '{instr.name}' takes one literal value, "
                              "as in constant(0) or constant({1, 2})")
         node = operands[0].children[-1]
@@ -237,7 +345,8 @@ class _Builder:
         name_tok, value = tree.children[0], tree.children[2]
         key = str(name_tok)
         if key in instr.attrs:
-            raise self.error(name_tok, f"attribute '{key}' is given twice in '{instr.name}'")
+            raise self.error(name_tok, f"attribute '{key}' is given twice in '{instr.name}'",
+                             "duplicate-attribute")
         decoder = attributes.DECODERS.get(key)
         if decoder is None:
             instr.attrs[key] = attributes.raw(value, self.text)

@@ -87,16 +87,48 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+# What separates a name from what follows it; a run of anything else is read as one word.
+_NAME_DELIMITERS = frozenset(' \t\r\n,=(){}[]:;"')
+
+NAME_RULE = ("a name is an ASCII letter or '_' followed by letters, digits, '_', '.' or '-', "
+             "with an optional '%' before it")
+
+
+def _word_around(text: str, pos: int) -> str:
+    start = pos
+    while start > 0 and text[start - 1] not in _NAME_DELIMITERS:
+        start -= 1
+    end = pos
+    while end < len(text) and text[end] not in _NAME_DELIMITERS:
+        end += 1
+    return text[start:end]
+
+
+def _looks_like_a_name(word: str) -> bool:
+    return any(c.isalpha() or c == "_" for c in word)
+
+
 def syntax_error(err: UnexpectedInput, text: str, file: str | None) -> HloSyntaxError:
-    """The ``HloSyntaxError`` for a lark parse failure on ``text``."""
+    """The ``HloSyntaxError`` for a lark parse failure on ``text``; a word that is meant as
+    a name but is not one (``%1a``, ``x$y``) is reported as ``bad-name`` at its first
+    character that cannot be part of a name (or its start, when it cannot start one)."""
     if isinstance(err, UnexpectedCharacters):
         char = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
+        word = _word_around(text, err.pos_in_stream)
+        if _looks_like_a_name(word):
+            return HloSyntaxError(file, err.line, err.column, f"'{word}' is not a name: "
+                                  f"{NAME_RULE}", code="bad-name")
         return HloSyntaxError(file, err.line, err.column, f"unexpected character '{char}'")
     if isinstance(err, UnexpectedToken):
         history = err.token_history or []
         previous = history[-1] if history else None
         explanation = _explain(set(err.expected), previous, err.token)
         token = err.token
+        if token.type == "NUMBER" and "NAME" in err.expected:
+            word = _word_around(text, token.start_pos)
+            if _looks_like_a_name(word):
+                return HloSyntaxError(file, token.line, token.column, f"'{word}' is not a "
+                                      f"name: {NAME_RULE}", code="bad-name")
         if token.type == "$END":
             line, column = _end_position(text)
             return HloSyntaxError(file, line, column,

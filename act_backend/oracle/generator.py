@@ -1,9 +1,10 @@
 """Writing a generated oracle: ``targets/<name>/oracle/`` = the ISA table + the runtime.
 
 ``generate_oracle(acc)`` validates the spec (a ``ValueError`` before anything is written),
-builds its ISA table and writes the oracle package atomically: everything goes into a fresh
-directory beside the target, which then replaces the old oracle in one rename, so a failed
-generation leaves the previous oracle untouched and never a half-written one.
+builds its ISA table from that same analysis and writes the oracle package atomically:
+everything goes into a fresh directory beside the target, which then replaces the old oracle
+in one rename, so a failed generation leaves the previous oracle untouched and never a
+half-written one.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ def runtime_files() -> list[Path]:
 
 def generate_oracle(acc: Any) -> Path:
     """Generates the oracle of ``acc`` under ``<acc.base_dir>/targets/<name>/oracle/``."""
-    from act_backend.table import isa_table
-    from act_backend.validation import validate
+    from act_backend.table import table_of
+    from act_backend.validation import analysis_of, raise_errors
 
-    validate(acc)
-    table = isa_table(acc)
+    analysis = analysis_of(acc)
+    raise_errors(analysis)
+    table = table_of(acc.name, analysis)
     target = Path(acc.base_dir) / "targets" / acc.name / "oracle"
     write_oracle(table, target)
     left_out = _left_out(acc, table)

@@ -3,6 +3,12 @@
 Calls record what they are given, exactly as given, and where each call and argument was
 written (``act_backend.spec.sites``); nothing here raises on bad data, so that validation
 (``act_backend.validation``) can report every problem of a spec at once, at its place.
+
+Every change made through the API (a call, or assigning a public attribute of an accelerator,
+data model or instruction) bumps the accelerator's ``revision``, so that its analysis is run
+once per state and reused until the next change (``act_backend.validation.analysis_of``).
+Lists handed to the API are kept as given: changing one in place afterwards is not a change
+the revision sees.
 """
 
 from __future__ import annotations
@@ -15,7 +21,19 @@ from act_backend.spec.sites import CallSite, caller_directory, capture
 HBM = "d0"
 
 
-class DataModel:
+class _Record:
+    """A part of an accelerator: assigning one of its public attributes changes the
+    accelerator that owns it (the one it was added to)."""
+
+    _owner: Accelerator | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if not name.startswith("_") and self._owner is not None:
+            self._owner._changed()
+
+
+class DataModel(_Record):
     """``add_data_model(name, access_dims, unit_dims, dtype)``: a buffer of
     ``access_dims`` addressable units, each a ``dtype[*unit_dims]`` tensor."""
 
@@ -50,7 +68,7 @@ def hbm() -> DataModel:
     return DataModel(HBM, [None], [], "u8", None)
 
 
-class Instruction:
+class Instruction(_Record):
     """``add_instruction(name, comp_attrs, addr_attrs)``; then ``set_inputs``,
     ``set_outputs`` and ``add_semantics`` fill it in.
 
@@ -117,11 +135,25 @@ class Accelerator:
     """
 
     def __init__(self, name: Any):
+        self._revision = 0
         self.site = capture("Accelerator", ("name",))
         self.name = name
         self.base_dir = caller_directory(self.site)
         self._data_models: list[DataModel] = []
         self._instructions: list[Instruction] = []
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if not name.startswith("_"):
+            self._changed()
+
+    def _changed(self) -> None:
+        self._revision += 1
+
+    @property
+    def revision(self) -> int:
+        """Counts the changes made to the accelerator: equal revisions, equal specs."""
+        return self._revision
 
     @property
     def span(self) -> Span | None:
@@ -151,13 +183,17 @@ class Accelerator:
                        dtype: Any) -> DataModel:
         site = capture("add_data_model", ("name", "access_dims", "unit_dims", "dtype"))
         model = DataModel(name, access_dims, unit_dims, dtype, site)
+        model._owner = self
         self._data_models.append(model)
+        self._changed()
         return model
 
     def add_instruction(self, name: Any, comp_attrs: Any, addr_attrs: Any) -> Instruction:
         site = capture("add_instruction", ("name", "comp_attrs", "addr_attrs"))
         instr = Instruction(name, comp_attrs, addr_attrs, site)
+        instr._owner = self
         self._instructions.append(instr)
+        self._changed()
         return instr
 
     def __repr__(self) -> str:

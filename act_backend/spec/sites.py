@@ -86,6 +86,22 @@ def _offset_to_position(text: str, offset: int) -> tuple[int, int]:
     return line, offset - line_start + 1
 
 
+def literal_text_map(lines: Sequence[str], line: int, column: int, end_line: int,
+                     end_column: int, value: str, file: str | None = None) -> TextMap | None:
+    """The map of the string literal written from ``line:column`` to ``end_line:end_column``
+    (1-based, end exclusive, columns in code points) of ``lines`` (a file's lines, endings
+    kept), for a reader of source text that did not run it (the language server); None when
+    the text there is not a plain string literal whose value is ``value``."""
+    if not (0 < line <= end_line <= len(lines)):
+        return None
+    node = ast.Constant(value=value)
+    node.lineno, node.end_lineno = line, end_line
+    node.col_offset = len(lines[line - 1][:column - 1].encode("utf-8"))
+    node.end_col_offset = len(lines[end_line - 1][:end_column - 1].encode("utf-8"))
+    span = Span(file, line, column, end_line, end_column)
+    return _Source(file or "<string>", list(lines))._literal_map(node, span)
+
+
 # ---------------------------------------------------------------------------------------------
 # Sites: the source of an argument, recursively
 

@@ -21,7 +21,7 @@ from act_backend.validation import (
     Buffer,
     CheckedInstruction,
     Slice,
-    analyse,
+    analysis_of,
     raise_errors,
 )
 
@@ -30,7 +30,7 @@ FORMAT = "act-isa-table/1"
 
 def isa_table(acc) -> dict[str, Any]:
     """The table of ``acc``; ``ValueError`` (every error) when the spec does not validate."""
-    analysis = analyse(acc)
+    analysis = analysis_of(acc)
     raise_errors(analysis)
     return table_of(acc.name, analysis)
 

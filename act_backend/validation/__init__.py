@@ -4,12 +4,18 @@
 place it was written; it works on a partially built accelerator. ``validate(acc)`` raises
 ``ValueError`` with every error message, one per line and each prefixed with
 ``file:line:col``, and otherwise returns the warnings;
-the generators call it before they write anything.
+the generators call it before they write anything. Both read ``analysis_of(acc)``: one
+analysis per state of the accelerator, shared with the ISA table and the generators.
 """
 
 from __future__ import annotations
 
-from act_backend.validation.analysis import Analysis, CheckedInstruction, analyse
+from act_backend.validation.analysis import (
+    Analysis,
+    CheckedInstruction,
+    analyse,
+    analysis_of,
+)
 from act_backend.validation.buffers import Buffer
 from act_backend.validation.problem import Problem
 from act_backend.validation.slices import Slice
@@ -17,7 +23,7 @@ from act_backend.validation.slices import Slice
 
 def check(acc) -> list[Problem]:
     """All problems of ``acc``, in spec order."""
-    return analyse(acc).problems
+    return list(analysis_of(acc).problems)
 
 
 def located(problem: Problem) -> str:
@@ -36,8 +42,8 @@ def raise_errors(analysis: Analysis) -> list[Problem]:
 
 def validate(acc) -> list[Problem]:
     """Raises ``ValueError`` naming every error of ``acc``; returns its warnings."""
-    return raise_errors(analyse(acc))
+    return raise_errors(analysis_of(acc))
 
 
-__all__ = ["Analysis", "Buffer", "CheckedInstruction", "Problem", "Slice", "analyse", "check",
-           "located", "raise_errors", "validate"]
+__all__ = ["Analysis", "Buffer", "CheckedInstruction", "Problem", "Slice", "analyse",
+           "analysis_of", "check", "located", "raise_errors", "validate"]

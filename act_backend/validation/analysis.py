@@ -2,11 +2,14 @@
 
 ``analyse(acc)`` runs every check in spec order and returns the problems together with the
 checked buffers and instructions (slices as expressions, semantics as HLO IR), so that the
-table is built from exactly what was validated.
+table is built from exactly what was validated. ``analysis_of(acc)`` is the same analysis run
+once per state of the accelerator (its ``revision``): validating, building the table,
+generating the oracle and the backend all read it, so an unchanged spec is analysed once.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from act_backend.hlo import expr as ex
@@ -51,6 +54,27 @@ class Analysis:
     @property
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "warning"]
+
+
+# The last analysis of each accelerator, with the revision it was made at.
+_ANALYSES: weakref.WeakKeyDictionary[Accelerator, tuple[int, Analysis]] = \
+    weakref.WeakKeyDictionary()
+
+
+def analysis_of(acc: Accelerator) -> Analysis:
+    """``analyse(acc)``, reused while the accelerator is unchanged (same ``revision``).
+
+    The analysis is shared: read it, never change it.
+    """
+    revision = getattr(acc, "revision", None)
+    if not isinstance(revision, int):
+        return analyse(acc)  # an object that only looks like an Accelerator keeps no count
+    cached = _ANALYSES.get(acc)
+    if cached is not None and cached[0] == revision:
+        return cached[1]
+    analysis = analyse(acc)
+    _ANALYSES[acc] = (revision, analysis)
+    return analysis
 
 
 def analyse(acc: Accelerator) -> Analysis:
@@ -182,26 +206,55 @@ def _warn_unused(ctx: Context, instr: Instruction, attrs: Attributes, module: Mo
                 for exprs in item[1:]:
                     for value in exprs if isinstance(exprs, (list, tuple)) else []:
                         used |= _mentions(value)
+    sizes: set[str] = set()
+    for slices in (instr.inputs, instr.outputs):
+        for item in slices if isinstance(slices, (list, tuple)) else []:
+            if isinstance(item, (list, tuple)) and len(item) == 3:
+                for value in item[2] if isinstance(item[2], (list, tuple)) else []:
+                    sizes |= _mentions(value)
+    in_semantics: set[str] = set()
     if module is not None:
         for value in module.entry.instructions:
             for dim in value.type.shape:
-                used |= ex.free_attrs(dim)
-            for bounds in value.attrs.get("slice", []) if value.opcode == "slice" else []:
-                for dim in bounds:
-                    used |= ex.free_attrs(dim)
-    for kind, names, noun in (("c", attrs.comp, "computational"),
-                              ("a", attrs.addr, "addressing")):
+                in_semantics |= ex.free_attrs(dim)
+            in_semantics |= _attribute_mentions(value.attrs)
+    used |= in_semantics
+    # Selection determines a computational attribute from the semantics alone (shapes and
+    # attribute values it matches); one the semantics never mention is free.
+    if module is not None:
+        for k, name in enumerate(attrs.comp):
+            key = f"c.{name}"
+            if key in sizes and key not in in_semantics:
+                report.error(ctx, "undetermined-attribute", f"the computational attribute "
+                             f"{quote(name)} sizes a slice but no shape or attribute of the "
+                             "semantics mentions it, so selection cannot determine it; use "
+                             "it in the semantics (the shape of the parameter or ROOT that "
+                             "slice holds)", _attr_span(instr, "comp_attrs", name, k))
+                used.add(key)
+            elif key in used and key not in in_semantics:
+                report.warning(ctx, "unused-attribute", f"the computational attribute "
+                               f"{quote(name)} appears only in slice starts and in no shape "
+                               "or attribute of the semantics, so selection does not "
+                               "determine it; the backend sets it to 0",
+                               _attr_span(instr, "comp_attrs", name, k))
+    # Nothing constrains such an attribute, so the backend gives it the value 0: selection
+    # fixes a free computational attribute to 0, and allocation pins an addressing attribute
+    # that no slice start mentions to 0.
+    for kind, names, noun, setter in (("c", attrs.comp, "computational", "the backend"),
+                                      ("a", attrs.addr, "addressing", "allocation")):
         for k, name in enumerate(names):
             if f"{kind}.{name}" not in used:
                 field_name = "comp_attrs" if kind == "c" else "addr_attrs"
                 report.warning(ctx, "unused-attribute", f"the {noun} attribute {quote(name)} "
-                               "is used by no slice and no shape, so nothing determines it",
+                               "is used by no slice and no shape, so nothing determines it; "
+                               f"{setter} sets it to 0",
                                _attr_span(instr, field_name, name, k))
 
 
 def _warn_unreached_inputs(ctx: Context, module: Module, report: Report) -> None:
     """An input the ROOT does not depend on cannot be matched by instruction selection (a
-    pattern has nothing to bind it to), so the backend leaves the instruction out: say so."""
+    pattern has nothing to bind it to): the backend cannot use the table, so it is refused
+    here, before anything is generated."""
     values = module.entry.by_name()
     reached: set[str] = set()
     pending = [module.entry.root.name]
@@ -213,16 +266,28 @@ def _warn_unreached_inputs(ctx: Context, module: Module, report: Report) -> None
         pending.extend(values[name].operands)
     for param in module.entry.parameters():
         if param.name not in reached:
-            report.warning(ctx, "unused-input", f"input {param.attrs.get('index')} "
-                           f"({quote(param.name)}) does not reach the ROOT value, so no kernel "
-                           "can match this instruction: it is left out of the backend",
-                           param.span)
+            report.error(ctx, "unused-input", f"input {param.attrs.get('index')} "
+                         f"({quote(param.name)}) does not reach the ROOT value, so selection "
+                         "has nothing to bind it to; make the ROOT depend on it, or drop the "
+                         "input slice", param.span)
 
 
 def _attr_span(instr: Instruction, field_name: str, name: str, k: int) -> Span | None:
     names = getattr(instr, field_name)
     index = list(names).index(name) if isinstance(names, (list, tuple)) else k
     return instr.site.arg(field_name).item(index).span
+
+
+def _attribute_mentions(value: object) -> set[str]:
+    """Attributes mentioned anywhere in a semantics instruction's attribute values (slice
+    bounds, constant values written as expressions...)."""
+    if isinstance(value, ex.Expr):
+        return set(value.attrs())
+    if isinstance(value, dict):
+        return set().union(*(_attribute_mentions(v) for v in value.values()))
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_attribute_mentions(v) for v in value))
+    return set()
 
 
 def _mentions(value: object) -> set[str]:

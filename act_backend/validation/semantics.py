@@ -4,12 +4,16 @@ ROOT types with the input and output slices.
 
 Slices and semantics meet through types: input slice ``i`` holds
 ``dtype(buffer)[*size, *unit_dims]`` (``u8[bytes]`` for ``d0``) and parameter ``i`` must
-have that many elements of that type (the runtime reshapes); likewise the ROOT and the
-output slice. With symbolic sizes only what can never agree is refused: ``bf16[64, n]``
-into ``n`` rows of ``bf16[64]`` agrees when ``n = 64``.
+have that type up to dimensions of size 1 (the runtime reshapes, which only inserts or drops
+them); likewise the ROOT and the output slice. A value of ``d0`` is bytes without dimensions,
+so there only the element count must agree (the semantics reshape the bytes themselves).
+With symbolic sizes only what can never agree is refused: ``bf16[64, n]`` into ``n`` rows of
+``bf16[64]`` agrees when ``n = 64``.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from act_backend.hlo import expr as ex
 from act_backend.hlo.infer import HloTypeError, infer_type
@@ -177,17 +181,19 @@ def _check_against_slices(ctx: Context, module: Module, inputs: list[Slice | Non
         slot = inputs[index] if inputs is not None and index < len(inputs) else None
         if slot is not None:
             _agree(ctx, f"parameter {quote(param.name)}", param, slot, f"input {index}",
-                   "parameter-type-mismatch", report)
+                   "parameter", report)
     if output is not None:
         root = module.entry.root
-        _agree(ctx, f"ROOT {quote(root.name)}", root, output, "output 0",
-               "root-type-mismatch", report)
+        _agree(ctx, f"ROOT {quote(root.name)}", root, output, "output 0", "root", report)
 
 
-def _agree(ctx: Context, what: str, value: HloInstruction, slot: Slice, field: str, code: str,
+def _agree(ctx: Context, what: str, value: HloInstruction, slot: Slice, field: str, role: str,
            report: Report) -> None:
+    """``role`` is ``parameter`` or ``root``: the codes are ``<role>-type-mismatch`` (element
+    type or count) and ``<role>-shape-mismatch`` (the dimensions)."""
     have, want = value.type, slot.tensor_type()
     span = _span(value, "type")
+    code = f"{role}-type-mismatch"
     if have.dtype != want.dtype:
         extra = " (d0 is HBM, addressed in bytes)" if slot.buffer.is_hbm else ""
         report.error(ctx, code, f"{what} has element type {have.dtype} but {field} is in "
@@ -198,3 +204,50 @@ def _agree(ctx: Context, what: str, value: HloInstruction, slot: Slice, field: s
         report.error(ctx, code, f"{what} has type {have} ({count_have} elements) but {field}, "
                      f"{slot.describe()}, holds {want} ({count_want} elements); the counts "
                      "can never be equal", span)
+        return
+    if slot.buffer.is_hbm or _may_agree_up_to_unit_dims(have.shape, want.shape):
+        return
+    with_unit = TensorType(want.dtype, (1, *want.shape))
+    report.error(ctx, f"{role}-shape-mismatch", f"{what} has type {have} but {field}, "
+                 f"{slot.describe()}, holds {want} (its sizes, then the unit dimensions of "
+                 f"{slot.buffer.name}); the shapes can never agree, even inserting or removing "
+                 f"dimensions of size 1 (accepted: {want}, or such as {with_unit}). Transpose "
+                 "or reshape the value in the semantics if that is what the instruction does",
+                 span)
+
+
+# Above this many dimensions that may be 1, the search below stays undecided (accepts).
+_MAX_MAYBE_UNIT_DIMS = 8
+
+
+def _may_agree_up_to_unit_dims(a: tuple[ex.Dim, ...], b: tuple[ex.Dim, ...]) -> bool:
+    """Whether some attribute values make ``a`` and ``b`` equal once every dimension of size
+    1 is dropped (sound: False only when they never do).
+
+    Dimensions that are always 1 are dropped; each one that may be 1 is tried both as 1
+    (dropped, with the equation ``d == 1``) and as kept, and the remaining dimensions are
+    paired in order; the equations of one choice must be able to hold together
+    (``ex.first_conflict``).
+    """
+    def kept(dims: tuple[ex.Dim, ...]) -> tuple[list[ex.Dim], list[int]]:
+        sure = [d for d in dims if ex.compare(d, 1) is not ex.Agreement.ALWAYS]
+        return sure, [k for k, d in enumerate(sure) if ex.compare(d, 1) is not ex.Agreement.NEVER]
+
+    dims_a, maybe_a = kept(a)
+    dims_b, maybe_b = kept(b)
+    if len(maybe_a) + len(maybe_b) > _MAX_MAYBE_UNIT_DIMS:
+        return True
+    for drop_a in _subsets(maybe_a):
+        for drop_b in _subsets(maybe_b):
+            rest_a = [d for k, d in enumerate(dims_a) if k not in drop_a]
+            rest_b = [d for k, d in enumerate(dims_b) if k not in drop_b]
+            if len(rest_a) != len(rest_b):
+                continue
+            ones = [(dims_a[k], 1) for k in drop_a] + [(dims_b[k], 1) for k in drop_b]
+            if ex.first_conflict(ones + list(zip(rest_a, rest_b, strict=True))) is None:
+                return True
+    return False
+
+
+def _subsets(items: list[int]) -> list[tuple[int, ...]]:
+    return [c for r in range(len(items) + 1) for c in itertools.combinations(items, r)]

@@ -1,6 +1,6 @@
 """``act.generateBackend [specUri, accelerator?]``: generate and build a spec's backend.
 
-The spec runs in a ``generate`` child (``lsp.spec_child``), which performs the
+The spec runs in a ``generate`` child (``lsp.spec.child``), which performs the
 ``generate_backend`` calls the spec makes (or generates every accelerator it creates, or
 only the one named), with the build's output streamed to the editor as it comes.
 """

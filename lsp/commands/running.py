@@ -19,7 +19,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from lsp import spec_runner
+from lsp.spec import runner as spec_runner
 
 PROGRESS_MESSAGE_CHARS = 120
 
@@ -95,7 +95,7 @@ class CommandRun:
 
     async def child(self, mode: str, request: dict[str, Any], cwd: str | None
                     ) -> spec_runner.ChildResult:
-        """Run an ``lsp.spec_child``-style child, streaming its output."""
+        """Run an ``lsp.spec.child``-style child, streaming its output."""
         process = await spec_runner.start_child(mode, cwd=cwd)
         work = asyncio.ensure_future(
             spec_runner.exchange(process, request, None, on_stderr_line=self.log))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from act_backend.hlo import vocabulary
 from lsp import hlo_ops
-from lsp.spec_model import InstructionInfo, SpecModel
+from lsp.spec.model import InstructionInfo, SpecModel
 from lsp.text_map import Position
 
 SPEC_DTYPES = vocabulary.element_types(spec=True)

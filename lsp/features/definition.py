@@ -1,16 +1,19 @@
 """Go to definition: a data model name (in a slice, or anywhere in a spec string that names
-one) goes to its ``add_data_model`` call; in a kernel, a value name goes to the
-instruction that defines it and a ``to_apply`` name to its computation."""
+one) goes to its ``add_data_model`` call; in a kernel or a semantics string, an operand
+goes to the instruction that defines it and a ``to_apply`` name to its computation, as the
+parser placed them (``hlo_outline``)."""
 
 from __future__ import annotations
 
-import re
-
-from lsp.spec_model import SpecModel
+from lsp.hlo_outline import Outline, kernel_outline, semantics_outline
+from lsp.spec.model import SpecModel
 from lsp.text_map import Position, TextRange, word_at
 
 
 def spec_definition(model: SpecModel, lines: list[str], pos: Position) -> TextRange | None:
+    inside = _semantics_definition(model, lines, pos)
+    if inside is not None:
+        return inside
     for acc in model.accelerators:
         for instr in acc.instructions:
             for item in (instr.inputs or []) + (instr.outputs or []):
@@ -36,27 +39,34 @@ def _inside_string(text: str, column: int) -> bool:
     return before.count('"') % 2 == 1 or before.count("'") % 2 == 1
 
 
-_DEFINES = r"^\s*(?:ROOT\s+)?%?{name}\s*="
-_COMPUTATION = r"^\s*(?:ENTRY\s+)?%?{name}\s*[({{]"
-
-
 def kernel_definition(lines: list[str], pos: Position) -> TextRange | None:
-    line, column = pos
-    if not 0 <= line < len(lines):
+    return _definition(kernel_outline(lines), pos)
+
+
+def _semantics_definition(model: SpecModel, lines: list[str],
+                          pos: Position) -> TextRange | None:
+    located = model.semantics_at(pos)
+    if located is None or located[1].semantics is None:
         return None
-    text = lines[line]
-    word, start, _ = word_at(text, column, ".-")
-    if not word:
+    instr = located[1]
+    return _definition(semantics_outline(instr.semantics, lines, instr.semantics_range), pos)
+
+
+def _definition(outline: Outline, pos: Position) -> TextRange | None:
+    """An operand leads to the value it names (in its computation first), an attribute that
+    names a computation (``to_apply``) to that computation, a value's name to itself."""
+    found = outline.value_at(pos)
+    if found is None:
         return None
-    defining = re.compile(_DEFINES.format(name=re.escape(word)))
-    computation = re.compile(_COMPUTATION.format(name=re.escape(word)))
-    pattern = computation if re.search(r"to_apply\s*=\s*%?$", text[:start]) else defining
-    # The definition that governs a use is the nearest one above it in the same computation;
-    # searching upwards first finds it, then the whole file (computations come first).
-    order = list(range(line, -1, -1)) + list(range(line + 1, len(lines)))
-    for index in order:
-        match = pattern.match(lines[index])
-        if match is not None:
-            found = lines[index].find(word, match.start())
-            return TextRange((index, found), (index, found + len(word)))
+    comp, value = found
+    if value.name_range.contains(pos):
+        return value.name_range
+    for name, where in value.operands:
+        if where.contains(pos):
+            target = outline.definition_of(name, comp)
+            return target.name_range if target is not None else None
+    for name, where in value.references:
+        if where.contains(pos):
+            called = outline.computation(name)
+            return called.name_range if called is not None else None
     return None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lsp import hlo_ops
-from lsp.spec_model import AcceleratorInfo, InstructionInfo, SliceInfo, SpecModel
+from lsp.hlo_outline import Outline, kernel_outline, semantics_outline
+from lsp.spec.model import AcceleratorInfo, InstructionInfo, SliceInfo, SpecModel
 from lsp.text_map import Position, TextRange, word_at
 
 _WORD_EXTRA = "-"
@@ -43,14 +44,17 @@ def spec_hover(model: SpecModel, lines: list[str], pos: Position) -> HoverResult
 
 
 def kernel_hover(lines: list[str], pos: Position) -> HoverResult | None:
-    line, column = pos
-    if not 0 <= line < len(lines):
+    return _operator_hover(kernel_outline(lines), pos)
+
+
+def _operator_hover(outline: Outline, pos: Position) -> HoverResult | None:
+    """The meaning of the operator the parser read under the cursor."""
+    found = outline.value_at(pos)
+    if found is None or not found[1].opcode_range.contains(pos):
         return None
-    word, start, end = word_at(lines[line], column, _WORD_EXTRA)
-    text = hlo_ops.hover_text(word)
-    if text is None:
-        return None
-    return HoverResult(text, TextRange((line, start), (line, end)))
+    value = found[1]
+    text = hlo_ops.hover_text(value.opcode)
+    return HoverResult(text, value.opcode_range) if text is not None else None
 
 
 def _semantics_word(located: tuple[AcceleratorInfo, InstructionInfo], lines: list[str],
@@ -62,11 +66,10 @@ def _semantics_word(located: tuple[AcceleratorInfo, InstructionInfo], lines: lis
     where = TextRange((line, start), (line, end))
     if word.startswith("@c.") or word.startswith("@a."):
         return HoverResult(_attribute_text(instr, word), where)
-    bare, bare_start, bare_end = word_at(text, column, _WORD_EXTRA)
-    doc = hlo_ops.hover_text(bare)
-    if doc is not None:
-        return HoverResult(doc, TextRange((line, bare_start), (line, bare_end)))
-    return None
+    if instr.semantics is None:
+        return None
+    return _operator_hover(semantics_outline(instr.semantics, lines, instr.semantics_range),
+                           pos)
 
 
 def _attribute_text(instr: InstructionInfo, word: str) -> str:

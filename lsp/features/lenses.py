@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp.spec_model import SpecModel
+from lsp.spec.model import SpecModel
 from lsp.text_map import TextRange
 
 GENERATE_BACKEND = "act.generateBackend"

@@ -3,10 +3,10 @@ kernel's computations with their instructions."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from lsp.spec_model import SpecModel
+from lsp.hlo_outline import kernel_outline
+from lsp.spec.model import SpecModel
 from lsp.text_map import TextRange
 
 
@@ -52,39 +52,15 @@ def _union(ranges: list[TextRange]) -> TextRange:
     return TextRange(min(r.start for r in ranges), max(r.end for r in ranges))
 
 
-_COMPUTATION = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(\(|\{)")
-_VALUE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<type>[a-z]+[0-9]*\[[^\]]*\])"
-                    r"(?:\{[^}]*\})?\s+(?P<op>[\w\-]+)")
-
-
 def kernel_symbols(lines: list[str]) -> list[Symbol]:
-    """Computations and their instructions, read line by line so that a kernel with a
-    syntax error further down still has an outline."""
-    symbols: list[Symbol] = []
-    current: Symbol | None = None
-    for index, line in enumerate(lines):
-        text = line.rstrip("\r\n")
-        if text.lstrip().startswith("HloModule"):
-            continue
-        value = _VALUE.match(text)
-        if value is not None and current is not None:
-            start = value.start("name")
-            name_range = TextRange((index, start), (index, value.end("name")))
-            whole = TextRange((index, len(text) - len(text.lstrip())), (index, len(text)))
-            current.children.append(Symbol(value.group("name"), "value",
-                                           f"{value.group('type')} {value.group('op')}",
-                                           whole, name_range))
-            current.range = TextRange(current.range.start, whole.end)
-            continue
-        computation = _COMPUTATION.match(text)
-        if computation is not None and "=" not in text.split("(")[0]:
-            name_range = TextRange((index, computation.start("name")),
-                                   (index, computation.end("name")))
-            current = Symbol(computation.group("name"), "computation",
-                             "entry computation" if computation.group("entry") else "computation",
-                             TextRange((index, 0), (index, len(text))), name_range)
-            symbols.append(current)
-        elif text.strip() == "}" and current is not None:
-            current.range = TextRange(current.range.start, (index, len(text)))
-            current = None
-    return symbols
+    """Computations and their instructions, as the kernel parser reads them; a kernel with a
+    syntax error further down still has an outline (``hlo_outline``: the lines that do not
+    parse are left out)."""
+    found = []
+    for comp in kernel_outline(lines).computations:
+        children = [Symbol(value.name, "value", f"{value.type} {value.opcode}", value.range,
+                           value.name_range) for value in comp.values]
+        found.append(Symbol(comp.name, "computation",
+                            "entry computation" if comp.is_entry else "computation",
+                            comp.range, comp.name_range, children))
+    return found

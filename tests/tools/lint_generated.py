@@ -18,12 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.examples import EXAMPLES, ROOT, build_example  # noqa: E402
 
-from act_backend.build.cargo import build_env, cache_dir  # noqa: E402
+from act_backend.backend.cargo import build_env, cache_dir  # noqa: E402
 
 COST_DRIVER = """\
 import runpy
 import act_backend
-from act_backend.build import generate_backend
+from act_backend.backend.generator import generate_backend
 
 act_backend.generate_backend = lambda acc, cost=None: generate_backend(acc, cost={cost!r})
 runpy.run_path({spec!r}, run_name="__main__")

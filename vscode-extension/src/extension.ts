@@ -4,11 +4,11 @@
 import * as vscode from "vscode";
 
 import { registerCommands } from "./commands";
+import { activeFileRoles, type DocumentDescription, servedByServer } from "./documentDescription";
 import { WorkspaceMemory } from "./memory";
 import { ProgressRouter, type ProgressSink } from "./progress";
 import { ServerController } from "./server";
 import { SECTION } from "./settings";
-import { looksLikeSpec } from "./specDetection";
 import { StatusItem } from "./statusItem";
 import { createTraceChannel } from "./traceChannel";
 
@@ -26,7 +26,11 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(output, trace, status, server);
 
   context.subscriptions.push(
-    server.onDidChangeState((state) => status.setServer(state, server.currentProblem)),
+    server.onDidChangeState((state) => {
+      status.setServer(state, server.currentProblem);
+      // Once the server runs it can say what the file in front is.
+      void followActiveEditor(vscode.window.activeTextEditor);
+    }),
   );
   registerCommands(context, {
     server,
@@ -49,25 +53,39 @@ export function activate(context: vscode.ExtensionContext): void {
       // Trust can turn executeSpecs on; the server re-checks open specs when told.
       void server.pushSettings();
     }),
-    vscode.window.onDidChangeActiveTextEditor((editor) => followActiveEditor(editor)),
+    vscode.window.onDidChangeActiveTextEditor((editor) => void followActiveEditor(editor)),
     vscode.workspace.onDidSaveTextDocument((document) => {
       if (document === vscode.window.activeTextEditor?.document) {
-        followActiveEditor(vscode.window.activeTextEditor);
+        void followActiveEditor(vscode.window.activeTextEditor);
       }
     }),
   );
 
-  /** What depends on the file in front: the spec context key, the status item, failure notices. */
-  function followActiveEditor(editor: vscode.TextEditor | undefined): void {
+  /**
+   * What depends on the file in front: the spec context key, the status item, failure notices.
+   * The server says what the file is; an answer that arrives after the editor changed again
+   * is dropped.
+   */
+  let followed = 0;
+  async function followActiveEditor(editor: vscode.TextEditor | undefined): Promise<void> {
+    const ticket = ++followed;
     const document = editor?.document;
-    const isSpec = document?.languageId === "python" && looksLikeSpec(document.getText());
-    const isKernel = document?.languageId === "hlo";
+    let description: DocumentDescription | undefined;
+    if (document !== undefined) {
+      description = servedByServer(document.languageId, document.uri.scheme)
+        ? await server.describe(document.uri.toString())
+        : { kind: null, parameters: [] };
+    }
+    if (ticket !== followed) {
+      return;
+    }
+    const roles = activeFileRoles(document?.languageId, description);
     // Shows "Generate Backend" in the spec's context menu.
-    void vscode.commands.executeCommand("setContext", "act.activeEditorIsSpec", isSpec);
-    status.setActFileActive(isSpec || isKernel);
-    server.setActFileActive(isSpec || isKernel);
+    void vscode.commands.executeCommand("setContext", "act.activeEditorIsSpec", roles.isSpec);
+    status.setActFileActive(roles.isActFile);
+    server.setActFileActive(roles.isActFile);
   }
-  followActiveEditor(vscode.window.activeTextEditor);
+  void followActiveEditor(vscode.window.activeTextEditor);
 
   // Not awaited: checking the interpreter and starting the server must not hold up the
   // window; commands wait for the start themselves.

@@ -1,6 +1,6 @@
-//! When a failed server start is shown to the user. The extension activates on any Python
-//! file, and a project that has nothing to do with ACT should not hear that act-backend is
-//! missing: the failure waits, once, until a spec or a kernel is in front.
+//! When a failed server start is shown to the user: once, when an ACT file is in front, not
+//! while some other file is. Only the server tells a spec from other Python, and a server that
+//! failed to start cannot, so then any Python or HLO file counts (see activeFileRoles).
 
 export class FailureNotice {
   private pending: (() => void) | undefined;
@@ -19,7 +19,7 @@ export class FailureNotice {
     this.pending = undefined;
   }
 
-  /** Whether the active editor holds a spec or a kernel. */
+  /** Whether the active editor holds (or, without a server, may hold) a spec or a kernel. */
   setActFileActive(active: boolean): void {
     this.actFileActive = active;
     if (active) {

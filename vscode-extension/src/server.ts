@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 import { DidChangeConfigurationNotification, type LanguageClient, State } from "vscode-languageclient/node";
 
 import { createClient } from "./client";
+import { type DocumentDescription, describeDocument } from "./documentDescription";
 import { FailureNotice } from "./failureNotice";
 import type { ProgressRouter } from "./progress";
 import {
@@ -58,6 +59,26 @@ export class ServerController implements vscode.Disposable {
     throw new Error(
       this.problem ?? "ACT: the language server is not running. Run 'ACT: Restart Language Server'.",
     );
+  }
+
+  /**
+   * What the server makes of a document (see documentDescription), or `undefined` when it
+   * cannot be asked now (not running) or did not answer (the reason goes to the log).
+   */
+  async describe(documentUri: string): Promise<DocumentDescription | undefined> {
+    const client = this.client;
+    if (client === undefined || client.state !== State.Running) {
+      return undefined;
+    }
+    try {
+      return await describeDocument(
+        (command, args) => client.sendRequest("workspace/executeCommand", { command, arguments: args }),
+        documentUri,
+      );
+    } catch (error) {
+      this.output.warn(`describing ${documentUri}: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    }
   }
 
   settings(): ServerSettings {
@@ -163,7 +184,7 @@ export class ServerController implements vscode.Disposable {
     }
   }
 
-  /** Whether the active editor holds a spec or a kernel (see FailureNotice). */
+  /** Whether the active editor holds (or may hold) a spec or a kernel (see FailureNotice). */
   setActFileActive(active: boolean): void {
     this.failureNotice.setActFileActive(active);
   }

@@ -5,7 +5,8 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 
 import { backendsAmong, oracleDirFor } from "../backends";
-import { entryParameters, type KernelParameter, matchDataFiles } from "../kernelParameters";
+import { describeDocument } from "../documentDescription";
+import { type KernelParameter, matchDataFiles } from "../kernelParameters";
 import { SIMULATE, simulateArguments } from "../serverCommands";
 import { type CommandDeps, exists, failureMessage, isKernel, isPython, run, saveIfDirty, targetUri } from "./common";
 
@@ -90,8 +91,12 @@ async function dataFor(deps: CommandDeps, kernelPath: string): Promise<string[] 
   if (remembered !== undefined && (await Promise.all(remembered.map(exists))).every(Boolean)) {
     return remembered;
   }
-  const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(kernelPath)));
-  const parameters = entryParameters(text);
+  // The server reads the kernel's parameters with its parser (the editor's text when open).
+  const client = await deps.server.runningClient();
+  const { parameters } = await describeDocument(
+    (command, args) => client.sendRequest("workspace/executeCommand", { command, arguments: args }),
+    vscode.Uri.file(kernelPath).toString(),
+  );
   if (parameters.length === 0) {
     throw new Error(`ACT: found no parameter(...) in the ENTRY computation of ${kernelPath}.`);
   }

@@ -267,6 +267,18 @@ describe("Compile Kernel", () => {
 });
 
 describe("Simulate Kernel", () => {
+  /** The server's description of attention.hlo: it reads the parameters, not the extension. */
+  const described = async () => ({
+    ok: true,
+    message: "m",
+    kind: "kernel",
+    parameters: [
+      { index: 0, name: "Q", type: "bf16[64,64]" },
+      { index: 1, name: "K", type: "bf16[64,64]" },
+      { index: 2, name: "V", type: "bf16[64,64]" },
+    ],
+  });
+
   async function compiledWorld() {
     const w = world();
     fake.files.set("/ws/QKV/backends/QKV", "");
@@ -281,10 +293,11 @@ describe("Simulate Kernel", () => {
 
   it("simulates the last compile of the active kernel with data in parameter order", async () => {
     const w = await compiledWorld();
-    w.answers.push(async () => ({ ok: true, message: "Simulated", max_abs_diff: 0.0078125 }));
+    w.answers.push(described, async () => ({ ok: true, message: "Simulated", max_abs_diff: 0.0078125 }));
     await w.run("act.simulateKernel");
 
-    expect(w.sent[1]).toEqual({
+    expect(w.sent[1]).toEqual({ command: "act.describeDocument", args: ["file:///ws/QKV/kernels/attention.hlo"] });
+    expect(w.sent[2]).toEqual({
       command: "act.simulateKernel",
       args: [
         "/ws/QKV/kernels/attention.py",
@@ -299,9 +312,9 @@ describe("Simulate Kernel", () => {
   it("finds the kernel from its compiled assembly", async () => {
     const w = await compiledWorld();
     fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.py");
-    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
+    w.answers.push(described, async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
     await w.run("act.simulateKernel");
-    expect(w.sent[1].args[3]).toBe("/ws/QKV/kernels/attention.hlo");
+    expect(w.sent[2].args[3]).toBe("/ws/QKV/kernels/attention.hlo");
   });
 
   it("asks for each parameter's data when the files are not named after them", async () => {
@@ -313,13 +326,14 @@ describe("Simulate Kernel", () => {
     fake.files.set("/ws/in1.bin", "");
     fake.files.set("/ws/in2.bin", "");
     fake.openDialogAnswers.push("/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin");
-    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
-    await w.run("act.simulateKernel");
-    expect(w.sent[1].args[2]).toEqual(["/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin"]);
-    // Remembered: the next run asks nothing.
-    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
+    w.answers.push(described, async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
     await w.run("act.simulateKernel");
     expect(w.sent[2].args[2]).toEqual(["/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin"]);
+    // Remembered: the next run asks nothing, the server included.
+    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0 }));
+    await w.run("act.simulateKernel");
+    expect(w.sent[3]).toMatchObject({ command: "act.simulateKernel" });
+    expect(w.sent[3].args[2]).toEqual(["/ws/QKV/data/in0.bin", "/ws/in1.bin", "/ws/in2.bin"]);
     expect(fake.openDialogAnswers).toEqual([]);
   });
 

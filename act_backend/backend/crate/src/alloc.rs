@@ -10,7 +10,7 @@
 //! storage they lie in plus their offset, and that storage's block spans all their lifetimes.
 //! Constants are scratch HBM that lives for the whole program.
 
-use crate::isa::{Affine, Instruction, Isa, Slice};
+use crate::isa::{floor_div, Affine, Instruction, Isa, Slice};
 use crate::layout::HbmLayout;
 use crate::pii::{PiiGraph, PiiNode};
 use crate::schedule::Schedule;
@@ -461,10 +461,6 @@ fn step_attributes(
 
 fn describe(slice: &Slice, k: usize) -> String {
     format!("start {k} of its {} slice", slice.buffer)
-}
-
-fn floor_div(a: i64, b: i64) -> i64 {
-    a.div_euclid(b) - if b < 0 && a.rem_euclid(b) != 0 { 1 } else { 0 }
 }
 
 fn ceil_div(a: i64, b: i64) -> i64 {

@@ -1,16 +1,15 @@
-//! The command line: `backend --input kernel.hlo --output kernel.py [options]`.
+//! The command line: `backend --input kernel.hlo --output kernel.py [options]`, a thin layer
+//! over [`compile`]: arguments, files (written whole or not at all), the time limit's thread,
+//! printing and the exit status.
 //!
 //! Exit status: 0 when the assembly was written, 1 when the compile failed (the message says
 //! why; no output file is left behind, not even one from an earlier run), 2 for a usage
 //! error. `main` returns normally in every case, so the cost library's `atexit` handlers run.
 
-use crate::driver::{self, Best, CandidateRecord, Config, Status, StopReason};
-use crate::isa::Isa;
-use crate::kernel;
-use crate::layout::{Signature, Tensor};
+use crate::compile::{compile, Assembly, CompileOptions, Message, Target};
+use crate::driver::{Best, StopReason};
 use crate::output::{write_atomically, ScratchDir};
 use crate::report::Progress;
-use crate::select::{self, SelectLimits};
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -118,9 +117,10 @@ pub fn main(table: Option<&str>) -> ExitCode {
         .first()
         .and_then(|a| Path::new(a).file_name())
         .map_or("backend".into(), |n| n.to_string_lossy().into_owned());
-    let isa = table.map(Isa::from_json);
-    let isa_name = match &isa {
-        Some(Ok(isa)) => Some(isa.name.as_str()),
+    // Decoded once, at start-up: a table the compiler cannot use is reported before anything.
+    let target = table.map(Target::from_json);
+    let isa_name = match &target {
+        Some(Ok(t)) => Some(t.isa.name.as_str()),
         _ => None,
     };
     let command = match parse_args(argv.get(1..).unwrap_or_default()) {
@@ -142,8 +142,8 @@ pub fn main(table: Option<&str>) -> ExitCode {
         }
         Command::Compile(args) => args,
     };
-    let isa = match isa {
-        Some(Ok(isa)) => isa,
+    let target = match target {
+        Some(Ok(t)) => t,
         Some(Err(e)) => return fail(&args, &format!("the embedded {e}")),
         None => {
             return fail(
@@ -153,7 +153,7 @@ pub fn main(table: Option<&str>) -> ExitCode {
             )
         }
     };
-    compile(&args, Arc::new(isa))
+    run(&args, Arc::new(target))
 }
 
 /// Reports an error, removes any output file from an earlier run, and exits with 1.
@@ -173,11 +173,15 @@ fn remove_stale_output(args: &Args) {
     }
 }
 
-/// What the compile thread sends back: `Err` is a compile error.
-type WorkResult = Result<(), String>;
+/// What the compile thread sends back: `Err` is the compile error's message.
+type WorkResult = Result<Assembly, String>;
 
-fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
+/// Runs [`compile`] on its own thread (a large stack for selection; a time limit the main
+/// thread enforces even when the thread is stuck) and writes what it answers.
+fn run(args: &Args, target: Arc<Target>) -> ExitCode {
     let started = Instant::now();
+    // The candidates' folder is owned here, so that it is removed even when the compile
+    // thread is given up on.
     let scratch;
     let dir: PathBuf = match &args.report_dir {
         Some(d) => match fs::create_dir_all(d) {
@@ -192,21 +196,25 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
             Err(e) => return fail(args, &format!("cannot create a scratch directory: {e}")),
         },
     };
-    let progress = Arc::new(Mutex::new(Progress::default()));
-    let cancel = Arc::new(AtomicBool::new(false));
-    let config = Config { deadline: args.time_limit.map(|l| started + l), ..Config::default() };
+    let isa_name = target.isa.name.clone();
+    let mut options = CompileOptions::new(target, &args.input.display().to_string());
+    options.candidates_dir = Some(dir);
+    options.time_limit = args.time_limit;
+    let (verbose, quiet) = (args.verbose, args.quiet);
+    options.listener = Some(Arc::new(move |message| match message {
+        Message::Progress(line) if verbose => eprintln!("{line}"),
+        Message::Warning(line) if !quiet => eprintln!("warning: {line}"),
+        _ => {}
+    }));
+    let progress = Arc::clone(&options.progress);
+    let cancel = Arc::clone(&options.cancel);
     let (tx, rx) = mpsc::channel::<WorkResult>();
     let spawned = {
-        let (args, isa, dir, progress, cancel) = (
-            args.clone(),
-            Arc::clone(&isa),
-            dir.clone(),
-            Arc::clone(&progress),
-            Arc::clone(&cancel),
-        );
+        let input = args.input.clone();
         std::thread::Builder::new().name("compile".into()).stack_size(STACK_BYTES).spawn(
             move || {
-                let result = work(&args, &isa, &dir, &config, &cancel, &progress);
+                let result = read_kernel(&input, &options.progress)
+                    .and_then(|text| compile(&text, &options).map_err(|e| e.to_string()));
                 let _ = tx.send(result);
             },
         )
@@ -216,10 +224,14 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
     }
     let finished = wait(&rx, args.time_limit, &cancel);
     let snapshot = lock(&progress).clone();
-    let limit = args.time_limit.map_or(0.0, |l| l.as_secs_f64());
-    let verdict = verdict(finished, &snapshot, limit);
-    let written = verdict.and_then(|(best, warning)| {
-        write_atomically(&args.output, best.assembly.as_bytes())
+    let verdict = match finished {
+        Some(Ok(assembly)) => Ok((assembly.text, assembly.warning)),
+        Some(Err(msg)) => Err(msg),
+        None => given_up(&snapshot, args.time_limit.unwrap_or_default())
+            .map(|(best, warning)| (best.assembly.clone(), Some(warning))),
+    };
+    let written = verdict.and_then(|(text, warning)| {
+        write_atomically(&args.output, text.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
         Ok(warning)
     });
@@ -230,7 +242,7 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
         Err(msg) => ("error", Some(msg.as_str())),
     };
     if let Some(dir) = &args.report_dir {
-        write_report(args, dir, &isa.name, &snapshot, status, error, total);
+        write_report(args, dir, &isa_name, &snapshot, status, error, total);
     }
     match written {
         Ok(warning) => {
@@ -255,42 +267,30 @@ fn compile(args: &Args, isa: Arc<Isa>) -> ExitCode {
     }
 }
 
-/// What the compile comes to once its thread answered (`Some`) or was given up on (`None`):
-/// the candidate to write, with a warning when the time limit cut the search short, or the
-/// compile error.
-fn verdict(
-    finished: Option<WorkResult>,
-    p: &Progress,
-    limit: f64,
-) -> Result<(&Best, Option<String>), String> {
-    let timed_out = p.stop == Some(StopReason::TimeLimit);
-    match (finished, &p.best) {
-        (Some(Err(msg)), _) => Err(msg),
-        (Some(Ok(())), Some(best)) if timed_out => Ok((
+/// The kernel's text; the error says which file and why.
+fn read_kernel(input: &Path, progress: &Mutex<Progress>) -> Result<String, String> {
+    lock(progress).phase = "reading the kernel";
+    let file = input.display().to_string();
+    let bytes = fs::read(input).map_err(|e| format!("cannot read {file}: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!("{file}: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())
+    })
+}
+
+/// The answer when the compile thread did not answer within the time limit and the grace
+/// period after it: the best candidate so far, with the warning to print, or the error.
+fn given_up(p: &Progress, limit: Duration) -> Result<(&Best, String), String> {
+    let limit = limit.as_secs_f64();
+    match &p.best {
+        Some(best) => Ok((
             best,
-            Some(format!(
-                "the {limit} s time limit was reached after {} of {} candidates; emitting \
-                 candidate {}, the best so far",
-                p.records.len(),
-                p.candidates_found.unwrap_or(0),
-                best.index
-            )),
-        )),
-        (Some(Ok(())), Some(best)) => Ok((best, None)),
-        (Some(Ok(())), None) if timed_out => Err(format!(
-            "the {limit} s time limit was reached after {} candidates, none of them placed",
-            p.records.len()
-        )),
-        (Some(Ok(())), None) => Err(no_candidate_message(p)),
-        (None, Some(best)) => Ok((
-            best,
-            Some(format!(
+            format!(
                 "the {limit} s time limit was reached during {}; emitting candidate {}, the \
                  best so far",
                 p.phase, best.index
-            )),
+            ),
         )),
-        (None, None) => Err(format!(
+        None => Err(format!(
             "the {limit} s time limit was reached during {}, before any candidate was placed",
             p.phase
         )),
@@ -346,145 +346,6 @@ fn lock(progress: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
     progress.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn no_candidate_message(p: &Progress) -> String {
-    let found = p.candidates_found.unwrap_or(0);
-    if found == 0 {
-        return "instruction selection found no candidate program".into();
-    }
-    let reasons: Vec<String> = p
-        .records
-        .iter()
-        .map(|r| format!("  candidate {}: {}: {}", r.index, r.status.name(), r.message))
-        .collect();
-    // Selection offers variants that spill values to HBM among the candidates.
-    format!(
-        "the kernel does not fit in memory even with spilling: none of the {found} candidates \
-         could be placed:\n{}",
-        reasons.join("\n")
-    )
-}
-
-/// The compile proper, on its own thread: parse, select, then the candidate loop.
-fn work(
-    args: &Args,
-    isa: &Isa,
-    dir: &Path,
-    config: &Config,
-    cancel: &AtomicBool,
-    progress: &Mutex<Progress>,
-) -> WorkResult {
-    let say = |line: String| {
-        if args.verbose {
-            eprintln!("{line}");
-        }
-    };
-    lock(progress).phase = "reading the kernel";
-    let file = args.input.display().to_string();
-    let bytes = fs::read(&args.input).map_err(|e| format!("cannot read {file}: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!("{file}: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())
-    })?;
-
-    lock(progress).phase = "parsing the kernel";
-    let clock = Instant::now();
-    let kernel = kernel::parse_kernel(&text, &file).map_err(|e| e.to_string())?;
-    let parsed = clock.elapsed();
-    say(format!("parse: {:.3} ms", parsed.as_secs_f64() * 1e3));
-    {
-        let mut p = lock(progress);
-        p.parse = Some(parsed);
-        p.module = Some(kernel.name.clone());
-        p.phase = "instruction selection";
-    }
-
-    let clock = Instant::now();
-    let selection =
-        select::select(&kernel, isa, &SelectLimits::default()).map_err(|e| e.to_string())?;
-    let selected = clock.elapsed();
-    let s = &selection.stats;
-    say(format!(
-        "select: {:.3} ms (rewrite {:.3}, match {:.3}, extract {:.3}); e-graph {} nodes, {} \
-         classes after {} iterations ({}); {} candidates",
-        selected.as_secs_f64() * 1e3,
-        s.rewrite_ms,
-        s.match_ms,
-        s.extract_ms,
-        s.egraph_nodes,
-        s.egraph_classes,
-        s.iterations,
-        s.stop_reason,
-        selection.candidates.len()
-    ));
-    {
-        let mut p = lock(progress);
-        p.select = Some(selected);
-        p.stats = Some(selection.stats.clone());
-        p.candidates_found = Some(selection.candidates.len());
-        p.phase = "the candidate loop";
-    }
-
-    let sig = Signature {
-        module: kernel.name.clone(),
-        inputs: kernel.params.iter().map(tensor).collect(),
-        output: tensor(&kernel.output),
-    };
-    let mut observe = |record: &CandidateRecord, best: Option<&Best>| {
-        say(candidate_line(record));
-        if matches!(record.status, Status::Malformed | Status::Invalid) && !args.quiet {
-            eprintln!(
-                "warning: candidate {} skipped, a backend bug: {}",
-                record.index, record.message
-            );
-        }
-        let mut p = lock(progress);
-        p.records.push(record.clone());
-        if best.map(|b| b.index) != p.best.as_ref().map(|b| b.index) {
-            p.best = best.cloned();
-        }
-    };
-    let run = driver::run(isa, &sig, &selection.candidates, dir, config, cancel, &mut observe)
-        .map_err(|e| e.to_string())?;
-    let mut p = lock(progress);
-    p.stop = Some(run.stop);
-    p.phases = run.phases;
-    p.phase = "done";
-    say(format!(
-        "schedule {:.3} ms, allocate {:.3} ms, emit {:.3} ms, cost {:.3} ms",
-        run.phases.schedule.as_secs_f64() * 1e3,
-        run.phases.allocate.as_secs_f64() * 1e3,
-        run.phases.emit.as_secs_f64() * 1e3,
-        run.phases.cost.as_secs_f64() * 1e3
-    ));
-    Ok(())
-}
-
-fn tensor(t: &kernel::TensorTy) -> Tensor {
-    Tensor { dtype: t.dtype.clone(), shape: t.shape.clone() }
-}
-
-fn candidate_line(r: &CandidateRecord) -> String {
-    let outcome = match (r.status, r.cost) {
-        (Status::Solved, Some(cost)) => format!(
-            "cost {cost} (order {}, {} allocated, {} skipped)",
-            r.order.unwrap_or("?"),
-            r.orders_tried,
-            r.orders_skipped
-        ),
-        (status, _) => format!("{}: {}", status.name(), r.message),
-    };
-    let p = &r.phases;
-    format!(
-        "candidate {}: {} instructions, {outcome} [schedule {:.3} ms, allocate {:.3} ms, emit \
-         {:.3} ms, cost {:.3} ms]",
-        r.index,
-        r.instructions,
-        p.schedule.as_secs_f64() * 1e3,
-        p.allocate.as_secs_f64() * 1e3,
-        p.emit.as_secs_f64() * 1e3,
-        p.cost.as_secs_f64() * 1e3
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,32 +367,23 @@ mod tests {
         assert!(a.verbose && !a.quiet && a.report_dir.is_none());
     }
 
-    fn best(index: usize) -> Best {
-        Best { index, cost: 9.0, assembly: String::new() }
-    }
-
     #[test]
-    fn the_verdict_emits_the_best_and_says_when_the_time_limit_cut_the_search() {
-        let mut p =
-            Progress { best: Some(best(2)), candidates_found: Some(5), ..Progress::default() };
-        assert!(matches!(verdict(Some(Ok(())), &p, 1.0), Ok((b, None)) if b.index == 2));
-        p.stop = Some(StopReason::TimeLimit);
-        let Ok((_, Some(warning))) = verdict(Some(Ok(())), &p, 1.0) else { panic!() };
-        assert!(warning.contains("emitting candidate 2"), "{warning}");
-        p.phase = "the candidate loop";
-        let Ok((_, Some(warning))) = verdict(None, &p, 1.0) else { panic!() };
+    fn a_compile_given_up_on_emits_the_best_so_far_or_says_where_it_was() {
+        let best = Best { index: 2, cost: 9.0, assembly: String::new() };
+        let mut p = Progress {
+            best: Some(best),
+            phase: "the candidate loop",
+            candidates_found: Some(5),
+            ..Progress::default()
+        };
+        let Ok((b, warning)) = given_up(&p, Duration::from_secs(1)) else { panic!() };
+        assert_eq!(b.index, 2);
         assert!(warning.contains("during the candidate loop"), "{warning}");
-    }
-
-    #[test]
-    fn the_verdict_without_a_candidate_is_an_error_that_says_why() {
-        let mut p = Progress { phase: "instruction selection", ..Progress::default() };
-        let err = verdict(None, &p, 0.5).unwrap_err();
+        assert!(warning.contains("emitting candidate 2"), "{warning}");
+        p.best = None;
+        p.phase = "instruction selection";
+        let err = given_up(&p, Duration::from_millis(500)).unwrap_err();
         assert!(err.contains("0.5 s time limit was reached during instruction selection"), "{err}");
-        assert_eq!(verdict(Some(Err("bad".into())), &p, 0.5).unwrap_err(), "bad");
-        p.candidates_found = Some(0);
-        let err = verdict(Some(Ok(())), &p, 0.5).unwrap_err();
-        assert!(err.contains("found no candidate"), "{err}");
     }
 
     #[test]

@@ -301,7 +301,7 @@ impl Ctx<'_> {
             .iter()
             .map(|&(n, addr)| match &graph.nodes[n] {
                 PiiNode::Constant { dtype, shape, bits } => {
-                    emit::Constant { addr, dtype: dtype.name(), shape, bits }
+                    emit::Constant { addr, dtype: *dtype, shape, bits }
                 }
                 _ => unreachable!("the placement lists constant nodes only"),
             })

@@ -4,7 +4,8 @@
 //! their values, which the simulator writes into HBM before the program runs.
 
 use crate::isa::Instruction;
-use crate::layout::{element_type, HbmLayout, LayoutError, Placed, Signature, Tensor};
+use crate::lang::{DType, Ty};
+use crate::layout::{HbmLayout, LayoutError, Placed, Signature};
 use std::fmt::Write;
 
 /// One instruction of the program with all its attributes known.
@@ -42,7 +43,7 @@ pub fn python_identifier(name: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Constant<'a> {
     pub addr: i64,
-    pub dtype: &'a str,
+    pub dtype: DType,
     pub shape: &'a [i64],
     pub bits: &'a [u64],
 }
@@ -121,9 +122,9 @@ fn shape_tuple(shape: &[i64]) -> String {
     }
 }
 
-fn tensor_spec(t: &Tensor, at: &Placed) -> Result<String, LayoutError> {
+fn tensor_spec(t: &Ty, at: &Placed) -> Result<String, LayoutError> {
     let shape = shape_tuple(&t.shape);
-    Ok(format!("{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{}}}", at.addr, t.element()?.jnp))
+    Ok(format!("{{'addr': {}, 'shape': {shape}, 'dtype': jnp.{}}}", at.addr, t.dtype.jax_name()))
 }
 
 /// A Python literal of `v` that reads back as the same f64.
@@ -141,9 +142,7 @@ fn python_float(v: f64) -> String {
 /// `{'addr': .., 'shape': .., 'dtype': .., 'value': ..}`: a splat as `jnp.full`, other
 /// values as a flat array reshaped.
 fn constant_spec(c: &Constant<'_>) -> Result<String, LayoutError> {
-    let jnp = element_type(c.dtype)
-        .ok_or_else(|| LayoutError(format!("unknown element type {:?}", c.dtype)))?
-        .jnp;
+    let jnp = c.dtype.jax_name();
     let shape = shape_tuple(c.shape);
     let values: Vec<String> = c.bits.iter().map(|&b| python_float(f64::from_bits(b))).collect();
     let value = match values.as_slice() {

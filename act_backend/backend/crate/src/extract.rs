@@ -17,7 +17,7 @@
 //! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
 //! written in place, and the bytes of a literal are a constant placed in HBM.
 
-use crate::analysis::SelGraph;
+use crate::egraph::SelGraph;
 use crate::isa::Isa;
 use crate::isa_match;
 use crate::lang::{DType, Op};

@@ -3,6 +3,11 @@
 //! reducer computations) and what `jax.jit(f).lower(...).as_text(dialect="hlo")` prints
 //! (layouts, `metadata=`, region computations, dotted and hyphenated names, `/*index=N*/`
 //! comments, `entry_computation_layout`). Meaning is given to the tree in `kernel.rs`.
+//!
+//! What XLA's own parser refuses is refused here too: names that are not XLA names, a
+//! signature or `entry_computation_layout` that does not read `(...) -> type`, and (through
+//! `kernel_checks.rs`, run by `parse_module`) signatures and layouts that disagree with the
+//! computations, and attributes an operator does not take.
 
 use std::fmt;
 
@@ -23,6 +28,9 @@ impl fmt::Display for Pos {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
     pub pos: Pos,
+    /// The stable code the Python checker reports the same refusal under (`hlo-syntax`,
+    /// `bad-name`, `entry-layout-syntax`...).
+    pub code: &'static str,
     pub message: String,
 }
 
@@ -59,6 +67,24 @@ fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '$'
 }
 
+/// What XLA accepts as a name: an ASCII letter or `_`, then letters, digits, `_`, `.` and
+/// `-`, with an optional `%` before.
+pub const NAME_RULE: &str =
+    "a name is an ASCII letter or '_' followed by letters, digits, '_', '.' or '-', with an optional '%' before it";
+
+/// The byte offset in `word` of the first character that keeps it from being a name, or
+/// `None` when it is one. A name that cannot start is faulted at its start (`%` included).
+pub fn name_fault(word: &str) -> Option<usize> {
+    let body = word.strip_prefix('%').unwrap_or(word);
+    let mut chars = body.char_indices();
+    match chars.next() {
+        Some((_, c)) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return Some(0),
+    }
+    let prefix = word.len() - body.len();
+    chars.find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).map(|(i, _)| prefix + i)
+}
+
 /// Splits `text` into tokens, dropping whitespace and `/* */` or `//` comments.
 fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
@@ -89,7 +115,7 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
             advance(&mut i, &mut line, &mut col);
             loop {
                 if i >= chars.len() {
-                    return Err(SyntaxError { pos, message: "unterminated comment `/*`".into() });
+                    return Err(SyntaxError { pos, code: "hlo-syntax", message: "unterminated comment `/*`".into() });
                 }
                 if chars[i].1 == '*' && peek(i + 1) == Some('/') {
                     advance(&mut i, &mut line, &mut col);
@@ -113,7 +139,7 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
             let mut s = String::new();
             loop {
                 match peek(i) {
-                    None => return Err(SyntaxError { pos, message: "unterminated string".into() }),
+                    None => return Err(SyntaxError { pos, code: "hlo-syntax", message: "unterminated string".into() }),
                     Some('"') => {
                         advance(&mut i, &mut line, &mut col);
                         break;
@@ -155,8 +181,11 @@ fn lex(text: &str) -> Result<Vec<Token>, SyntaxError> {
         } else if "{}[](),=:;*<>!?@#".contains(c) {
             advance(&mut i, &mut line, &mut col);
             Tok::Punct(c)
+        } else if c.is_alphanumeric() {
+            let message = format!("`{c}` cannot be part of a name: {NAME_RULE}");
+            return Err(SyntaxError { pos, code: "bad-name", message });
         } else {
-            return Err(SyntaxError { pos, message: format!("unexpected character `{c}`") });
+            return Err(SyntaxError { pos, code: "hlo-syntax", message: format!("unexpected character `{c}`") });
         };
         let end = if i < chars.len() { chars[i].0 } else { text.len() };
         tokens.push(Token { tok, pos, start, end, spaced });
@@ -174,6 +203,8 @@ const NOISE_ATTRS: &[&str] = &["metadata", "frontend_attributes", "backend_confi
 pub struct Module {
     pub name: Option<String>,
     pub computations: Vec<Computation>,
+    /// `entry_computation_layout={(...)->...}` of the header, layouts dropped.
+    pub entry_layout: Option<EntryLayout>,
 }
 
 #[derive(Debug, Clone)]
@@ -182,6 +213,26 @@ pub struct Computation {
     pub pos: Pos,
     pub entry: bool,
     pub instrs: Vec<Instr>,
+    /// `(x: bf16[], y: bf16[]) -> bf16[]` when written after the name.
+    pub signature: Option<Signature>,
+}
+
+/// A computation's written signature: each parameter's name (without `%`), its position and
+/// type; `pos` is the `(`'s.
+#[derive(Debug, Clone)]
+pub struct Signature {
+    pub params: Vec<(String, Pos, TypeAst)>,
+    pub result: TypeAst,
+    pub pos: Pos,
+}
+
+/// The module header's `entry_computation_layout`: parameter and result types of the ENTRY
+/// computation; `pos` is the parameter list's `(`.
+#[derive(Debug, Clone)]
+pub struct EntryLayout {
+    pub params: Vec<TypeAst>,
+    pub result: TypeAst,
+    pub pos: Pos,
 }
 
 #[derive(Debug, Clone)]
@@ -216,7 +267,8 @@ impl fmt::Display for TypeAst {
 /// An operand reference or, for `constant` and `parameter`, the literal between the parens.
 #[derive(Debug, Clone)]
 pub enum Arg {
-    Operand { name: String, pos: Pos },
+    /// `pos` is where the operand starts: its written type (`bf16[64] %x`) or its name.
+    Operand { name: String, pos: Pos, declared: Option<TypeAst> },
     Literal(Value),
 }
 
@@ -316,7 +368,7 @@ impl<'a> Parser<'a> {
     }
 
     fn error<T>(&self, pos: Pos, message: impl Into<String>) -> PResult<T> {
-        Err(SyntaxError { pos, message: message.into() })
+        Err(SyntaxError { pos, code: "hlo-syntax", message: message.into() })
     }
 
     fn is_punct(&self, c: char) -> bool {
@@ -339,15 +391,42 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A word that must be a name; refused at its first character that cannot be part of one.
+    fn expect_name(&mut self, context: &str) -> PResult<(String, Pos)> {
+        let (word, pos) = self.expect_word(context)?;
+        // A number where a name belongs is a misplaced literal, not a misspelt name.
+        if word.parse::<f64>().is_ok() {
+            return self.error(pos, format!("expected {context}, found `{word}`"));
+        }
+        match name_fault(&word) {
+            None => Ok((word, pos)),
+            Some(offset) => {
+                let col = pos.col + word[..offset].chars().count();
+                let message = format!("`{word}` is not a name: {NAME_RULE}");
+                Err(SyntaxError { pos: Pos { line: pos.line, col }, code: "bad-name", message })
+            }
+        }
+    }
+
     fn module(&mut self) -> PResult<Module> {
         let mut name = None;
+        let mut entry_layout = None;
         if let Tok::Word(w) = &self.peek().tok {
             if w == "HloModule" {
                 self.next();
-                name = Some(strip_percent(&self.expect_word("a module name after `HloModule`")?.0));
+                name = Some(strip_percent(&self.expect_name("a module name after `HloModule`")?.0));
                 while self.is_punct(',') {
                     self.next();
-                    self.attribute()?;
+                    let is_layout = matches!(&self.peek().tok, Tok::Word(w) if w == "entry_computation_layout")
+                        && self.peek_at(1).tok == Tok::Punct('=');
+                    if is_layout {
+                        self.next();
+                        self.next();
+                        let layout = self.entry_layout().map_err(|e| SyntaxError { code: "entry-layout-syntax", ..e })?;
+                        entry_layout = Some(layout);
+                    } else {
+                        self.attribute()?;
+                    }
                 }
             }
         }
@@ -356,7 +435,59 @@ impl<'a> Parser<'a> {
         while self.peek().tok != Tok::Eof {
             computations.push(self.computation()?);
         }
-        Ok(Module { name, computations })
+        Ok(Module { name, computations, entry_layout })
+    }
+
+    /// `{(type, ...)->type}` after `entry_computation_layout=`.
+    fn entry_layout(&mut self) -> PResult<EntryLayout> {
+        const WANTED: &str = "entry_computation_layout reads {(type, ...)->type}";
+        self.expect_punct('{', &format!("to open the value: {WANTED}"))?;
+        let open = self.expect_punct('(', &format!("to open the parameter types: {WANTED}"))?;
+        let mut params = Vec::new();
+        while !self.is_punct(')') {
+            params.push(self.type_ast()?);
+            if self.is_punct(',') {
+                self.next();
+            } else if !self.is_punct(')') {
+                let n = self.peek();
+                return self.error(n.pos, format!("expected `,` or `)` in the parameter types: {WANTED}, found {}", describe(&n.tok)));
+            }
+        }
+        self.next();
+        if self.peek().tok != Tok::Arrow {
+            let n = self.peek();
+            return self.error(n.pos, format!("{WANTED}: expected `->` after the parameter types, found {}", describe(&n.tok)));
+        }
+        self.next();
+        let result = self.type_ast()?;
+        self.expect_punct('}', &format!("to close the value: {WANTED}"))?;
+        Ok(EntryLayout { params, result, pos: open.pos })
+    }
+
+    /// `(name: type, ...) -> type` after a computation's name.
+    fn signature(&mut self) -> PResult<Signature> {
+        let open = self.expect_punct('(', "to open the parameter list")?;
+        let mut params = Vec::new();
+        while !self.is_punct(')') {
+            let (name, pos) = self.expect_name("a parameter name")?;
+            self.expect_punct(':', &format!("after parameter name `{}`", strip_percent(&name)))?;
+            let ty = self.type_ast()?;
+            params.push((strip_percent(&name), pos, ty));
+            if self.is_punct(',') {
+                self.next();
+            } else if !self.is_punct(')') {
+                let n = self.peek();
+                return self.error(n.pos, format!("expected `,` or `)` in the parameter list, found {}", describe(&n.tok)));
+            }
+        }
+        self.next();
+        if self.peek().tok != Tok::Arrow {
+            let n = self.peek();
+            return self.error(n.pos, format!("expected `->` and the result type after the parameter list, found {}", describe(&n.tok)));
+        }
+        self.next();
+        let result = self.type_ast()?;
+        Ok(Signature { params, result, pos: open.pos })
     }
 
     /// Skips the source-location tables `as_text(debug_info=True)` prints before the
@@ -392,14 +523,8 @@ impl<'a> Parser<'a> {
             self.next();
             entry = true;
         }
-        let (name, pos) = self.expect_word("a computation name")?;
-        if self.is_punct('(') {
-            self.skip_balanced()?;
-            if self.peek().tok == Tok::Arrow {
-                self.next();
-                self.type_ast()?;
-            }
-        }
+        let (name, pos) = self.expect_name("a computation name")?;
+        let signature = if self.is_punct('(') { Some(self.signature()?) } else { None };
         self.expect_punct('{', &format!("to open computation `{}`", strip_percent(&name)))?;
         let mut instrs = Vec::new();
         while !self.is_punct('}') {
@@ -410,7 +535,7 @@ impl<'a> Parser<'a> {
             instrs.push(self.instruction()?);
         }
         self.next();
-        Ok(Computation { name: strip_percent(&name), pos, entry, instrs })
+        Ok(Computation { name: strip_percent(&name), pos, entry, instrs, signature })
     }
 
     /// Skips a parenthesised or braced group, nested groups included.
@@ -462,7 +587,8 @@ impl<'a> Parser<'a> {
         }
         let (dtype, pos) = self.expect_word("a type such as bf16[64,64]")?;
         if !self.is_punct('[') || self.peek().spaced {
-            return self.error(pos, format!("expected a type such as bf16[64,64], found `{dtype}`"));
+            // At what follows the element type, where its `[` was expected.
+            return self.error(self.peek().pos, format!("expected a type such as bf16[64,64], found `{dtype}`"));
         }
         self.next();
         let mut dims = Vec::new();
@@ -500,7 +626,7 @@ impl<'a> Parser<'a> {
             self.next();
             root = true;
         }
-        let (name, pos) = self.expect_word("an instruction name")?;
+        let (name, pos) = self.expect_name("an instruction name")?;
         self.expect_punct('=', &format!("after instruction name `{}`", strip_percent(&name)))?;
         let ty = self.type_ast()?;
         let (opcode, opcode_pos) = self.expect_word("an operator name")?;
@@ -549,11 +675,10 @@ impl<'a> Parser<'a> {
             || (matches!(self.peek().tok, Tok::Word(_))
                 && self.peek_at(1).tok == Tok::Punct('[')
                 && !self.peek_at(1).spaced);
-        if typed {
-            self.type_ast()?;
-        }
-        let (name, pos) = self.expect_word("an operand name")?;
-        Ok(Arg::Operand { name: strip_percent(&name), pos })
+        let pos = self.peek().pos;
+        let declared = if typed { Some(self.type_ast()?) } else { None };
+        let (name, _) = self.expect_name("an operand name")?;
+        Ok(Arg::Operand { name: strip_percent(&name), pos, declared })
     }
 
     fn attribute(&mut self) -> PResult<Attr> {
@@ -690,7 +815,9 @@ impl<'a> Parser<'a> {
 pub fn parse_module(text: &str) -> Result<Module, SyntaxError> {
     let toks = lex(text)?;
     let mut p = Parser { text, toks, at: 0 };
-    p.module()
+    let module = p.module()?;
+    crate::kernel_checks::check_module(&module)?;
+    Ok(module)
 }
 
 #[cfg(test)]
@@ -738,7 +865,7 @@ mod tests {
     #[test]
     fn parses_attributes_of_every_shape() {
         let m = parse_module(
-            "HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\
+            "HloModule m, entry_computation_layout={(f32[4,4]{1,0})->f32[2,4]{1,0}}\n\
              ENTRY e {\n  p = f32[4,4]{1,0} parameter(0)\n  \
              s = f32[2,4] slice(p), slice={[0:2], [0:4:1]}, metadata={op_name=\"x\" source_line=3}\n  \
              ROOT c = f32[2,4] copy(s), backend_config=\"{}\"\n}\n",
@@ -754,6 +881,22 @@ mod tests {
         assert!(e.instrs[2].root);
         assert_eq!(s.text, "s = f32[2,4] slice(p), slice={[0:2], [0:4:1]}", "metadata is left out of the text");
         assert_eq!(e.instrs[2].text, "ROOT c = f32[2,4] copy(s)");
+    }
+
+    #[test]
+    fn names_are_what_xla_accepts() {
+        for name in ["a", "%a", "_x.1", "%get-tuple-element.3", "Arg_0.1"] {
+            assert_eq!(name_fault(name), None, "{name}");
+        }
+        for (word, at) in [("1a", 0), ("%1a", 0), ("%", 0), ("a$b", 1), ("%a$b", 2), ("-a", 0)] {
+            assert_eq!(name_fault(word), Some(at), "{word}");
+        }
+        let err = parse_module("HloModule m\nENTRY e {\n  a\u{e9} = f32[4] parameter(0)\n}\n").unwrap_err();
+        assert_eq!(err.pos, Pos { line: 3, col: 4 });
+        assert!(err.message.contains("cannot be part of a name"), "{}", err.message);
+        let err = parse_module("HloModule m\nENTRY e (a: f32[4]) {\n  ROOT a = f32[4] parameter(0)\n}\n").unwrap_err();
+        assert_eq!(err.pos, Pos { line: 2, col: 21 });
+        assert!(err.message.contains("expected `->`"), "{}", err.message);
     }
 
     #[test]

@@ -25,9 +25,9 @@
 //!   NaNs and signed zeros included; where the ISA has both kinds, extraction chooses by
 //!   instruction count like any other alternative.
 
-use crate::analysis::SelGraph;
+use crate::egraph::SelGraph;
 use crate::isa::Isa;
-use crate::lang::{DType, DotDims, Literal, Node, Op, Ty};
+use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::Term;
 use egg::Id;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,21 +52,20 @@ impl Identities {
     pub fn of(isa: &Isa) -> Identities {
         let mut out = Identities::default();
         for instr in &isa.instructions {
-            let dtypes: BTreeMap<&str, &str> =
-                instr.semantics.iter().map(|op| (op.name.as_str(), op.dtype.as_str())).collect();
+            let dtypes: BTreeMap<&str, DType> = instr.semantics.iter().map(|op| (op.name.as_str(), op.dtype)).collect();
             for op in &instr.semantics {
-                let Some(dtype) = DType::parse(&op.dtype) else { continue };
-                let same = !op.operands.is_empty()
-                    && op.operands.iter().all(|o| dtypes.get(o.as_str()) == Some(&op.dtype.as_str()));
+                let dtype = op.dtype;
+                let same =
+                    !op.operands.is_empty() && op.operands.iter().all(|o| dtypes.get(o.as_str()) == Some(&dtype));
                 if !same {
                     continue;
                 }
-                let set = match op.op.as_str() {
-                    "dot" => &mut out.dot,
-                    "multiply" => &mut out.multiply,
-                    "add" => &mut out.add,
-                    "maximum" => &mut out.maximum,
-                    "minimum" => &mut out.minimum,
+                let set = match op.op {
+                    OpCode::Dot => &mut out.dot,
+                    OpCode::Multiply => &mut out.multiply,
+                    OpCode::Add => &mut out.add,
+                    OpCode::Maximum => &mut out.maximum,
+                    OpCode::Minimum => &mut out.minimum,
                     _ => continue,
                 };
                 set.insert(dtype);
@@ -287,7 +286,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::TypeAnalysis;
+    use crate::egraph::TypeAnalysis;
     use crate::rewrites::{apply, search, RuleSet};
 
     fn rules(ops: &[&str]) -> RuleSet {

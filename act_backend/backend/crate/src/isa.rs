@@ -1,6 +1,7 @@
 //! The ISA table (`act-isa-table/1`): buffers, instructions and their semantics, as written by
 //! the Python generator, plus the integer expressions its shapes and slices are made of.
 
+use crate::lang::{DType, OpCode};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -8,7 +9,7 @@ use std::fmt;
 pub const FORMAT: &str = "act-isa-table/1";
 
 /// The table of one accelerator.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Isa {
     pub format: String,
     pub name: String,
@@ -23,7 +24,8 @@ pub struct Buffer {
     pub name: String,
     pub access_dims: Vec<Option<i64>>,
     pub unit_dims: Vec<i64>,
-    pub dtype: String,
+    #[serde(deserialize_with = "element_type")]
+    pub dtype: DType,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -48,8 +50,11 @@ pub struct Slice {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Op {
     pub name: String,
-    pub op: String,
-    pub dtype: String,
+    /// The operator, one TAIDL semantics may use (the vocabulary's `semantics` column).
+    #[serde(deserialize_with = "semantics_operator")]
+    pub op: OpCode,
+    #[serde(deserialize_with = "element_type")]
+    pub dtype: DType,
     pub shape: Vec<Expr>,
     pub operands: Vec<String>,
     #[serde(default)]
@@ -95,6 +100,16 @@ impl fmt::Display for ExprError {
     }
 }
 
+/// Division rounding toward negative infinity, as Python's `//` and the table's `/` do.
+pub fn floor_div(x: i64, y: i64) -> i64 {
+    let q = x / y;
+    if x % y != 0 && ((x < 0) != (y < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
 impl Expr {
     /// Evaluates with every attribute it mentions bound in `env`.
     pub fn eval(&self, env: &BTreeMap<String, i64>) -> Result<i64, ExprError> {
@@ -112,14 +127,14 @@ impl Expr {
                 if y == 0 {
                     return Err(ExprError::DivisionByZero);
                 }
-                x.div_euclid(y)
+                floor_div(x, y)
             }
             Expr::Rem(a, b) => {
                 let (x, y) = bin(a, b)?;
                 if y == 0 {
                     return Err(ExprError::DivisionByZero);
                 }
-                x.rem_euclid(y)
+                x - y * floor_div(x, y)
             }
             Expr::Neg(a) => -a.eval(env)?,
         })
@@ -147,7 +162,22 @@ impl Expr {
                     return Err(ExprError::NotAffine(self.to_string()));
                 }
             }
-            Expr::Div(_, _) | Expr::Rem(_, _) => match self.eval(env) {
+            Expr::Div(a, b) => {
+                let (x, y) = (a.affine(env)?, b.affine(env)?);
+                match y.as_constant() {
+                    Some(0) => return Err(ExprError::DivisionByZero),
+                    // An affine form every coefficient of which the divisor divides.
+                    Some(k) if x.constant % k == 0 && x.terms.values().all(|c| c % k == 0) => {
+                        Affine { constant: x.constant / k, terms: x.terms.iter().map(|(n, c)| (n.clone(), c / k)).collect() }
+                    }
+                    _ => match self.eval(env) {
+                        Ok(v) => Affine::constant(v),
+                        Err(ExprError::Unbound(_)) => return Err(ExprError::NotAffine(self.to_string())),
+                        Err(e) => return Err(e),
+                    },
+                }
+            }
+            Expr::Rem(_, _) => match self.eval(env) {
                 Ok(v) => Affine::constant(v),
                 Err(ExprError::Unbound(_)) => return Err(ExprError::NotAffine(self.to_string())),
                 Err(e) => return Err(e),
@@ -263,22 +293,120 @@ impl Expr {
     }
 }
 
-impl Isa {
-    /// Parses and checks an ISA table.
-    pub fn from_json(text: &str) -> Result<Isa, String> {
-        let isa: Isa = serde_json::from_str(text).map_err(|e| format!("ISA table: {e}"))?;
-        if isa.format != FORMAT {
-            return Err(format!("ISA table: format {:?}, expected {FORMAT:?}", isa.format));
+/// Why an ISA table cannot be used; every error about one instruction names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    /// Not JSON, or not the shape of a table (outside any instruction).
+    Malformed(String),
+    /// The `format` field is not [`FORMAT`].
+    Format(String),
+    /// The table has no HBM buffer (`d0`, unbounded).
+    NoHbm,
+    /// A buffer declaration the crate cannot use.
+    Buffer { buffer: String, message: String },
+    /// An instruction entry does not decode (a missing field, a bad expression).
+    Instruction { instruction: String, message: String },
+    /// An instruction names a buffer the table does not declare.
+    UnknownBuffer { instruction: String, buffer: String },
+    /// An instruction decodes but selection cannot use it (its semantics cannot become a
+    /// pattern, or an attribute cannot be determined).
+    Unusable { instruction: String, reason: String },
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableError::Malformed(m) => write!(f, "ISA table: {m}"),
+            TableError::Format(found) => {
+                write!(f, "ISA table: format {found:?}, expected {FORMAT:?}")
+            }
+            TableError::NoHbm => write!(f, "ISA table: no HBM buffer (d0)"),
+            TableError::Buffer { buffer, message } => {
+                write!(f, "ISA table: buffer {buffer}: {message}")
+            }
+            TableError::Instruction { instruction, message } => {
+                write!(f, "ISA table: instruction {instruction}: {message}")
+            }
+            TableError::UnknownBuffer { instruction, buffer } => {
+                write!(f, "ISA table: instruction {instruction} uses unknown buffer {buffer}")
+            }
+            TableError::Unusable { instruction, reason } => write!(
+                f,
+                "ISA table: instruction {instruction} cannot be used for selection: {reason}"
+            ),
         }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// The table's outer shape; buffers and instructions are decoded one by one so that an error
+/// names its buffer or instruction.
+#[derive(Deserialize)]
+struct RawTable {
+    format: String,
+    name: String,
+    buffers: Vec<serde_json::Value>,
+    instructions: Vec<serde_json::Value>,
+}
+
+/// The name field of a table entry, for messages about an entry that does not decode.
+fn entry_name(value: &serde_json::Value, k: usize) -> String {
+    value.get("name").and_then(serde_json::Value::as_str).map_or_else(|| format!("#{k}"), str::to_string)
+}
+
+fn element_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DType, D::Error> {
+    let name = String::deserialize(d)?;
+    DType::parse(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown element type {name}")))
+}
+
+fn semantics_operator<'de, D: serde::Deserializer<'de>>(d: D) -> Result<OpCode, D::Error> {
+    let name = String::deserialize(d)?;
+    match OpCode::parse(&name) {
+        Some(code) if code.info().semantics => Ok(code),
+        Some(_) => Err(serde::de::Error::custom(format!("operator {name} is not one TAIDL semantics may use"))),
+        None => Err(serde::de::Error::custom(format!("unknown operator {name}"))),
+    }
+}
+
+impl Isa {
+    /// Decodes and checks an ISA table: its format, every instruction's fields and
+    /// expressions, the buffers they name, and that there is an HBM buffer.
+    pub fn from_json(text: &str) -> Result<Isa, TableError> {
+        let raw: RawTable =
+            serde_json::from_str(text).map_err(|e| TableError::Malformed(e.to_string()))?;
+        if raw.format != FORMAT {
+            return Err(TableError::Format(raw.format));
+        }
+        let mut buffers = Vec::with_capacity(raw.buffers.len());
+        for (k, value) in raw.buffers.into_iter().enumerate() {
+            let name = entry_name(&value, k);
+            let buffer = Buffer::deserialize(value)
+                .map_err(|e| TableError::Buffer { buffer: name, message: e.to_string() })?;
+            buffers.push(buffer);
+        }
+        let mut instructions = Vec::with_capacity(raw.instructions.len());
+        for (k, value) in raw.instructions.into_iter().enumerate() {
+            let name = entry_name(&value, k);
+            let instr = Instruction::deserialize(value).map_err(|e| TableError::Instruction {
+                instruction: name,
+                message: e.to_string(),
+            })?;
+            instructions.push(instr);
+        }
+        let isa = Isa { format: raw.format, name: raw.name, buffers, instructions };
         for instr in &isa.instructions {
             for slice in instr.inputs.iter().chain(&instr.outputs) {
                 if isa.buffer_index(&slice.buffer).is_none() {
-                    return Err(format!(
-                        "ISA table: instruction {} uses unknown buffer {}",
-                        instr.name, slice.buffer
-                    ));
+                    return Err(TableError::UnknownBuffer {
+                        instruction: instr.name.clone(),
+                        buffer: slice.buffer.clone(),
+                    });
                 }
             }
+        }
+        if !isa.buffers.iter().any(Buffer::is_hbm) {
+            return Err(TableError::NoHbm);
         }
         Ok(isa)
     }

@@ -8,10 +8,16 @@
 //! and a value the semantics use twice must bind the same class both times. The equations are
 //! solved for the computational attributes (`solve.rs`), and every slice the instruction
 //! touches must then be non-empty, fit its buffer, and hold exactly its value's bytes.
+//!
+//! A computational attribute that no shape or attribute of the semantics mentions cannot be
+//! determined by a match; it does not change what the instruction computes, so it is free and
+//! every match sets it to 0 (the smallest value: the table has no attribute constraints).
+//! Every instruction must become a pattern: one that cannot is a [`TableError`], never a
+//! silent omission.
 
-use crate::analysis::SelGraph;
-use crate::isa::{Expr, Isa};
-use crate::lang::{DType, Node, Op, Reducer, Ty};
+use crate::egraph::SelGraph;
+use crate::isa::{Expr, Isa, TableError};
+use crate::lang::{DType, Node, Op, OpCode, Reducer, Ty};
 use crate::solve::{self, Equation};
 use egg::Id;
 use serde_json::Value as Json;
@@ -56,15 +62,32 @@ pub struct Pattern {
     params: Vec<usize>,
     /// `c.<attr>` in `comp_attrs` order.
     unknowns: Vec<String>,
+    /// The unknowns the semantics mention, which a match must determine.
+    determined: Vec<String>,
+    /// The unknowns the semantics do not mention: set to [`FREE_VALUE`] by every match.
+    free: Vec<String>,
 }
 
-/// The patterns of an ISA, the operators its semantics use, and the instructions left out.
+/// The value a free computational attribute takes.
+pub const FREE_VALUE: i64 = 0;
+
+/// A computational attribute no shape or attribute of its instruction's semantics uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FreeAttribute {
+    pub instr: usize,
+    pub instruction: String,
+    /// The attribute's name, without the `c.` prefix.
+    pub attribute: String,
+    pub value: i64,
+}
+
+/// The patterns of an ISA (one per instruction, in table order), the operators its
+/// semantics use, and the free attributes.
 #[derive(Debug, Clone)]
 pub struct Patterns {
     pub list: Vec<Pattern>,
-    pub ops: BTreeSet<String>,
-    /// `instruction: reason` for each instruction no pattern could be made of.
-    pub skipped: Vec<String>,
+    pub ops: BTreeSet<OpCode>,
+    pub free: Vec<FreeAttribute>,
 }
 
 fn json_expr(v: &Json) -> Result<Expr, String> {
@@ -103,43 +126,44 @@ fn flatten(v: &Json, out: &mut Vec<f64>) -> Result<(), String> {
     }
 }
 
-fn plain(op: &str) -> Option<Op> {
+/// The e-graph operator of a semantics operator that carries no attributes.
+fn plain(op: OpCode) -> Option<Op> {
     Some(match op {
-        "reshape" => Op::Reshape,
-        "bitcast_convert" => Op::BitcastConvert,
-        "convert" => Op::Convert,
-        "copy" => Op::Copy,
-        "exponential" | "exp" => Op::Exponential,
-        "add" => Op::Add,
-        "subtract" => Op::Subtract,
-        "multiply" => Op::Multiply,
-        "divide" => Op::Divide,
-        "maximum" => Op::Maximum,
-        "minimum" => Op::Minimum,
-        "xor" => Op::Xor,
-        "select_lt" => Op::SelectLt,
-        "select_eq_var" => Op::SelectEqVar,
-        "dynamic_update_slice" => Op::DynamicUpdateSlice,
+        OpCode::Reshape => Op::Reshape,
+        OpCode::BitcastConvert => Op::BitcastConvert,
+        OpCode::Convert => Op::Convert,
+        OpCode::Copy => Op::Copy,
+        OpCode::Exponential => Op::Exponential,
+        OpCode::Add => Op::Add,
+        OpCode::Subtract => Op::Subtract,
+        OpCode::Multiply => Op::Multiply,
+        OpCode::Divide => Op::Divide,
+        OpCode::Maximum => Op::Maximum,
+        OpCode::Minimum => Op::Minimum,
+        OpCode::Xor => Op::Xor,
+        OpCode::SelectLt => Op::SelectLt,
+        OpCode::SelectEqVar => Op::SelectEqVar,
+        OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
         _ => return None,
     })
 }
 
 fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
     let a = &op.attrs;
-    Ok(match op.op.as_str() {
-        "parameter" => PKind::Param,
-        "constant" => {
+    Ok(match op.op {
+        OpCode::Parameter => PKind::Param,
+        OpCode::Constant => {
             let mut values = Vec::new();
             flatten(a.get("value").ok_or("constant without a value")?, &mut values)?;
             PKind::Const(values)
         }
-        "transpose" => PKind::Transpose(json_exprs(a, "dimensions")?),
-        "broadcast" => PKind::Broadcast(json_exprs(a, "dimensions")?),
-        "concatenate" => match json_exprs(a, "dimensions")?.as_slice() {
+        OpCode::Transpose => PKind::Transpose(json_exprs(a, "dimensions")?),
+        OpCode::Broadcast => PKind::Broadcast(json_exprs(a, "dimensions")?),
+        OpCode::Concatenate => match json_exprs(a, "dimensions")?.as_slice() {
             [d] => PKind::Concat(d.clone()),
             _ => return Err("concatenate needs one dimension".into()),
         },
-        "slice" => {
+        OpCode::Slice => {
             let Some(Json::Array(ranges)) = a.get("slice") else { return Err("slice without ranges".into()) };
             let mut out = Vec::new();
             for r in ranges {
@@ -157,18 +181,18 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
             }
             PKind::Slice(out)
         }
-        "dot" => PKind::Dot([
+        OpCode::Dot => PKind::Dot([
             json_exprs(a, "lhs_contracting_dims")?,
             json_exprs(a, "rhs_contracting_dims")?,
             json_exprs(a, "lhs_batch_dims")?,
             json_exprs(a, "rhs_batch_dims")?,
         ]),
-        "reduce" | "reduce_add" => {
+        OpCode::Reduce | OpCode::ReduceAdd => {
             let name = a.get("computation").and_then(Json::as_str).unwrap_or("add");
             let reducer =
                 Reducer::from_table_name(name).ok_or_else(|| format!("unknown reduce computation {name:?}"))?;
             let dims = json_exprs(a, "dimensions")?;
-            if op.op == "reduce_add" {
+            if op.op == OpCode::ReduceAdd {
                 if reducer != Reducer::Add {
                     return Err(format!("reduce_add with computation {name:?}"));
                 }
@@ -179,10 +203,9 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
         }
         other => match plain(other) {
             Some(op) => PKind::Plain(op),
-            // Another HLO operator without attributes (tanh, negate, sqrt...) matches the
-            // kernel's operator of that name, which the kernel keeps opaque.
-            None if a.is_empty() => PKind::Plain(Op::Other { name: other.replace('_', "-"), attrs: String::new() }),
-            None => return Err(format!("operator {other:?} with attributes is not supported in semantics")),
+            // The table decodes only operators TAIDL semantics may use; one the vocabulary
+            // gains before selection learns it is named here.
+            None => return Err(format!("selection has no pattern for the semantics operator {}", other.name())),
         },
     })
 }
@@ -198,7 +221,7 @@ pub fn instantiate(op: &crate::isa::Op, env: &BTreeMap<String, i64>) -> Result<(
             })
             .collect()
     };
-    let dtype = DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+    let dtype = op.dtype;
     let shape = op.shape.iter().map(ev).collect::<Result<Vec<i64>, String>>()?;
     let concrete = match kind_of(op)? {
         PKind::Param => {
@@ -228,6 +251,19 @@ fn mentions_addressing(e: &Expr) -> bool {
     e.attrs().iter().any(|a| !a.starts_with("c."))
 }
 
+/// The attribute expressions of a pattern node's operator.
+fn kind_exprs(kind: &PKind) -> Vec<&Expr> {
+    match kind {
+        PKind::Param | PKind::Const(_) | PKind::Plain(_) => Vec::new(),
+        PKind::Transpose(es) | PKind::Broadcast(es) | PKind::ReduceAdd(es) | PKind::Reduce(es, _) => {
+            es.iter().collect()
+        }
+        PKind::Concat(e) => vec![e],
+        PKind::Slice(ranges) => ranges.iter().flatten().collect(),
+        PKind::Dot(dims) => dims.iter().flatten().collect(),
+    }
+}
+
 impl Pattern {
     fn compile(isa: &Isa, index: usize) -> Result<Pattern, String> {
         let instr = &isa.instructions[index];
@@ -239,8 +275,7 @@ impl Pattern {
         let mut param_of: BTreeMap<usize, usize> = BTreeMap::new();
         for op in &instr.semantics {
             let mut kind = kind_of(op).map_err(|e| format!("`{}`: {e}", op.name))?;
-            let dtype =
-                DType::parse(&op.dtype).ok_or_else(|| format!("`{}`: unknown element type {}", op.name, op.dtype))?;
+            let dtype = op.dtype;
             let mut operands = op
                 .operands
                 .iter()
@@ -294,6 +329,31 @@ impl Pattern {
             }
             k += 1;
         }
+        // Attributes a match can determine: those the shapes and attributes mention.
+        let mentioned: BTreeSet<String> = ops
+            .iter()
+            .flat_map(|o| o.shape.iter().chain(kind_exprs(&o.kind)))
+            .flat_map(Expr::attrs)
+            .collect();
+        let unknowns: Vec<String> = instr.comp_attrs.iter().map(|a| format!("c.{a}")).collect();
+        let (determined, free): (Vec<String>, Vec<String>) =
+            unknowns.iter().cloned().partition(|u| mentioned.contains(u));
+        for (what, slice) in instr
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("input slice {i}"), s))
+            .chain(std::iter::once(("the output slice".to_string(), &instr.outputs[0])))
+        {
+            let sized_by: Vec<String> = slice.size.iter().flat_map(Expr::attrs).collect();
+            if let Some(a) = free.iter().find(|f| sized_by.contains(f)) {
+                return Err(format!(
+                    "computational attribute `{}` sizes {what} but no shape or attribute of the \
+                     semantics uses it, so no match can determine it",
+                    &a[2..]
+                ));
+            }
+        }
         let mut params = Vec::new();
         for i in 0..instr.inputs.len() {
             match param_of.get(&i) {
@@ -312,33 +372,38 @@ impl Pattern {
             root,
             order,
             params,
-            unknowns: instr.comp_attrs.iter().map(|a| format!("c.{a}")).collect(),
+            unknowns,
+            determined,
+            free,
         })
     }
 }
 
 impl Patterns {
-    /// The patterns of every instruction of `isa`.
-    pub fn compile(isa: &Isa) -> Patterns {
+    /// The patterns of every instruction of `isa`; an instruction that cannot become one is
+    /// an error naming it.
+    pub fn compile(isa: &Isa) -> Result<Patterns, TableError> {
         let mut list = Vec::new();
         let mut ops = BTreeSet::new();
-        let mut skipped = Vec::new();
+        let mut free = Vec::new();
         for (index, instr) in isa.instructions.iter().enumerate() {
-            match Pattern::compile(isa, index) {
-                Ok(p) => {
-                    ops.extend(instr.semantics.iter().map(|o| {
-                        if o.op == "exp" {
-                            "exponential".to_string()
-                        } else {
-                            o.op.clone()
-                        }
-                    }));
-                    list.push(p);
-                }
-                Err(reason) => skipped.push(format!("{}: {reason}", instr.name)),
-            }
+            let pattern = Pattern::compile(isa, index)
+                .map_err(|reason| TableError::Unusable { instruction: instr.name.clone(), reason })?;
+            ops.extend(
+                instr
+                    .semantics
+                    .iter()
+                    .map(|o| o.op),
+            );
+            free.extend(pattern.free.iter().map(|u| FreeAttribute {
+                instr: index,
+                instruction: instr.name.clone(),
+                attribute: u["c.".len()..].to_string(),
+                value: FREE_VALUE,
+            }));
+            list.push(pattern);
         }
-        Patterns { list, ops, skipped }
+        Ok(Patterns { list, ops, free })
     }
 }
 
@@ -457,7 +522,8 @@ impl<'a> Search<'a> {
     }
 
     fn finish(&mut self) {
-        let Ok(env) = solve::solve(&self.eqs, &self.pat.unknowns) else { return };
+        let Ok(mut env) = solve::solve(&self.eqs, &self.pat.determined) else { return };
+        env.extend(self.pat.free.iter().map(|u| (u.clone(), FREE_VALUE)));
         let instr = &self.isa.instructions[self.pat.instr];
         let class_of = |p: usize| self.bind[p].expect("every pattern node is bound");
         let values: Vec<Id> = self.pat.params.iter().map(|&p| class_of(p)).collect();
@@ -489,7 +555,7 @@ pub fn slice_bytes(isa: &Isa, slice: &crate::isa::Slice, env: &BTreeMap<String, 
         }
         count = count.checked_mul(v)?;
     }
-    Some(count * i64::from(DType::parse(&buffer.dtype)?.bytes()))
+    Some(count * i64::from(buffer.dtype.bytes()))
 }
 
 /// Evaluated sizes of a slice (`None` as in [`slice_bytes`]).

@@ -5,39 +5,17 @@
 //! name their computation (add, max, min, mul), `exp` is `exponential`, and
 //! `select(compare(a, b, direction), t, f)` becomes `select_lt` / `select_eq_var` where that is
 //! exact.
+//!
+//! The other computations are read and checked too, and every refusal carries the stable code
+//! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
+//! the conformance corpus (`tests/conformance/`) holds both front ends to one verdict.
 
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
-use crate::infer;
+use crate::infer::{self, Site};
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
 use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
 use std::collections::HashMap;
 use std::fmt;
-
-/// A tensor type as the driver sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TensorTy {
-    pub dtype: String,
-    pub shape: Vec<i64>,
-}
-
-impl TensorTy {
-    pub fn from_ty(ty: &Ty) -> TensorTy {
-        TensorTy { dtype: ty.dtype.name().to_string(), shape: ty.shape.clone() }
-    }
-
-    /// Bytes the tensor occupies in HBM.
-    pub fn bytes(&self) -> u64 {
-        let width = DType::parse(&self.dtype).map_or(1, DType::bytes);
-        self.shape.iter().map(|&d| d as u64).product::<u64>() * u64::from(width)
-    }
-}
-
-impl fmt::Display for TensorTy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dims: Vec<String> = self.shape.iter().map(i64::to_string).collect();
-        write!(f, "{}[{}]", self.dtype, dims.join(","))
-    }
-}
 
 /// One operation of the kernel.
 #[derive(Debug, Clone)]
@@ -57,8 +35,8 @@ pub struct KernelNode {
 pub struct Kernel {
     pub name: String,
     pub file: String,
-    pub params: Vec<TensorTy>,
-    pub output: TensorTy,
+    pub params: Vec<Ty>,
+    pub output: Ty,
     pub nodes: Vec<KernelNode>,
     /// Node of parameter `i`.
     pub param_nodes: Vec<usize>,
@@ -74,13 +52,36 @@ pub enum KernelErrorKind {
     Unsupported,
 }
 
-/// A problem in a kernel file; `Display` is `file:line:col: message`.
+impl KernelErrorKind {
+    /// The kind of a stable error code (the table the conformance corpus's `kinds` records):
+    /// codes the crate uses alone (`unsupported-tuple`...) are refusals of what it does not
+    /// compile; any code not listed is a type error.
+    pub fn of_code(code: &str) -> KernelErrorKind {
+        match code {
+            "hlo-syntax" | "missing-attribute" | "missing-entry" | "duplicate-entry" | "duplicate-computation"
+            | "missing-root" | "duplicate-root" | "duplicate-instruction" | "duplicate-parameter"
+            | "missing-parameter" | "bad-name" | "entry-layout-syntax" | "entry-layout-mismatch"
+            | "duplicate-attribute" | "unknown-attribute" => KernelErrorKind::Syntax,
+            "unknown-operator" => KernelErrorKind::UnknownOperator,
+            "undefined-operand" | "unknown-computation" => KernelErrorKind::UndefinedOperand,
+            "unsupported-operator" | "unsupported-tuple" | "unsupported-reducer" | "unsupported-constant"
+            | "variadic-reduce" | "recursive-call" => KernelErrorKind::Unsupported,
+            _ => KernelErrorKind::Shape,
+        }
+    }
+}
+
+/// A problem in a kernel file; `Display` is `file:line:col: message`. `code` is the stable
+/// kebab-case id the Python checker reports the same problem under (`Problem.code`), or one of
+/// the crate's own refusals (`unsupported-tuple`, `unsupported-reducer`,
+/// `unsupported-constant`); `kind` is its coarse class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelError {
     pub file: String,
     pub line: usize,
     pub col: usize,
     pub kind: KernelErrorKind,
+    pub code: &'static str,
     pub message: String,
 }
 
@@ -98,14 +99,63 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
         file: file.to_string(),
         line: e.pos.line,
         col: e.pos.col,
-        kind: KernelErrorKind::Syntax,
+        kind: KernelErrorKind::of_code(e.code),
+        code: e.code,
         message: e.message,
     })?;
     let builder = Builder { file, computations: &module.computations };
     let entry = builder.entry()?;
+    // What the Python parser refuses while reading the text comes first, in text order.
+    for comp in &module.computations {
+        builder.decode(comp)?;
+    }
+    // Every computation is checked, in text order, as the Python checker checks them; what
+    // the crate would not compile in a computation the entry does not run directly (a tuple,
+    // a call) is refused where it is applied, or not at all when nothing applies it.
     let name = module.name.clone().unwrap_or_else(|| entry.name.clone());
-    builder.build(name, entry)
+    let mut kernel = None;
+    for comp in &module.computations {
+        if std::ptr::eq(comp, entry) {
+            kernel = Some(builder.build(name.clone(), comp)?);
+        } else if let Err(e) = builder.build(comp.name.clone(), comp) {
+            if e.kind != KernelErrorKind::Unsupported {
+                return Err(e);
+            }
+        }
+    }
+    Ok(kernel.expect("the entry is one of the computations"))
 }
+
+/// Where an argument is written.
+fn arg_pos(arg: &Arg) -> Pos {
+    match arg {
+        Arg::Operand { pos, .. } => *pos,
+        Arg::Literal(v) => v.pos(),
+    }
+}
+
+/// A literal's numbers are numbers (`1`, `-2.5e-3`, `inf`, `true`), nested in braces.
+fn literal_words(value: &Value) -> Result<(), (Pos, String)> {
+    match value {
+        Value::Word(w, p) => number_of(w).map(|_| ()).ok_or((*p, format!("expected a literal value, found `{w}`"))),
+        Value::List(items, _) => items.iter().try_for_each(literal_words),
+        other => Err((other.pos(), format!("expected a literal value, found `{other}`"))),
+    }
+}
+
+/// The element types a written type names, tuples included.
+fn element_types(ast: &TypeAst, out: &mut Vec<(String, Pos)>) {
+    match ast {
+        TypeAst::Tensor { dtype, pos, .. } => out.push((dtype.clone(), *pos)),
+        TypeAst::Tuple { elements, .. } => elements.iter().for_each(|e| element_types(e, out)),
+    }
+}
+
+/// Attributes whose values the Python parser decodes, on any operator: integer lists,
+/// integers, and comparison directions.
+const INT_LIST_ATTRIBUTES: &[&str] =
+    &["dimensions", "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims", "dynamic_slice_sizes"];
+const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index"];
 
 struct Builder<'a> {
     file: &'a str,
@@ -130,20 +180,32 @@ fn number_of(word: &str) -> Option<f64> {
 }
 
 impl<'a> Builder<'a> {
-    fn err<T>(&self, pos: Pos, kind: KernelErrorKind, message: impl Into<String>) -> Result<T, KernelError> {
-        Err(KernelError { file: self.file.to_string(), line: pos.line, col: pos.col, kind, message: message.into() })
+    fn err<T>(&self, pos: Pos, code: &'static str, message: impl Into<String>) -> Result<T, KernelError> {
+        Err(KernelError {
+            file: self.file.to_string(),
+            line: pos.line,
+            col: pos.col,
+            kind: KernelErrorKind::of_code(code),
+            code,
+            message: message.into(),
+        })
     }
 
     fn entry(&self) -> Result<&'a Computation, KernelError> {
         let entries: Vec<&Computation> = self.computations.iter().filter(|c| c.entry).collect();
         match entries.as_slice() {
             [one] => Ok(one),
+            // As the Python checker: the kernel's computation is named, never guessed.
             [] => match self.computations.last() {
-                Some(last) if self.computations.len() == 1 => Ok(last),
-                _ => self.err(Pos { line: 1, col: 1 }, KernelErrorKind::Syntax, "the module has no ENTRY computation"),
+                Some(last) => self.err(
+                    last.pos,
+                    "missing-entry",
+                    format!("no computation is marked ENTRY; write `ENTRY {}` for the kernel's computation", last.name),
+                ),
+                None => self.err(Pos { line: 1, col: 1 }, "missing-entry", "the module has no computation"),
             },
             [_, second, ..] => {
-                self.err(second.pos, KernelErrorKind::Syntax, "the module has more than one ENTRY computation")
+                self.err(second.pos, "duplicate-entry", "the module has more than one ENTRY computation")
             }
         }
     }
@@ -152,11 +214,11 @@ impl<'a> Builder<'a> {
         match ast {
             TypeAst::Tensor { dtype, dims, pos } => match DType::parse(dtype) {
                 Some(d) => Ok(Ty::new(d, dims.clone())),
-                None => self.err(*pos, KernelErrorKind::Unsupported, format!("unknown element type `{dtype}`")),
+                None => self.err(*pos, "hlo-syntax", format!("unknown element type `{dtype}`")),
             },
             TypeAst::Tuple { pos, .. } => self.err(
                 *pos,
-                KernelErrorKind::Unsupported,
+                "unsupported-tuple",
                 format!("{what} has the tuple type {ast}; only single tensors are supported"),
             ),
         }
@@ -167,38 +229,119 @@ impl<'a> Builder<'a> {
             if required {
                 return self.err(
                     instr.opcode_pos,
-                    KernelErrorKind::Syntax,
+                    "missing-attribute",
                     format!("`{}` needs the attribute {name}={{...}}", instr.opcode),
                 );
             }
             return Ok(Vec::new());
         };
-        let bad = || {
-            self.err(
-                attr.pos,
-                KernelErrorKind::Syntax,
+        // At the value that is not an integer, as the Python parser reports it.
+        let Value::List(items, _) = &attr.value else {
+            return self.err(
+                attr.value.pos(),
+                "hlo-syntax",
                 format!("{name} must be a list of integers such as {{1,0}}, found {}", attr.value),
-            )
+            );
         };
-        match &attr.value {
-            Value::List(items, _) => items
-                .iter()
-                .map(|v| match v {
-                    Value::Word(w, _) => int_of(w).ok_or(()),
-                    _ => Err(()),
-                })
-                .collect::<Result<Vec<i64>, ()>>()
-                .or_else(|_| bad()),
-            Value::Word(w, _) => int_of(w).map(|v| vec![v]).map_or_else(bad, Ok),
-            _ => bad(),
+        items
+            .iter()
+            .map(|v| {
+                let value = if let Value::Word(w, _) = v { int_of(w) } else { None };
+                value.map_or_else(
+                    || self.err(v.pos(), "hlo-syntax", format!("each entry of {name} must be an integer, found {v}")),
+                    Ok,
+                )
+            })
+            .collect()
+    }
+
+    /// The refusals of reading the text, over one computation: element types, parameter
+    /// indices, literals where an operand name belongs, attributes given twice, and the
+    /// values of the attributes with a meaning on any operator.
+    fn decode(&self, comp: &Computation) -> Result<(), KernelError> {
+        let known = |ast: &TypeAst| {
+            let mut types = Vec::new();
+            element_types(ast, &mut types);
+            match types.into_iter().find(|(d, _)| DType::parse(d).is_none()) {
+                Some((dtype, pos)) => self.err(pos, "hlo-syntax", format!("unknown element type `{dtype}`")),
+                None => Ok(()),
+            }
+        };
+        for instr in &comp.instrs {
+            known(&instr.ty)?;
+            if instr.opcode == "parameter" {
+                let index = match instr.args.as_slice() {
+                    [Arg::Literal(Value::Word(w, _))] => int_of(w).filter(|i| *i >= 0),
+                    _ => None,
+                };
+                if index.is_none() {
+                    let pos = instr.args.first().map_or(instr.opcode_pos, arg_pos);
+                    return self.err(pos, "hlo-syntax", format!("parameter `{}` needs its index, as in parameter(0)", instr.name));
+                }
+            }
+            if instr.opcode == "constant" {
+                match instr.args.as_slice() {
+                    [Arg::Literal(value)] => literal_words(value).or_else(|(pos, message)| self.err(pos, "hlo-syntax", message))?,
+                    args => {
+                        return self.err(
+                            args.get(1).map_or(instr.opcode_pos, arg_pos),
+                            "hlo-syntax",
+                            format!("constant `{}` takes one literal value, as in constant(0) or constant({{1, 2}})", instr.name),
+                        )
+                    }
+                }
+            }
+            for arg in &instr.args {
+                let Arg::Operand { name, pos, declared } = arg else { continue };
+                if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                    return self.err(
+                        *pos,
+                        "hlo-syntax",
+                        format!("expected an operand name in `{}`, found the literal {name} (only constant() takes a literal)", instr.name),
+                    );
+                }
+                if let Some(t) = declared {
+                    known(t)?;
+                }
+            }
+            for (k, attr) in instr.attrs.iter().enumerate() {
+                if instr.attrs[..k].iter().any(|a| a.name == attr.name) {
+                    return self.err(attr.pos, "hlo-syntax", format!("attribute `{}` is given twice in `{}`", attr.name, instr.name));
+                }
+                let name = attr.name.as_str();
+                if INT_LIST_ATTRIBUTES.contains(&name) {
+                    self.int_list(instr, name, false)?;
+                } else if INT_ATTRIBUTES.contains(&name) {
+                    self.decode_word(instr, name, &[])?;
+                } else if name == "direction" {
+                    self.decode_word(instr, name, COMPARISON_DIRECTIONS)?;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// A written attribute value that must be one of `allowed` (`direction`) or an integer
+    /// (`allowed` empty: `iota_dimension`); a syntax error at the value otherwise.
+    fn decode_word(&self, instr: &Instr, name: &str, allowed: &[&str]) -> Result<(), KernelError> {
+        let Some(attr) = instr.attr(name) else { return Ok(()) };
+        let ok = match &attr.value {
+            Value::Word(w, _) if allowed.is_empty() => int_of(w).is_some(),
+            Value::Word(w, _) => allowed.contains(&w.as_str()),
+            _ => false,
+        };
+        if ok {
+            return Ok(());
+        }
+        let wanted = if allowed.is_empty() { "an integer".to_string() } else { format!("one of {}", allowed.join(", ")) };
+        self.err(attr.value.pos(), "hlo-syntax", format!("attribute {name} expects {wanted}, found {}", attr.value))
     }
 
     fn dims(&self, instr: &Instr, name: &str, required: bool) -> Result<Vec<usize>, KernelError> {
         let v = self.int_list(instr, name, required)?;
         if let Some(neg) = v.iter().find(|&&d| d < 0) {
             let pos = instr.attr(name).map_or(instr.opcode_pos, |a| a.pos);
-            return self.err(pos, KernelErrorKind::Shape, format!("{name} has the negative dimension {neg}"));
+            return self.err(pos, "bad-attribute", format!("{name} has the negative dimension {neg}"));
         }
         Ok(v.into_iter().map(|d| d as usize).collect())
     }
@@ -207,14 +350,14 @@ impl<'a> Builder<'a> {
         let Some(attr) = instr.attr("slice") else {
             return self.err(
                 instr.opcode_pos,
-                KernelErrorKind::Syntax,
+                "missing-attribute",
                 "`slice` needs the attribute slice={[start:limit], ...}",
             );
         };
         let bad = || {
             self.err(
                 attr.pos,
-                KernelErrorKind::Syntax,
+                "hlo-syntax",
                 format!("slice must be a list of [start:limit(:stride)] ranges, found {}", attr.value),
             )
         };
@@ -234,43 +377,65 @@ impl<'a> Builder<'a> {
 
     fn literal(&self, instr: &Instr, ty: &Ty) -> Result<Literal, KernelError> {
         let Some(Arg::Literal(value)) = instr.args.first() else {
-            return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`constant` needs a literal, e.g. constant(0)");
+            return self.err(instr.opcode_pos, "hlo-syntax", "`constant` needs a literal, e.g. constant(0)");
         };
-        fn flatten(v: &Value, depth: usize, shape: &mut Vec<i64>, out: &mut Vec<f64>) -> Result<(), (Pos, String)> {
+        /// Row-major values, the length of each nesting level, and the depth of the numbers
+        /// (`None` when they are not all at one depth).
+        struct Flat {
+            values: Vec<f64>,
+            shape: Vec<i64>,
+            leaf_depth: Option<Option<usize>>,
+            even: bool,
+        }
+        fn flatten(v: &Value, depth: usize, flat: &mut Flat) -> Result<(), (Pos, String)> {
             match v {
-                Value::Word(w, p) => number_of(w).map(|x| out.push(x)).ok_or((*p, format!("`{w}` is not a number"))),
-                Value::List(items, p) => {
-                    if shape.len() <= depth {
-                        shape.push(items.len() as i64);
-                    } else if shape[depth] != items.len() as i64 {
-                        return Err((*p, "the literal's nested lists are ragged".into()));
+                Value::Word(w, p) => {
+                    let x = number_of(w).ok_or((*p, format!("`{w}` is not a number")))?;
+                    flat.values.push(x);
+                    flat.leaf_depth = match flat.leaf_depth {
+                        None => Some(Some(depth)),
+                        Some(d) if d == Some(depth) => Some(d),
+                        Some(_) => Some(None),
+                    };
+                    Ok(())
+                }
+                Value::List(items, _) => {
+                    if flat.shape.len() <= depth {
+                        flat.shape.push(items.len() as i64);
+                    } else if flat.shape[depth] != items.len() as i64 {
+                        flat.even = false;
                     }
-                    items.iter().try_for_each(|i| flatten(i, depth + 1, shape, out))
+                    items.iter().try_for_each(|i| flatten(i, depth + 1, flat))
                 }
                 other => Err((other.pos(), format!("`{other}` is not a literal"))),
             }
         }
-        let (mut shape, mut values) = (Vec::new(), Vec::new());
-        if let Err((pos, message)) = flatten(value, 0, &mut shape, &mut values) {
-            return self.err(pos, KernelErrorKind::Syntax, message);
+        let mut flat = Flat { values: Vec::new(), shape: Vec::new(), leaf_depth: None, even: true };
+        if let Err((pos, message)) = flatten(value, 0, &mut flat) {
+            return self.err(pos, "hlo-syntax", message);
         }
+        let one_depth = flat.leaf_depth.is_none_or(|d| d == Some(flat.shape.len()));
+        if !flat.even || !one_depth {
+            return self.err(value.pos(), "bad-attribute", "the literal's nested lists are ragged");
+        }
+        let Flat { values, shape, .. } = flat;
         let fits = if matches!(value, Value::List(..)) { shape == ty.shape } else { ty.shape.is_empty() };
         if !fits {
             return self.err(
                 value.pos(),
-                KernelErrorKind::Shape,
+                "bad-attribute",
                 format!("the literal {value} does not have the declared shape {ty}"),
             );
         }
         if ty.dtype.is_int() || ty.dtype == DType::Pred {
             if let Some(bad) = values.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
-                return self.err(value.pos(), KernelErrorKind::Shape, format!("{bad} is not a value of {}", ty.dtype));
+                return self.err(value.pos(), "bad-attribute", format!("{bad} is not a value of {}", ty.dtype));
             }
             // Literals are kept as f64: larger integers would no longer be told apart.
             if values.iter().any(|v| v.abs() >= 9007199254740992.0) {
                 return self.err(
                     value.pos(),
-                    KernelErrorKind::Unsupported,
+                    "unsupported-constant",
                     "integer constants of magnitude 2^53 or more are not supported",
                 );
             }
@@ -279,24 +444,21 @@ impl<'a> Builder<'a> {
     }
 
     /// The reducer a `to_apply` computation applies: a single add/maximum/minimum/multiply of
-    /// its two scalar parameters.
-    fn reducer(&self, instr: &Instr) -> Result<Reducer, KernelError> {
+    /// its two scalar parameters, which like its result have the init value's element type.
+    fn reducer(&self, instr: &Instr, dtype: DType) -> Result<Reducer, KernelError> {
         let Some(attr) = instr.attr("to_apply") else {
-            return self.err(instr.opcode_pos, KernelErrorKind::Syntax, "`reduce` needs to_apply=<computation>");
+            return self.err(instr.opcode_pos, "missing-attribute", "`reduce` needs to_apply=<computation>");
         };
         let name = attr.value.to_string();
         let name = name.strip_prefix('%').unwrap_or(&name);
-        let Some(comp) = self.computations.iter().find(|c| c.name == name) else {
-            return self.err(
-                attr.pos,
-                KernelErrorKind::UndefinedOperand,
-                format!("computation `{name}` is not defined"),
-            );
+        let Some(comp) = self.computations.iter().find(|c| c.name == name && !c.entry) else {
+            let what = if self.computations.iter().any(|c| c.name == name) { "is the ENTRY computation" } else { "is not defined" };
+            return self.err(attr.pos, "unknown-computation", format!("computation `{name}` {what}"));
         };
         let unsupported = || {
             self.err(
                 attr.pos,
-                KernelErrorKind::Unsupported,
+                "unsupported-reducer",
                 format!("reducer `{name}` must be a single add, maximum, minimum or multiply of its two parameters"),
             )
         };
@@ -327,8 +489,32 @@ impl<'a> Builder<'a> {
             })
             .collect();
         idx.sort_unstable();
-        if idx != [0, 1] || comp.instrs.len() != 3 {
+        if idx != [0, 1] || root.args.len() != 2 || comp.instrs.len() != 3 {
             return unsupported();
+        }
+        // The region's own instruction is typed first (it comes before its use in the text).
+        let param_tys = root
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Operand { name, .. } => comp.instrs.iter().find(|i| &i.name == name),
+                Arg::Literal(_) => None,
+            })
+            .map(|i| self.tensor_ty(&i.ty, "a reducer value"))
+            .collect::<Result<Vec<Ty>, KernelError>>()?;
+        let root_ty = self.tensor_ty(&root.ty, "a reducer value")?;
+        let root_op = Op::Other { name: root.opcode.clone(), attrs: String::new() };
+        if let Err(e) = infer::check(&root_op, &param_tys.iter().collect::<Vec<&Ty>>(), &root_ty) {
+            return self.type_err(root, e);
+        }
+        let scalar = Ty::new(dtype, Vec::new());
+        let typed = |i: &Instr| matches!(self.tensor_ty(&i.ty, "a reducer value"), Ok(t) if t == scalar);
+        if !comp.instrs.iter().all(typed) {
+            return self.err(
+                attr.pos,
+                "reducer-signature",
+                format!("reducer `{name}` must take two {scalar} parameters and return {scalar}"),
+            );
         }
         Ok(reducer)
     }
@@ -339,51 +525,102 @@ impl<'a> Builder<'a> {
         let later: HashMap<&str, Pos> = entry.instrs.iter().map(|i| (i.name.as_str(), i.pos)).collect();
         let mut params: Vec<Option<usize>> = Vec::new();
         let mut root = None;
+        // What is wrong with the computation as a whole is reported at its name, before its
+        // instructions, as the checker orders it.
+        let param_index = |i: &Instr| match (i.opcode.as_str(), i.args.as_slice()) {
+            ("parameter", [Arg::Literal(Value::Word(w, _))]) => int_of(w),
+            _ => None,
+        };
+        if entry.instrs.is_empty() {
+            return self.err(entry.pos, "missing-root", format!("computation `{}` has no instructions", entry.name));
+        }
+        if !entry.instrs.iter().any(|i| i.root) {
+            return self.err(
+                entry.pos,
+                "missing-root",
+                format!("computation `{}` has no ROOT instruction; mark the one whose value it returns", entry.name),
+            );
+        }
+        let mut indices: Vec<i64> = entry.instrs.iter().filter_map(param_index).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        if let Some(missing) = (0..indices.len() as i64).find(|k| indices.binary_search(k).is_err()) {
+            return self.err(entry.pos, "missing-parameter", format!("parameter({missing}) is missing"));
+        }
         for instr in &entry.instrs {
             if by_name.contains_key(&instr.name) {
-                return self.err(instr.pos, KernelErrorKind::Syntax, format!("`{}` is defined twice", instr.name));
+                return self.err(instr.pos, "duplicate-instruction", format!("`{}` is defined twice", instr.name));
             }
             let is_root = instr.root;
+            if matches!(instr.ty, TypeAst::Tuple { .. }) && OpCode::parse(&instr.opcode) == Some(OpCode::Reduce) {
+                return self.err(
+                    instr.ty.pos(),
+                    "variadic-reduce",
+                    format!("reduce `{}` is declared {}: a variadic reduce is not supported", instr.name, instr.ty),
+                );
+            }
             let ty = self.tensor_ty(&instr.ty, if is_root { "the kernel's output" } else { "a value" })?;
+            let code = self.opcode(instr)?;
             let mut operands = Vec::new();
             for arg in &instr.args {
-                if let Arg::Operand { name, pos } = arg {
+                if let Arg::Operand { name, pos, declared } = arg {
                     match by_name.get(name) {
-                        Some(&k) => operands.push(k),
+                        Some(&k) => {
+                            if let Some(written) = declared {
+                                let written = self.tensor_ty(written, "an operand")?;
+                                if written != nodes[k].ty {
+                                    return self.err(
+                                        *pos,
+                                        "operand-type-mismatch",
+                                        format!(
+                                            "operand {} of `{}` is written as {written}, but `{name}` is {}",
+                                            operands.len(),
+                                            instr.name,
+                                            nodes[k].ty
+                                        ),
+                                    );
+                                }
+                            }
+                            operands.push(k);
+                        }
                         None if later.contains_key(name.as_str()) => {
                             return self.err(
                                 *pos,
-                                KernelErrorKind::UndefinedOperand,
+                                "undefined-operand",
                                 format!("operand `{name}` is used before it is defined"),
                             )
                         }
                         None => {
                             return self.err(
                                 *pos,
-                                KernelErrorKind::UndefinedOperand,
+                                "undefined-operand",
                                 format!("operand `{name}` is not defined"),
                             )
                         }
                     }
                 }
             }
-            let (op, operands) = self.operator(instr, &ty, operands, &nodes)?;
+            let (op, operands) = self.operator(instr, code, &ty, operands, &nodes)?;
             let operand_tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
-            if let Err(message) = infer::check(&op, &operand_tys, &ty) {
-                return self.err(instr.opcode_pos, KernelErrorKind::Shape, format!("`{}`: {message}", instr.name));
+            if let Err(e) = infer::check(&op, &operand_tys, &ty) {
+                return self.type_err(instr, e);
             }
             if let Op::Parameter(i) = op {
                 if params.len() <= i {
                     params.resize(i + 1, None);
                 }
                 if params[i].is_some() {
-                    return self.err(instr.pos, KernelErrorKind::Syntax, format!("parameter {i} is declared twice"));
+                    let pos = match instr.args.first() {
+                        Some(Arg::Literal(v)) => v.pos(),
+                        _ => instr.pos,
+                    };
+                    return self.err(pos, "duplicate-parameter", format!("parameter {i} is declared twice"));
                 }
                 params[i] = Some(nodes.len());
             }
             if is_root {
                 if root.is_some() {
-                    return self.err(instr.pos, KernelErrorKind::Syntax, "more than one instruction is marked ROOT");
+                    return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
                 }
                 root = Some(nodes.len());
             }
@@ -398,44 +635,25 @@ impl<'a> Builder<'a> {
                 text: instr.text.clone(),
             });
         }
-        let root = match root.or_else(|| nodes.len().checked_sub(1)) {
-            Some(r) => r,
-            None => {
-                return self.err(
-                    entry.pos,
-                    KernelErrorKind::Syntax,
-                    format!("computation `{}` has no instructions", entry.name),
-                )
-            }
-        };
-        let param_nodes =
-            params.iter().enumerate().map(|(i, p)| p.ok_or(i)).collect::<Result<Vec<usize>, usize>>().or_else(
-                |missing| self.err(entry.pos, KernelErrorKind::Syntax, format!("parameter({missing}) is missing")),
-            )?;
+        let root = root.expect("a ROOT was found above");
+        let param_nodes = params.iter().map(|p| p.expect("no parameter index is missing, as checked above")).collect::<Vec<usize>>();
         Ok(Kernel {
             name,
             file: self.file.to_string(),
-            params: param_nodes.iter().map(|&k| TensorTy::from_ty(&nodes[k].ty)).collect(),
-            output: TensorTy::from_ty(&nodes[root].ty),
+            params: param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect(),
+            output: nodes[root].ty.clone(),
             nodes,
             param_nodes,
             root,
         })
     }
 
-    /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
-    /// zero init drops it; select of compare takes the compared values).
-    fn operator(
-        &self,
-        instr: &Instr,
-        ty: &Ty,
-        operands: Vec<usize>,
-        nodes: &[KernelNode],
-    ) -> Result<(Op, Vec<usize>), KernelError> {
+    /// The operator an instruction names, if kernels may use it.
+    fn opcode(&self, instr: &Instr) -> Result<OpCode, KernelError> {
         let Some(code) = OpCode::parse(&instr.opcode) else {
             return self.err(
                 instr.opcode_pos,
-                KernelErrorKind::UnknownOperator,
+                "unknown-operator",
                 format!("unknown operator `{}`", instr.opcode),
             );
         };
@@ -443,9 +661,57 @@ impl<'a> Builder<'a> {
         if !info.kernels || info.family == Family::Structural {
             return self.err(
                 instr.opcode_pos,
-                KernelErrorKind::Unsupported,
+                "unsupported-operator",
                 format!("`{}` is not supported in kernels: write the kernel as one computation over tensors", instr.opcode),
             );
+        }
+        Ok(code)
+    }
+
+    /// A type error of `instr`, at the part of the text it names, under its code.
+    fn type_err<T>(&self, instr: &Instr, e: infer::TypeError) -> Result<T, KernelError> {
+        let pos = match e.site {
+            Site::Opcode => instr.opcode_pos,
+            Site::Declared => instr.ty.pos(),
+            Site::Attr(name) => instr.attr(name).map_or(instr.opcode_pos, |a| a.pos),
+            Site::Operand(i) => instr
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Operand { pos, .. } => Some(*pos),
+                    Arg::Literal(_) => None,
+                })
+                .nth(i)
+                .unwrap_or(instr.opcode_pos),
+        };
+        self.err(pos, e.code, format!("`{}`: {}", instr.name, e.message))
+    }
+
+    /// Type-checks the instruction as written, before a normalisation changes its operands.
+    fn check_as_written(&self, instr: &Instr, op: &Op, operands: &[usize], nodes: &[KernelNode], ty: &Ty) -> Result<(), KernelError> {
+        let tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
+        infer::check(op, &tys, ty).or_else(|e| self.type_err(instr, e))
+    }
+
+    /// Decodes the operator and its attributes; may rewrite the operand list (reduce with a
+    /// zero init drops it; select of compare takes the compared values).
+    fn operator(
+        &self,
+        instr: &Instr,
+        code: OpCode,
+        ty: &Ty,
+        operands: Vec<usize>,
+        nodes: &[KernelNode],
+    ) -> Result<(Op, Vec<usize>), KernelError> {
+        // The operand count is checked before the attributes are read, as the checker does.
+        let fixed = match code {
+            OpCode::Transpose | OpCode::Broadcast | OpCode::Slice | OpCode::ReduceAdd => Some(1),
+            OpCode::Dot => Some(2),
+            _ => None,
+        };
+        if let Some(n) = fixed {
+            let tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
+            infer::arity(code.name(), &tys, n).or_else(|e| self.type_err(instr, e))?;
         }
         let op = match code {
             OpCode::Parameter => match instr.args.as_slice() {
@@ -454,8 +720,8 @@ impl<'a> Builder<'a> {
                 }
                 _ => {
                     return self.err(
-                        instr.opcode_pos,
-                        KernelErrorKind::Syntax,
+                        instr.args.first().map_or(instr.opcode_pos, arg_pos),
+                        "hlo-syntax",
                         "`parameter` needs its index, e.g. parameter(0)",
                     )
                 }
@@ -472,7 +738,7 @@ impl<'a> Builder<'a> {
                 let d = self.dims(instr, "dimensions", true)?;
                 if d.len() != 1 {
                     let pos = instr.attr("dimensions").map_or(instr.opcode_pos, |a| a.pos);
-                    return self.err(pos, KernelErrorKind::Shape, "concatenate takes exactly one dimension");
+                    return self.err(pos, "bad-attribute", "concatenate takes exactly one dimension");
                 }
                 Op::Concatenate(d[0])
             }
@@ -486,7 +752,7 @@ impl<'a> Builder<'a> {
                 if operands.len() != 2 {
                     return self.err(
                         instr.opcode_pos,
-                        KernelErrorKind::Unsupported,
+                        "variadic-reduce",
                         format!(
                             "a reduce of {} operands is not supported; reduce one tensor with one init value",
                             operands.len()
@@ -494,21 +760,18 @@ impl<'a> Builder<'a> {
                     );
                 }
                 let dims = self.dims(instr, "dimensions", true)?;
-                let reducer = self.reducer(instr)?;
+                // The operands are typed before the reducer is read, as the Python checker
+                // does; which reducer it is does not change the type.
+                let as_written = Op::Reduce { dims: dims.clone(), reducer: Reducer::Add };
+                self.check_as_written(instr, &as_written, &operands, nodes, ty)?;
+                let reducer = self.reducer(instr, nodes[operands[1]].ty.dtype)?;
+                let reduce = Op::Reduce { dims: dims.clone(), reducer };
                 let init_is_zero =
                     matches!(&nodes[operands[1]].op, Op::Constant(l) if l.splat().map(f64::to_bits) == Some(0));
                 if reducer == Reducer::Add && init_is_zero {
-                    let x = operands[0];
-                    if nodes[operands[1]].ty.dtype != nodes[x].ty.dtype {
-                        return self.err(
-                            instr.opcode_pos,
-                            KernelErrorKind::Shape,
-                            "the init value of a reduce must have the operand's element type",
-                        );
-                    }
-                    return Ok((Op::ReduceAdd(dims), vec![x]));
+                    return Ok((Op::ReduceAdd(dims), vec![operands[0]]));
                 }
-                Op::Reduce { dims, reducer }
+                reduce
             }
             OpCode::ReduceAdd => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
             OpCode::Exponential => Op::Exponential,
@@ -522,23 +785,21 @@ impl<'a> Builder<'a> {
             OpCode::SelectLt => Op::SelectLt,
             OpCode::SelectEqVar => Op::SelectEqVar,
             OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
+            OpCode::Compare => {
+                self.decode_word(instr, "direction", COMPARISON_DIRECTIONS)?;
+                self.opaque(instr)
+            }
+            OpCode::Iota => {
+                self.decode_word(instr, "iota_dimension", &[])?;
+                self.opaque(instr)
+            }
             OpCode::Select => {
+                let select = self.opaque(instr);
+                self.check_as_written(instr, &select, &operands, nodes, ty)?;
                 if let Some(sel) = select_of_compare(&operands, nodes, ty) {
                     return Ok(sel);
                 }
-                self.opaque(instr)
-            }
-            OpCode::Compare => {
-                let dir = instr.attr("direction").map(|a| a.value.to_string());
-                let ok = operands.len() == 2
-                    && nodes[operands[0]].ty == nodes[operands[1]].ty
-                    && ty.dtype == DType::Pred
-                    && ty.shape == nodes[operands[0]].ty.shape
-                    && dir.as_deref().is_some_and(|d| COMPARISON_DIRECTIONS.contains(&d));
-                if !ok {
-                    return self.err(instr.opcode_pos, KernelErrorKind::Shape, "compare takes two operands of one type, a direction (EQ NE LT LE GT GE) and gives pred of their shape");
-                }
-                self.opaque(instr)
+                select
             }
             // Operators no instruction semantics can contain (tanh, log...): kept by name so that
             // selection can say which one found no instruction.
@@ -605,7 +866,7 @@ mod tests {
     fn reduce_with_zero_init_and_add_is_reduce_add() {
         let k = parse_kernel(SMALL, "small.hlo").unwrap();
         assert_eq!(k.name, "small");
-        assert_eq!(k.params, vec![TensorTy { dtype: "f32".into(), shape: vec![4, 8] }]);
+        assert_eq!(k.params, vec![Ty::new(DType::F32, vec![4, 8])]);
         let r = k.nodes.iter().find(|n| n.name == "r").unwrap();
         assert_eq!(r.op, Op::ReduceAdd(vec![1]));
         assert_eq!(r.operands.len(), 1);
@@ -630,7 +891,7 @@ mod tests {
         let e = error_of("HloModule m\nENTRY e {\n  p = f32[4,2] parameter(0)\n  ROOT q = f32[4,2] transpose(p), dimensions={1,0}\n}\n");
         assert_eq!(e.kind, KernelErrorKind::Shape);
         assert!(
-            e.to_string().starts_with("k.hlo:4:21: `q`: declared type f32[4,2] but transpose produces f32[2,4]"),
+            e.to_string().starts_with("k.hlo:4:12: `q`: declared type f32[4,2] but transpose produces f32[2,4]"),
             "{e}"
         );
         let e =
@@ -654,7 +915,9 @@ mod tests {
         assert!(matches!(&k.nodes[1].op, Op::Constant(l) if l.splat() == Some(1.0)));
         let ragged =
             parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2,2] constant({ {1, 2}, {3} })\n}\n", "m.hlo");
-        assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:40: the literal's nested lists are ragged");
+        assert_eq!(ragged.unwrap_err().to_string(), "m.hlo:3:30: the literal's nested lists are ragged");
+        let mixed = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[2] constant({1, {2}})\n}\n", "m.hlo");
+        assert_eq!(mixed.unwrap_err().code, "bad-attribute");
         let wrong = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = f32[3] constant({1, 2})\n}\n", "m.hlo");
         assert_eq!(wrong.unwrap_err().kind, KernelErrorKind::Shape);
         let huge = parse_kernel("HloModule m\nENTRY e {\n  ROOT a = s64[] constant(9007199254740993)\n}\n", "m.hlo");

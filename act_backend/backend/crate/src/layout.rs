@@ -2,43 +2,8 @@
 //! inputs and output sit in HBM (inputs packed in parameter order from address 0, the output
 //! right after them).
 
+use crate::lang::Ty;
 use std::fmt;
-
-/// An element type of XLA HLO: its name, size in bytes, and `jax.numpy` spelling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ElementType {
-    pub name: &'static str,
-    pub bytes: i64,
-    pub jnp: &'static str,
-}
-
-const ELEMENT_TYPES: &[ElementType] = &[
-    ElementType { name: "pred", bytes: 1, jnp: "bool_" },
-    ElementType { name: "s8", bytes: 1, jnp: "int8" },
-    ElementType { name: "s16", bytes: 2, jnp: "int16" },
-    ElementType { name: "s32", bytes: 4, jnp: "int32" },
-    ElementType { name: "s64", bytes: 8, jnp: "int64" },
-    ElementType { name: "u8", bytes: 1, jnp: "uint8" },
-    ElementType { name: "u16", bytes: 2, jnp: "uint16" },
-    ElementType { name: "u32", bytes: 4, jnp: "uint32" },
-    ElementType { name: "u64", bytes: 8, jnp: "uint64" },
-    ElementType { name: "f16", bytes: 2, jnp: "float16" },
-    ElementType { name: "bf16", bytes: 2, jnp: "bfloat16" },
-    ElementType { name: "f32", bytes: 4, jnp: "float32" },
-    ElementType { name: "f64", bytes: 8, jnp: "float64" },
-];
-
-/// The element type called `name`, if HLO has one.
-pub fn element_type(name: &str) -> Option<ElementType> {
-    ELEMENT_TYPES.iter().copied().find(|t| t.name == name)
-}
-
-/// A tensor type of the kernel's signature.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tensor {
-    pub dtype: String,
-    pub shape: Vec<i64>,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayoutError(pub String);
@@ -51,28 +16,15 @@ impl fmt::Display for LayoutError {
 
 impl std::error::Error for LayoutError {}
 
-impl Tensor {
-    pub fn element(&self) -> Result<ElementType, LayoutError> {
-        element_type(&self.dtype)
-            .ok_or_else(|| LayoutError(format!("unknown element type {:?}", self.dtype)))
+/// The bytes a tensor of the signature occupies, refusing sizes that do not fit an `i64`.
+pub fn bytes_of(t: &Ty) -> Result<i64, LayoutError> {
+    if t.shape.iter().any(|&d| d < 0) {
+        return Err(LayoutError(format!("bad shape {:?}", t.shape)));
     }
-
-    pub fn bytes(&self) -> Result<i64, LayoutError> {
-        let elems = self.shape.iter().try_fold(
-            1i64,
-            |acc, &d| {
-                if d < 0 {
-                    None
-                } else {
-                    acc.checked_mul(d)
-                }
-            },
-        );
-        let elems = elems.ok_or_else(|| LayoutError(format!("bad shape {:?}", self.shape)))?;
-        elems
-            .checked_mul(self.element()?.bytes)
-            .ok_or_else(|| LayoutError(format!("shape {:?} is too large", self.shape)))
-    }
+    t.shape
+        .iter()
+        .try_fold(i64::from(t.dtype.bytes()), |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| LayoutError(format!("shape {:?} is too large", t.shape)))
 }
 
 /// A kernel's name and types, as much of it as the back end needs.
@@ -80,8 +32,8 @@ impl Tensor {
 pub struct Signature {
     /// The HLO module's name.
     pub module: String,
-    pub inputs: Vec<Tensor>,
-    pub output: Tensor,
+    pub inputs: Vec<Ty>,
+    pub output: Ty,
 }
 
 /// `[addr, addr + bytes)` in HBM.
@@ -110,11 +62,11 @@ impl HbmLayout {
         let mut next = 0i64;
         let mut inputs = Vec::with_capacity(sig.inputs.len());
         for (i, t) in sig.inputs.iter().enumerate() {
-            let bytes = t.bytes().map_err(|e| LayoutError(format!("parameter {i}: {e}")))?;
+            let bytes = bytes_of(t).map_err(|e| LayoutError(format!("parameter {i}: {e}")))?;
             inputs.push(Placed { addr: next, bytes });
             next += bytes;
         }
-        let bytes = sig.output.bytes().map_err(|e| LayoutError(format!("output: {e}")))?;
+        let bytes = bytes_of(&sig.output).map_err(|e| LayoutError(format!("output: {e}")))?;
         Ok(HbmLayout { inputs, output: Placed { addr: next, bytes } })
     }
 }
@@ -123,16 +75,18 @@ impl HbmLayout {
 mod tests {
     use super::*;
 
-    fn t(dtype: &str, shape: &[i64]) -> Tensor {
-        Tensor { dtype: dtype.into(), shape: shape.to_vec() }
+    use crate::lang::DType;
+
+    fn t(dtype: DType, shape: &[i64]) -> Ty {
+        Ty::new(dtype, shape.to_vec())
     }
 
     #[test]
     fn packs_inputs_in_parameter_order_then_the_output() {
         let sig = Signature {
             module: "m".into(),
-            inputs: vec![t("bf16", &[64, 64]), t("f32", &[3]), t("s8", &[])],
-            output: t("bf16", &[2, 2]),
+            inputs: vec![t(DType::BF16, &[64, 64]), t(DType::F32, &[3]), t(DType::S8, &[])],
+            output: t(DType::BF16, &[2, 2]),
         };
         let layout = HbmLayout::packed(&sig).unwrap();
         let addrs: Vec<(i64, i64)> = layout.inputs.iter().map(|p| (p.addr, p.bytes)).collect();
@@ -141,8 +95,8 @@ mod tests {
     }
 
     #[test]
-    fn unknown_element_type_is_named() {
-        let err = t("c64", &[2]).bytes().unwrap_err();
-        assert!(err.0.contains("\"c64\""), "{err}");
+    fn a_size_that_does_not_fit_is_named() {
+        let err = bytes_of(&t(DType::F64, &[1 << 40, 1 << 40])).unwrap_err();
+        assert!(err.0.contains("too large"), "{err}");
     }
 }

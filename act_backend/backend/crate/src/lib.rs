@@ -1,13 +1,15 @@
 //! The generic compiler backend of act-backend.
 //!
 //! Everything specific to one accelerator comes from its ISA table (`isa.json`), embedded in
-//! the binary at build time; this crate is the same for every accelerator.
+//! the binary at build time; this crate is the same for every accelerator. [`compile`] is the
+//! entry point: kernel text and options in, [`Assembly`] or [`CompileError`] out.
 
 pub mod alloc;
-pub mod analysis;
 pub mod cli;
+pub mod compile;
 pub mod cost;
 pub mod driver;
+pub mod egraph;
 pub mod emit;
 pub mod extract;
 pub mod hlo_parse;
@@ -16,6 +18,7 @@ pub mod infer;
 pub mod isa;
 pub mod isa_match;
 pub mod kernel;
+pub mod kernel_checks;
 pub mod lang;
 pub mod layout;
 pub mod output;
@@ -27,3 +30,5 @@ pub mod select;
 pub mod solve;
 pub mod value;
 pub mod vocabulary;
+
+pub use compile::{compile, Assembly, CompileError, CompileOptions, Target};

@@ -1,8 +1,9 @@
 //! What a compile did, as it goes: the phase it is in, selection's statistics, one record per
-//! candidate and the best so far. Read by the command line for `-v` lines, for the answer
-//! when the safety net fires, and for `report.json`.
+//! candidate and the best so far. Read by the command line for the answer when the safety
+//! net fires and for `report.json`; a finished compile returns it with its assembly.
 
 use crate::driver::{Best, CandidateRecord, Phases, StopReason};
+use crate::isa_match::FreeAttribute;
 use crate::select::SelectStats;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -15,6 +16,8 @@ pub struct Progress {
     /// What the compile is doing, e.g. "instruction selection".
     pub phase: &'static str,
     pub module: Option<String>,
+    /// Attributes of the table that no semantics use, set to a value of the backend's choice.
+    pub free_attributes: Vec<FreeAttribute>,
     pub parse: Option<Duration>,
     pub select: Option<Duration>,
     pub stats: Option<SelectStats>,
@@ -82,8 +85,13 @@ impl Progress {
                 "nodes": s.egraph_nodes,
                 "classes": s.egraph_classes,
                 "iterations": s.iterations,
-                "stop_reason": s.stop_reason,
+                "stop_reason": s.stop_reason.name(),
             })),
+            "free_attributes": self.free_attributes.iter().map(|a| json!({
+                "instruction": a.instruction,
+                "attribute": a.attribute,
+                "value": a.value,
+            })).collect::<Vec<Value>>(),
             "candidates_found": self.candidates_found,
             "candidates_tried": self.records.len(),
             "stop_reason": self.stop.map(StopReason::name),

@@ -9,11 +9,11 @@
 //! rewrites (`identities.rs`) run from here too, with the literal plumbing they need: shaped
 //! literals are readable from their bytes in HBM, and transposes and reshapes of literals fold.
 
-use crate::analysis::SelGraph;
+use crate::egraph::SelGraph;
 use crate::identities::{self, Identities};
 use crate::infer;
 use crate::isa::Isa;
-use crate::lang::{DType, DotDims, Literal, Node, Op, Reducer, Ty};
+use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
 use egg::Id;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -56,12 +56,12 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// The rules useful for an ISA whose semantics use the operators `ops` (table names).
-    pub fn for_ops(ops: &BTreeSet<String>) -> RuleSet {
+    pub fn for_ops(ops: &BTreeSet<OpCode>) -> RuleSet {
         RuleSet {
-            copy: ops.contains("copy"),
-            dot: ops.contains("dot"),
-            reduce: ops.contains("reduce_add") || ops.contains("reduce"),
-            transpose: ops.contains("transpose"),
+            copy: ops.contains(&OpCode::Copy),
+            dot: ops.contains(&OpCode::Dot),
+            reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
+            transpose: ops.contains(&OpCode::Transpose),
             dot_tiles: Vec::new(),
             identities: Identities::default(),
         }
@@ -80,7 +80,7 @@ impl RuleSet {
             .instructions
             .iter()
             .flat_map(|i| &i.semantics)
-            .filter(|op| op.op == "dot")
+            .filter(|op| op.op == OpCode::Dot)
             .filter(|op| op.attrs.get("lhs_batch_dims").is_none_or(|b| b.as_array().is_some_and(Vec::is_empty)))
             .filter_map(|op| op.shape.first()?.eval(&BTreeMap::new()).ok())
             .filter(|&rows| rows > 0)
@@ -194,7 +194,7 @@ pub fn representable(v: f64, dtype: DType) -> bool {
     }
 }
 
-/// The bytes of `x : ty` as a flat `u8` string (see `analysis::to_bytes`).
+/// The bytes of `x : ty` as a flat `u8` string (see `egraph::to_bytes`).
 fn to_bytes_term(x: Term, ty: &Ty) -> Term {
     let width = i64::from(ty.dtype.bytes());
     let mut shape = ty.shape.clone();
@@ -206,7 +206,7 @@ fn to_bytes_term(x: Term, ty: &Ty) -> Term {
     reshape_term(cast, &raw, Ty::new(DType::U8, vec![ty.bytes()]))
 }
 
-/// `ty` read from the flat bytes `bytes` (see `analysis::from_bytes`).
+/// `ty` read from the flat bytes `bytes` (see `egraph::from_bytes`).
 fn from_bytes_term(bytes: Term, ty: &Ty) -> Term {
     let width = i64::from(ty.dtype.bytes());
     let mut shape = ty.shape.clone();
@@ -946,7 +946,7 @@ pub fn apply(eg: &mut SelGraph, rewrites: &[Rewrite]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::TypeAnalysis;
+    use crate::egraph::TypeAnalysis;
 
     fn ty(shape: &[i64]) -> Ty {
         Ty::new(DType::BF16, shape.to_vec())
@@ -1015,14 +1015,14 @@ mod tests {
     fn slices_of_values_read_from_bytes_read_fewer_bytes() {
         let mut eg = SelGraph::new(TypeAnalysis);
         let bytes = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::U8, vec![64])));
-        let x = crate::analysis::from_bytes(&mut eg, bytes, &ty(&[8, 4]));
+        let x = crate::egraph::from_bytes(&mut eg, bytes, &ty(&[8, 4]));
         let rows = eg.add(Node::new(Op::Slice(vec![(2, 6, 1), (0, 4, 1)]), ty(&[4, 4]), vec![x]));
         saturate(&mut eg, &RuleSet::default());
         // Rows 2..6 of a row of 8 bytes: bytes 16..48.
         let run = eg
             .lookup(Node::new(Op::Slice(vec![(16, 48, 1)]), Ty::new(DType::U8, vec![32]), vec![bytes]))
             .expect("the byte run was built");
-        let read = crate::analysis::from_bytes(&mut eg, run, &ty(&[4, 4]));
+        let read = crate::egraph::from_bytes(&mut eg, run, &ty(&[4, 4]));
         eg.rebuild();
         assert_eq!(eg.find(read), eg.find(rows));
     }

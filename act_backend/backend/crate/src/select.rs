@@ -8,9 +8,9 @@
 //! between rewrite passes. egg provides the e-graph itself (hash-consing, union-find,
 //! rebuilding, the type analysis).
 
-use crate::analysis::{self, KernelGraph};
+use crate::egraph::{self, KernelGraph};
 use crate::extract::{ExtractFailure, Extractor};
-use crate::isa::Isa;
+use crate::isa::{Isa, TableError};
 use crate::isa_match::{self, Patterns};
 use crate::kernel::Kernel;
 use crate::lang::Op;
@@ -36,14 +36,39 @@ impl Default for SelectLimits {
     }
 }
 
+/// Why the rewrite-and-match loop stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A pass of rewrites and matching added nothing.
+    Saturated,
+    IterationLimit,
+    NodeLimit,
+}
+
+impl StopReason {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Saturated => "saturated",
+            StopReason::IterationLimit => "iteration limit",
+            StopReason::NodeLimit => "node limit",
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What the search did (for reports; nothing here decides the result but the counts).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SelectStats {
     pub egraph_nodes: usize,
     pub egraph_classes: usize,
     pub iterations: usize,
-    /// "saturated", "iteration limit" or "node limit".
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub rewrite_ms: f64,
     pub match_ms: f64,
     pub extract_ms: f64,
@@ -61,15 +86,15 @@ pub enum SelectError {
     /// No candidate computes the kernel; `op` is the first kernel operation (program order)
     /// that has no implementation, `line` its line, `message` the whole explanation.
     NoInstruction { file: String, line: usize, op: String, message: String },
-    /// The ISA table cannot be used (a malformed buffer reference, no HBM).
-    BadTable(String),
+    /// The ISA table cannot be used.
+    BadTable(TableError),
 }
 
 impl fmt::Display for SelectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SelectError::NoInstruction { file, line, message, .. } => write!(f, "{file}:{line}: {message}"),
-            SelectError::BadTable(m) => write!(f, "{m}"),
+            SelectError::BadTable(e) => write!(f, "{e}"),
         }
     }
 }
@@ -83,20 +108,27 @@ fn ms(since: Instant) -> f64 {
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
     let rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa).with_identities_of(isa);
-    let mut kg = analysis::build(kernel);
+    let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
     let stores = isa.instructions.iter().any(|i| i.outputs.iter().any(hbm) && !i.inputs.iter().any(hbm));
     let loads = isa.instructions.iter().any(|i| i.inputs.iter().any(hbm) && !i.outputs.iter().any(hbm));
     if stores && loads {
-        analysis::add_spill_paths(&mut kg, kernel);
+        egraph::add_spill_paths(&mut kg, kernel);
     }
-    let mut stats = SelectStats::default();
+    let mut stats = SelectStats {
+        egraph_nodes: 0,
+        egraph_classes: 0,
+        iterations: 0,
+        stop_reason: StopReason::Saturated,
+        rewrite_ms: 0.0,
+        match_ms: 0.0,
+        extract_ms: 0.0,
+    };
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
-    loop {
+    stats.stop_reason = loop {
         if stats.iterations >= limits.iter_limit {
-            stats.stop_reason = "iteration limit".into();
-            break;
+            break StopReason::IterationLimit;
         }
         stats.iterations += 1;
         let t = Instant::now();
@@ -108,29 +140,37 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         let matched = isa_match::apply(eg, &matches);
         stats.match_ms += ms(t);
         if !rewrote && !matched {
-            stats.stop_reason = "saturated".into();
-            break;
+            break StopReason::Saturated;
         }
         if eg.total_number_of_nodes() >= limits.node_limit {
-            stats.stop_reason = "node limit".into();
-            break;
+            break StopReason::NodeLimit;
         }
-    }
+    };
     stats.egraph_nodes = eg.total_number_of_nodes();
     stats.egraph_classes = eg.number_of_classes();
     (kg, stats)
 }
 
 /// Selects instructions of `isa` for `kernel`: distinct candidate PII graphs, best first.
+/// Compiles the table's patterns first; [`select_with`] takes them compiled.
 pub fn select(kernel: &Kernel, isa: &Isa, limits: &SelectLimits) -> Result<Selection, SelectError> {
+    let patterns = Patterns::compile(isa).map_err(SelectError::BadTable)?;
+    select_with(kernel, isa, &patterns, limits)
+}
+
+/// [`select`] with the patterns of `isa` already compiled.
+pub fn select_with(
+    kernel: &Kernel,
+    isa: &Isa,
+    patterns: &Patterns,
+    limits: &SelectLimits,
+) -> Result<Selection, SelectError> {
     if !isa.buffers.iter().any(|b| b.is_hbm()) {
-        return Err(SelectError::BadTable(format!("ISA table {}: no HBM buffer (d0)", isa.name)));
+        return Err(SelectError::BadTable(TableError::NoHbm));
     }
-    let patterns = Patterns::compile(isa);
-    let (kg, mut stats) = saturate(kernel, isa, &patterns, limits);
+    let (kg, mut stats) = saturate(kernel, isa, patterns, limits);
     let t = Instant::now();
-    let ex = Extractor::new(&kg.egraph, isa, kg.root)
-        .map_err(|m| SelectError::BadTable(format!("ISA table {}: {m}", isa.name)))?;
+    let ex = Extractor::new(&kg.egraph, isa, kg.root).map_err(|_| SelectError::BadTable(TableError::NoHbm))?;
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);

@@ -1588,7 +1588,7 @@ pub const ELEMENT_TYPES: [ElementTypeInfo; 13] = [
 ];
 
 /// Attributes any kernel instruction may carry that never change what it computes.
-pub const GENERIC_KERNEL_ATTRIBUTES: &[&str] = &["metadata", "sharding", "frontend_attributes", "backend_config", "statistics_viz", "control-predecessors", "origin"];
+pub const GENERIC_KERNEL_ATTRIBUTES: &[&str] = &["metadata", "sharding", "frontend_attributes", "backend_config", "statistics", "statistics_viz", "control-predecessors", "origin", "parameter_replication"];
 
 /// The directions of `compare`.
 pub const COMPARISON_DIRECTIONS: &[&str] = &["EQ", "NE", "LT", "LE", "GT", "GE"];

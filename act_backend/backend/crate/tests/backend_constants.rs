@@ -73,7 +73,7 @@ fn the_driver_places_the_constant_after_the_output_and_lists_it() {
 fn constant_values_are_written_as_python_that_reads_back_exactly() {
     let layout = act_compiler::layout::HbmLayout::packed(&signature()).unwrap();
     let bits: Vec<u64> = [1.0, -0.0, 1e-5, f64::NAN, f64::NEG_INFINITY, 3.0].iter().map(|v: &f64| v.to_bits()).collect();
-    let c = Constant { addr: 16384, dtype: "f32", shape: &[2, 3], bits: &bits };
+    let c = Constant { addr: 16384, dtype: DType::F32, shape: &[2, 3], bits: &bits };
     let text = assembly_with_constants(&signature(), &layout, 16408, &[], &[c]).unwrap();
     assert!(
         text.contains(

@@ -3,7 +3,8 @@
 mod backend_support;
 
 use act_compiler::emit::{assembly, Step};
-use act_compiler::layout::{HbmLayout, Signature, Tensor};
+use act_compiler::lang::{DType, Ty};
+use act_compiler::layout::{HbmLayout, Signature};
 use backend_support::*;
 
 #[test]
@@ -68,10 +69,10 @@ fn shapes_and_element_types_are_python_literals() {
     let sig = Signature {
         module: "jit_f.1".into(),
         inputs: vec![
-            Tensor { dtype: "f32".into(), shape: vec![8] },
-            Tensor { dtype: "s8".into(), shape: vec![] },
+            Ty::new(DType::F32, vec![8]),
+            Ty::new(DType::S8, vec![]),
         ],
-        output: Tensor { dtype: "u32".into(), shape: vec![2, 3, 4] },
+        output: Ty::new(DType::U32, vec![2, 3, 4]),
     };
     let layout = HbmLayout::packed(&sig).unwrap();
     let text = assembly(&sig, &layout, 200, &[]).unwrap();
@@ -84,17 +85,3 @@ fn shapes_and_element_types_are_python_literals() {
     assert!(text.contains("    def jit_f_1_():\n        pass\n    return jit_f_1_\n"), "{text}");
 }
 
-#[test]
-fn an_unknown_element_type_is_an_error() {
-    let sig = Signature {
-        module: "m".into(),
-        inputs: vec![],
-        output: Tensor { dtype: "c64".into(), shape: vec![2] },
-    };
-    let layout = act_compiler::layout::HbmLayout {
-        inputs: vec![],
-        output: act_compiler::layout::Placed { addr: 0, bytes: 16 },
-    };
-    let err = assembly(&sig, &layout, 16, &[]).unwrap_err();
-    assert!(err.0.contains("c64"), "{err}");
-}

@@ -5,7 +5,8 @@
 
 use act_compiler::driver::{run, Config, Run};
 use act_compiler::isa::Isa;
-use act_compiler::layout::{HbmLayout, Signature, Tensor};
+use act_compiler::lang::{DType, Ty};
+use act_compiler::layout::{HbmLayout, Signature};
 use act_compiler::pii::{PiiGraph, PiiNode};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -155,8 +156,8 @@ pub fn attention(isa: &Isa) -> PiiGraph {
     PiiGraph { nodes, root: 11 }
 }
 
-pub fn bf16(shape: &[i64]) -> Tensor {
-    Tensor { dtype: "bf16".into(), shape: shape.to_vec() }
+pub fn bf16(shape: &[i64]) -> Ty {
+    Ty::new(DType::BF16, shape.to_vec())
 }
 
 /// The signature of examples/*/kernels/attention.hlo.

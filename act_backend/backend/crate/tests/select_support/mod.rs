@@ -508,7 +508,7 @@ pub fn random_bf16(bytes: u64, seed: u64) -> Vec<u8> {
 
 /// Checks that every candidate computes the kernel's output bit for bit on random inputs.
 pub fn assert_candidates_compute_kernel(isa: &Isa, k: &Kernel, sel: &Selection) {
-    let inputs: Vec<Vec<u8>> = k.params.iter().enumerate().map(|(i, p)| random_bf16(p.bytes(), i as u64 + 7)).collect();
+    let inputs: Vec<Vec<u8>> = k.params.iter().enumerate().map(|(i, p)| random_bf16(p.bytes() as u64, i as u64 + 7)).collect();
     let expected = eval_kernel(k, &inputs);
     for (c, g) in sel.candidates.iter().enumerate() {
         g.check().unwrap();
@@ -580,7 +580,7 @@ pub fn run_instruction(isa: &Isa, instr: usize, comp: &[i64], operands: &[Vec<u8
 pub fn assert_egraph_consistent(k: &Kernel, isa: &Isa) -> usize {
     use act_compiler::isa_match::Patterns;
     use act_compiler::select::saturate;
-    let patterns = Patterns::compile(isa);
+    let patterns = Patterns::compile(isa).expect("the table is usable");
     let (kg, _) = saturate(k, isa, &patterns, &SelectLimits::default());
     let eg = &kg.egraph;
     let inputs: Vec<Vec<u8>> =

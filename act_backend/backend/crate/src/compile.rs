@@ -1,0 +1,480 @@
+//! The library entry point: [`compile`] takes a kernel's text and gives its assembly, or a
+//! [`CompileError`] that says what stopped it. It parses and types the kernel, selects
+//! instructions, then tries the candidates (schedule, allocate, emit, cost) and keeps the
+//! cheapest. The command line (`cli.rs`) is a thin layer over it: files, threads, printing.
+
+use crate::cost::CostError;
+use crate::driver::{self, Best, CandidateRecord, Config, DriverError, Status, StopReason};
+use crate::isa::{Isa, TableError};
+use crate::isa_match::{FreeAttribute, Patterns};
+use crate::kernel::{self, KernelError, KernelErrorKind};
+use crate::layout::{LayoutError, Signature};
+use crate::output::ScratchDir;
+use crate::report::Progress;
+use crate::select::{self, SelectError, SelectLimits};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// An ISA table decoded and checked once, at start-up: the table and the pattern of every
+/// instruction.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub isa: Isa,
+    pub patterns: Patterns,
+}
+
+impl Target {
+    /// Decodes `isa.json`; a table selection cannot use is an error naming the instruction.
+    pub fn from_json(text: &str) -> Result<Target, TableError> {
+        Target::new(Isa::from_json(text)?)
+    }
+
+    pub fn new(isa: Isa) -> Result<Target, TableError> {
+        let patterns = Patterns::compile(&isa)?;
+        Ok(Target { isa, patterns })
+    }
+}
+
+/// A line the compile gives as it goes: progress (phase timings, one line per candidate) or
+/// a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message<'a> {
+    Progress(&'a str),
+    Warning(&'a str),
+}
+
+/// Receives the compile's [`Message`]s.
+pub type Listener = Arc<dyn Fn(Message<'_>) + Send + Sync>;
+
+/// How to compile. [`CompileOptions::new`] gives the defaults.
+#[derive(Clone)]
+pub struct CompileOptions {
+    pub target: Arc<Target>,
+    /// The kernel's name in messages (`file:line:col`).
+    pub file: String,
+    /// Where every candidate's assembly (`candidate_<k>.py`) goes; `None`: a private scratch
+    /// directory, removed when the compile ends.
+    pub candidates_dir: Option<PathBuf>,
+    /// Safety net: no candidate is started after this long; the best so far is the answer.
+    pub time_limit: Option<Duration>,
+    pub select: SelectLimits,
+    /// The candidate loop's limits; its `deadline` is set from `time_limit`.
+    pub driver: Config,
+    /// Set from outside to stop the candidate loop as the time limit would.
+    pub cancel: Arc<AtomicBool>,
+    /// What the compile did so far, updated as it goes (readable while it runs).
+    pub progress: Arc<Mutex<Progress>>,
+    pub listener: Option<Listener>,
+}
+
+impl CompileOptions {
+    pub fn new(target: Arc<Target>, file: &str) -> CompileOptions {
+        CompileOptions {
+            target,
+            file: file.to_string(),
+            candidates_dir: None,
+            time_limit: None,
+            select: SelectLimits::default(),
+            driver: Config::default(),
+            cancel: Arc::new(AtomicBool::new(false)),
+            progress: Arc::new(Mutex::new(Progress::default())),
+            listener: None,
+        }
+    }
+}
+
+/// A compiled kernel.
+#[derive(Debug, Clone)]
+pub struct Assembly {
+    /// The assembly program (Python).
+    pub text: String,
+    /// Its cost, by the cost model.
+    pub cost: f64,
+    /// Instructions it executes.
+    pub instructions: usize,
+    /// The candidate it is (selection order).
+    pub candidate: usize,
+    /// Set when the time limit ended the search early: says so and what is emitted.
+    pub warning: Option<String>,
+    /// Computational attributes of the table that no semantics use, and the value given.
+    pub free_attributes: Vec<FreeAttribute>,
+    /// Everything `report.json` holds.
+    pub report: Progress,
+}
+
+/// One candidate that could not be placed, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unplaced {
+    pub candidate: usize,
+    pub status: Status,
+    pub message: String,
+}
+
+/// Why a compile produced no assembly.
+#[derive(Debug)]
+pub enum CompileError {
+    /// The kernel is not a well-formed kernel: syntax, undefined names, ill-typed operations.
+    Syntax(KernelError),
+    /// The kernel uses an operator the backend does not know.
+    UnsupportedOperator { operator: String, error: KernelError },
+    /// The kernel uses a construct the backend does not accept (an element type, a tuple, a
+    /// reduce form, an operator outside the single-computation subset).
+    Unsupported(KernelError),
+    /// No program of the ISA computes the kernel: `operation` (at `file:line`) is the first
+    /// one found without an instruction, `message` says why.
+    Inexpressible { file: String, line: usize, operation: String, message: String },
+    /// Selection returned no candidate program.
+    NoCandidate,
+    /// No candidate could be placed in memory.
+    NoPlacement { found: usize, unplaced: Vec<Unplaced> },
+    /// The time limit fired before any candidate was placed.
+    TimeLimit { limit: Duration, tried: usize },
+    /// The cost model failed on a candidate.
+    CostModel { candidate: usize, path: PathBuf, error: CostError },
+    /// The kernel's parameters and result have no HBM layout.
+    Signature(LayoutError),
+    /// The ISA table cannot be used.
+    Table(TableError),
+    /// A file or directory could not be made.
+    Io { what: String, error: std::io::Error },
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Syntax(e) | CompileError::Unsupported(e) => write!(f, "{e}"),
+            CompileError::UnsupportedOperator { error, .. } => write!(f, "{error}"),
+            CompileError::Inexpressible { file, line, message, .. } => {
+                write!(f, "{file}:{line}: {message}")
+            }
+            CompileError::NoCandidate => {
+                write!(f, "instruction selection found no candidate program")
+            }
+            CompileError::NoPlacement { found, unplaced } => {
+                // Selection offers variants that spill values to HBM among the candidates.
+                write!(
+                    f,
+                    "the kernel does not fit in memory even with spilling: none of the {found} \
+                     candidates could be placed:"
+                )?;
+                for u in unplaced {
+                    write!(f, "\n  candidate {}: {}: {}", u.candidate, u.status.name(), u.message)?;
+                }
+                Ok(())
+            }
+            CompileError::TimeLimit { limit, tried } => write!(
+                f,
+                "the {} s time limit was reached after {tried} candidates, none of them placed",
+                limit.as_secs_f64()
+            ),
+            CompileError::CostModel { candidate, path, error } => write!(
+                f,
+                "cost model failed on candidate {candidate} ({}): {error}",
+                path.display()
+            ),
+            CompileError::Signature(e) => write!(f, "kernel signature: {e}"),
+            CompileError::Table(e) => write!(f, "{e}"),
+            CompileError::Io { what, error } => write!(f, "cannot {what}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+impl From<SelectError> for CompileError {
+    fn from(e: SelectError) -> CompileError {
+        match e {
+            SelectError::NoInstruction { file, line, op, message } => {
+                CompileError::Inexpressible { file, line, operation: op, message }
+            }
+            SelectError::BadTable(t) => CompileError::Table(t),
+        }
+    }
+}
+
+impl From<DriverError> for CompileError {
+    fn from(e: DriverError) -> CompileError {
+        match e {
+            DriverError::Cost { candidate, path, error } => {
+                CompileError::CostModel { candidate, path, error }
+            }
+            DriverError::Layout(e) => CompileError::Signature(e),
+            DriverError::Io { path, error } => {
+                CompileError::Io { what: format!("write {}", path.display()), error }
+            }
+        }
+    }
+}
+
+/// Sorts a kernel front-end error; `text` is the kernel, to read the operator's name from.
+fn kernel_error(error: KernelError, text: &str) -> CompileError {
+    match error.kind {
+        KernelErrorKind::UnknownOperator => {
+            let operator = word_at(text, error.line, error.col);
+            CompileError::UnsupportedOperator { operator, error }
+        }
+        KernelErrorKind::Unsupported => CompileError::Unsupported(error),
+        _ => CompileError::Syntax(error),
+    }
+}
+
+/// The name starting at `line:col` (both from 1).
+fn word_at(text: &str, line: usize, col: usize) -> String {
+    let Some(row) = text.lines().nth(line.saturating_sub(1)) else { return String::new() };
+    row.chars()
+        .skip(col.saturating_sub(1))
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .collect()
+}
+
+fn lock(progress: &Mutex<Progress>) -> MutexGuard<'_, Progress> {
+    // A panic elsewhere leaves the data as it was: still worth reporting.
+    progress.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Compiles `kernel_text` for `options.target`.
+///
+/// Selection recurses over the e-graph: large kernels want a thread with a large stack.
+pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, CompileError> {
+    let started = Instant::now();
+    let target = &*options.target;
+    let isa = &target.isa;
+    let progress = &*options.progress;
+    let say = |line: &str| {
+        if let Some(listen) = &options.listener {
+            listen(Message::Progress(line));
+        }
+    };
+    let warn = |line: &str| {
+        if let Some(listen) = &options.listener {
+            listen(Message::Warning(line));
+        }
+    };
+    {
+        let mut p = lock(progress);
+        p.free_attributes = target.patterns.free.clone();
+        p.phase = "parsing the kernel";
+    }
+    for free in &target.patterns.free {
+        say(&format!(
+            "{}: computational attribute `{}` is used by no shape or expression of its \
+             semantics; it is set to {}",
+            free.instruction, free.attribute, free.value
+        ));
+    }
+
+    let clock = Instant::now();
+    let kernel = kernel::parse_kernel(kernel_text, &options.file)
+        .map_err(|e| kernel_error(e, kernel_text))?;
+    let parsed = clock.elapsed();
+    say(&format!("parse: {:.3} ms", ms(parsed)));
+    {
+        let mut p = lock(progress);
+        p.parse = Some(parsed);
+        p.module = Some(kernel.name.clone());
+        p.phase = "instruction selection";
+    }
+
+    let clock = Instant::now();
+    let selection = select::select_with(&kernel, isa, &target.patterns, &options.select)?;
+    let selected = clock.elapsed();
+    let s = &selection.stats;
+    say(&format!(
+        "select: {:.3} ms (rewrite {:.3}, match {:.3}, extract {:.3}); e-graph {} nodes, {} \
+         classes after {} iterations ({}); {} candidates",
+        ms(selected),
+        s.rewrite_ms,
+        s.match_ms,
+        s.extract_ms,
+        s.egraph_nodes,
+        s.egraph_classes,
+        s.iterations,
+        s.stop_reason,
+        selection.candidates.len()
+    ));
+    {
+        let mut p = lock(progress);
+        p.select = Some(selected);
+        p.stats = Some(selection.stats.clone());
+        p.candidates_found = Some(selection.candidates.len());
+        p.phase = "the candidate loop";
+    }
+
+    let scratch;
+    let dir = match &options.candidates_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|error| CompileError::Io {
+                what: format!("create {}", d.display()),
+                error,
+            })?;
+            d.clone()
+        }
+        None => {
+            scratch = ScratchDir::new("act-backend").map_err(|error| CompileError::Io {
+                what: "create a scratch directory".into(),
+                error,
+            })?;
+            scratch.path().to_path_buf()
+        }
+    };
+    let sig = Signature {
+        module: kernel.name.clone(),
+        inputs: kernel.params.clone(),
+        output: kernel.output.clone(),
+    };
+    let config =
+        Config { deadline: options.time_limit.map(|l| started + l), ..options.driver.clone() };
+    let mut observe = |record: &CandidateRecord, best: Option<&Best>| {
+        say(&candidate_line(record));
+        if matches!(record.status, Status::Malformed | Status::Invalid) {
+            warn(&format!(
+                "candidate {} skipped, a backend bug: {}",
+                record.index, record.message
+            ));
+        }
+        let mut p = lock(progress);
+        p.records.push(record.clone());
+        if best.map(|b| b.index) != p.best.as_ref().map(|b| b.index) {
+            p.best = best.cloned();
+        }
+    };
+    let run = driver::run(
+        isa,
+        &sig,
+        &selection.candidates,
+        &dir,
+        &config,
+        &options.cancel,
+        &mut observe,
+    )?;
+    let report = {
+        let mut p = lock(progress);
+        p.stop = Some(run.stop);
+        p.phases = run.phases;
+        p.phase = "done";
+        p.clone()
+    };
+    say(&format!(
+        "schedule {:.3} ms, allocate {:.3} ms, emit {:.3} ms, cost {:.3} ms",
+        ms(run.phases.schedule),
+        ms(run.phases.allocate),
+        ms(run.phases.emit),
+        ms(run.phases.cost)
+    ));
+    let limit = options.time_limit.unwrap_or_default();
+    let warning = outcome(&report, limit)?;
+    let best = report.best.clone().expect("an outcome without error has a best candidate");
+    let instructions =
+        report.records.iter().find(|r| r.index == best.index).map_or(0, |r| r.instructions);
+    Ok(Assembly {
+        text: best.assembly,
+        cost: best.cost,
+        instructions,
+        candidate: best.index,
+        warning,
+        free_attributes: report.free_attributes.clone(),
+        report,
+    })
+}
+
+/// What a finished candidate loop comes to: the best candidate, with a warning when the
+/// time limit cut the search short, or the error saying why there is none.
+fn outcome(p: &Progress, limit: Duration) -> Result<Option<String>, CompileError> {
+    let timed_out = p.stop == Some(StopReason::TimeLimit);
+    match &p.best {
+        Some(best) if timed_out => Ok(Some(format!(
+            "the {} s time limit was reached after {} of {} candidates; emitting candidate {}, \
+             the best so far",
+            limit.as_secs_f64(),
+            p.records.len(),
+            p.candidates_found.unwrap_or(0),
+            best.index
+        ))),
+        Some(_) => Ok(None),
+        None if timed_out => Err(CompileError::TimeLimit { limit, tried: p.records.len() }),
+        None => match p.candidates_found.unwrap_or(0) {
+            0 => Err(CompileError::NoCandidate),
+            found => Err(CompileError::NoPlacement {
+                found,
+                unplaced: p
+                    .records
+                    .iter()
+                    .map(|r| Unplaced {
+                        candidate: r.index,
+                        status: r.status,
+                        message: r.message.clone(),
+                    })
+                    .collect(),
+            }),
+        },
+    }
+}
+
+
+fn candidate_line(r: &CandidateRecord) -> String {
+    let outcome = match (r.status, r.cost) {
+        (Status::Solved, Some(cost)) => format!(
+            "cost {cost} (order {}, {} allocated, {} skipped)",
+            r.order.unwrap_or("?"),
+            r.orders_tried,
+            r.orders_skipped
+        ),
+        (status, _) => format!("{}: {}", status.name(), r.message),
+    };
+    let p = &r.phases;
+    format!(
+        "candidate {}: {} instructions, {outcome} [schedule {:.3} ms, allocate {:.3} ms, emit \
+         {:.3} ms, cost {:.3} ms]",
+        r.index,
+        r.instructions,
+        ms(p.schedule),
+        ms(p.allocate),
+        ms(p.emit),
+        ms(p.cost)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn best(index: usize) -> Best {
+        Best { index, cost: 9.0, assembly: String::new() }
+    }
+
+    #[test]
+    fn the_outcome_is_the_best_with_a_warning_when_the_time_limit_cut_the_search() {
+        let mut p =
+            Progress { best: Some(best(2)), candidates_found: Some(5), ..Progress::default() };
+        assert!(matches!(outcome(&p, Duration::from_secs(1)), Ok(None)));
+        p.stop = Some(StopReason::TimeLimit);
+        let Ok(Some(warning)) = outcome(&p, Duration::from_secs(1)) else { panic!() };
+        assert!(warning.contains("1 s time limit"), "{warning}");
+        assert!(warning.contains("emitting candidate 2"), "{warning}");
+    }
+
+    #[test]
+    fn the_outcome_without_a_candidate_says_why() {
+        let limit = Duration::from_millis(500);
+        let mut p = Progress { candidates_found: Some(0), ..Progress::default() };
+        let err = outcome(&p, limit).unwrap_err().to_string();
+        assert!(err.contains("found no candidate"), "{err}");
+        p.stop = Some(StopReason::TimeLimit);
+        let err = outcome(&p, limit).unwrap_err().to_string();
+        assert!(err.contains("0.5 s time limit was reached after 0 candidates"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_operator_is_named_from_the_kernel_text() {
+        let text = "HloModule m\n\nENTRY e {\n  ROOT r = f32[2] frobnicate(f32[2] x)\n}\n";
+        assert_eq!(word_at(text, 4, 19), "frobnicate");
+        assert_eq!(word_at(text, 9, 1), "");
+    }
+}
