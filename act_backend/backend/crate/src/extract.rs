@@ -401,7 +401,7 @@ impl Extractor {
         built += 1;
         // Spilling variants of the best candidate get up to half of the places.
         let mut spilled: Vec<PiiGraph> = Vec::new();
-        for plan in self.spill_plans(&used) {
+        for plan in self.spill_plans(root, &used) {
             if spilled.len() >= max / 2 {
                 break;
             }
@@ -479,7 +479,40 @@ impl Extractor {
     /// instance's only reader), so that the value need not stay on chip between its making
     /// and its uses. First a plan with every such value spilled (its schedule needs little
     /// more than the operands of one instruction on chip at a time), then one per value.
-    fn spill_plans(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
+    fn spill_plans(&self, root: usize, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
+        let per_value = self.reloads(used);
+        let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
+        if per_value.len() > 1 {
+            plans.push(self.spill_everything(root, &per_value));
+        }
+        plans.extend(per_value);
+        plans
+    }
+
+    /// The union of `per_value`, grown to a fixed point: reloads change which instances the
+    /// candidate shares (a stored value's reload is read where the shared instance was), so
+    /// the readers of the graph it builds are spilled in turn, a bounded number of rounds.
+    fn spill_everything(&self, root: usize, per_value: &[BTreeMap<Choice, usize>]) -> BTreeMap<Choice, usize> {
+        const ROUNDS: usize = 8;
+        let mut plan: BTreeMap<Choice, usize> = per_value.iter().flatten().map(|(c, r)| (*c, *r)).collect();
+        for _ in 0..ROUNDS {
+            let Some((_, used)) = self.build(root, &plan) else { break };
+            let mut grown = plan.clone();
+            for (c, r) in self.reloads(&used).iter().flatten() {
+                grown.entry(*c).or_insert(*r);
+            }
+            if grown.len() == plan.len() || self.build(root, &grown).is_none() {
+                break;
+            }
+            plan = grown;
+        }
+        plan
+    }
+
+    /// For each on-chip value the choices `used` read, the reload of every reader, by the
+    /// cheapest provider that reads HBM only (rank + 1: rank 0 of a use is the shared
+    /// instance); values without such a provider are left out.
+    fn reloads(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
         let mut uses: Vec<(usize, Vec<Choice>)> = Vec::new();
         for &(choice, s) in used {
             // The readers that store to HBM (spills, the output) keep reading the shared
@@ -493,24 +526,14 @@ impl Extractor {
                 None => uses.push((s, vec![choice])),
             }
         }
-        let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
-        let mut all = BTreeMap::new();
-        for (s, list) in uses {
-            // A fresh instance by the cheapest provider that reads HBM only (rank + 1: rank 0 of
-            // a use is the shared instance).
-            let reload = self.alts[s].iter().position(|&k| {
-                let p = &self.providers[s][k];
-                matches!(p.how, How::Instr { .. }) && p.inputs.iter().all(|&i| self.keys[i].buffer == self.hbm)
-            });
-            let Some(reload) = reload else { continue };
-            let plan: BTreeMap<Choice, usize> = list.iter().map(|c| (*c, reload + 1)).collect();
-            all.extend(plan.iter().map(|(c, r)| (*c, *r)));
-            plans.push(plan);
-        }
-        if plans.len() > 1 {
-            // Every value spilled first: it is the variant most likely to fit.
-            plans.insert(0, all);
-        }
-        plans
+        uses.into_iter()
+            .filter_map(|(s, list)| {
+                let reload = self.alts[s].iter().position(|&k| {
+                    let p = &self.providers[s][k];
+                    matches!(p.how, How::Instr { .. }) && p.inputs.iter().all(|&i| self.keys[i].buffer == self.hbm)
+                })?;
+                Some(list.iter().map(|c| (*c, reload + 1)).collect())
+            })
+            .collect()
     }
 }

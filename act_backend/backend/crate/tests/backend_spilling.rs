@@ -20,6 +20,9 @@ const ROWS: &[(&str, usize, usize)] = &[
     // loaded for the second; the two results then meet in a product of each with the other
     // transposed.
     ("spill_softmax_of_inputs.hlo", 2, 28),
+    // Reloading the readers of one value changes which instances the others share: spilling
+    // everything takes rounds until no on-chip value is read where it was made.
+    ("spill_reloads_move_readers.hlo", 3, 30),
 ];
 
 #[test]
