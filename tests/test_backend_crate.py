@@ -17,7 +17,7 @@ from act_backend.backend.cargo import build_env, cache_dir
 pytestmark = pytest.mark.slow
 
 CRATE_TESTS = ["backend_schedule", "backend_alloc", "backend_emit", "backend_cost",
-               "backend_driver",
+               "backend_driver", "backend_spilling",
                # The conformance corpus and case tables, which pytest runs on the Python side.
                "conformance_kernels", "conformance_tables"]
 # Unit tests inside the back half's modules (cargo filters test names by substring).

@@ -9,6 +9,7 @@ describe the recorded goldens of ``tests/goldens/``.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -71,7 +72,11 @@ def build_example(example: str, work_root: Path) -> ExampleBuild:
     workdir = work_root / example
     skip = shutil.ignore_patterns("targets", "backends", "*.py[co]", "attention.py")
     shutil.copytree(source, workdir, ignore=skip)
-    run = subprocess.run([sys.executable, spec], cwd=workdir, capture_output=True, text=True)
+    # The spec imports act_backend from this tree, not from wherever it is installed.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    run = subprocess.run([sys.executable, spec], cwd=workdir, capture_output=True, text=True,
+                         env=env)
     if run.returncode != 0:
         raise RuntimeError(f"python {spec} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
     return ExampleBuild(example, name, workdir)

@@ -154,7 +154,12 @@ impl fmt::Display for CompileError {
                 write!(f, "instruction selection found no candidate program")
             }
             CompileError::NoPlacement { found, unplaced } => {
-                write!(f, "none of the {found} candidates could be placed in memory:")?;
+                // Selection offers variants that spill values to HBM among the candidates.
+                write!(
+                    f,
+                    "the kernel does not fit in memory even with spilling: none of the {found} \
+                     candidates could be placed:"
+                )?;
                 for u in unplaced {
                     write!(f, "\n  candidate {}: {}: {}", u.candidate, u.status.name(), u.message)?;
                 }

@@ -9,7 +9,9 @@
 //! best choice everywhere, then alternatives one choice at a time. A choice is how a state's
 //! shared instance is made, or, for one use of a value, a fresh instance of its own (a reload
 //! from HBM of a value stored earlier, a second copy), so that a value can live in the same
-//! buffer twice when a buffer is too small to keep it in between.
+//! buffer twice when a buffer is too small to keep it in between. Spilling variants of the
+//! best candidate, in which on-chip values are reloaded from HBM for every reader, take up to
+//! half of the candidate places (see [`Extractor::candidates`]).
 //!
 //! Besides instructions, three providers cost no instruction: a contiguous byte run of an HBM
 //! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
@@ -77,6 +79,10 @@ pub struct Extractor {
     /// Providers of each state with a finite cost, best first.
     alts: Vec<Vec<usize>>,
     root: Option<usize>,
+    /// Index of HBM among the ISA's buffers.
+    hbm: usize,
+    /// Per instruction, the operand slots it overwrites in place.
+    in_place: Vec<Vec<usize>>,
 }
 
 /// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
@@ -210,7 +216,8 @@ impl Extractor {
         }
         let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()] };
         let root = index.get(&root_key).copied();
-        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root };
+        let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
+        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place };
         ex.relax();
         Ok(ex)
     }
@@ -305,8 +312,13 @@ impl Extractor {
                         self.visit(i)?
                     } else {
                         // A fresh instance of the operand for this use only (a reload, a second
-                        // copy), made by another provider; what it reads is shared as usual.
-                        let q = &self.ex.providers[i][*self.ex.alts[i].get(rank)?];
+                        // copy), made by provider `rank - 1` (the best one included: a second
+                        // load of an input); what it reads is shared as usual.
+                        let q = &self.ex.providers[i][*self.ex.alts[i].get(rank - 1)?];
+                        if matches!(q.how, How::Input { .. } | How::Constant { .. }) {
+                            // Kernel inputs and literals are given once.
+                            return None;
+                        }
                         self.emit(None, q)?
                     };
                     if let Some(c) = choice {
@@ -370,7 +382,9 @@ impl Extractor {
     }
 
     /// Up to `max` distinct candidates, best first (DAG instruction count, then discovery
-    /// order); at most `budget` candidate graphs are built while searching.
+    /// order); at most `budget` candidate graphs are built while searching. Up to half of the
+    /// places go to spilling variants of the best candidate (see [`Extractor::spill_plans`]),
+    /// so that a kernel whose values do not fit on chip together still has candidates that fit.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
         let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
         type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>);
@@ -385,6 +399,19 @@ impl Extractor {
         let (g, used) =
             self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
         built += 1;
+        // Spilling variants of the best candidate get up to half of the places.
+        let mut spilled: Vec<PiiGraph> = Vec::new();
+        for plan in self.spill_plans(root, &used) {
+            if spilled.len() >= max / 2 {
+                break;
+            }
+            if let Some((s, _)) = self.build(root, &plan) {
+                if s != g && self.overwrites_once(&s) && !spilled.contains(&s) {
+                    spilled.push(s);
+                }
+            }
+        }
+        let max = max - spilled.len();
         heap.push(Reverse((g.instruction_count(), 0)));
         pending.push((start, g, used));
         while let Some(Reverse((count, seq))) = heap.pop() {
@@ -392,12 +419,17 @@ impl Extractor {
                 break;
             }
             let (overrides, graph, used) = pending[seq].clone();
-            if seen.insert(graph.clone()) {
+            if self.overwrites_once(&graph) && seen.insert(graph.clone()) {
                 out.push((count, seq, graph));
             }
             for (choice, s) in used {
                 let rank = overrides.get(&choice).copied().unwrap_or(0) + 1;
-                let available = if choice == Choice::Output { self.root_alts(root).len() } else { self.alts[s].len() };
+                let available = match choice {
+                    Choice::Output => self.root_alts(root).len(),
+                    Choice::State(_) => self.alts[s].len(),
+                    // Shared, or a fresh instance by any provider.
+                    Choice::Use { .. } => self.alts[s].len() + 1,
+                };
                 if rank >= available || built >= budget {
                     continue;
                 }
@@ -413,7 +445,95 @@ impl Extractor {
                 }
             }
         }
+        // Spilling variants the enumeration did not reach come after its candidates of the
+        // same size.
+        let next = pending.len();
+        for (k, g) in spilled.into_iter().enumerate() {
+            if seen.insert(g.clone()) {
+                out.push((g.instruction_count(), next + k, g));
+            }
+        }
         out.sort_by_key(|(count, seq, _)| (*count, *seq));
         Ok(out.into_iter().map(|(_, _, g)| g).collect())
+    }
+
+    /// Whether no value of `g` is overwritten in place by two instructions (a fresh instance
+    /// of an in-place writer would read the same instance as the shared one).
+    fn overwrites_once(&self, g: &PiiGraph) -> bool {
+        let mut written = vec![false; g.nodes.len()];
+        for node in &g.nodes {
+            let PiiNode::Instr { instr, operands, .. } = node else { continue };
+            for &slot in &self.in_place[*instr] {
+                let Some(&op) = operands.get(slot) else { continue };
+                if std::mem::replace(&mut written[op], true) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Spilling variants of the candidate that made the choices `used`: for a value held on
+    /// chip, every reader gets a fresh reload of its own (a load from HBM: of a kernel input or
+    /// a literal as it is, of a computed value after one store, which is then the shared
+    /// instance's only reader), so that the value need not stay on chip between its making
+    /// and its uses. First a plan with every such value spilled (its schedule needs little
+    /// more than the operands of one instruction on chip at a time), then one per value.
+    fn spill_plans(&self, root: usize, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
+        let per_value = self.reloads(used);
+        let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
+        if per_value.len() > 1 {
+            plans.push(self.spill_everything(root, &per_value));
+        }
+        plans.extend(per_value);
+        plans
+    }
+
+    /// The union of `per_value`, grown to a fixed point: reloads change which instances the
+    /// candidate shares (a stored value's reload is read where the shared instance was), so
+    /// the readers of the graph it builds are spilled in turn, a bounded number of rounds.
+    fn spill_everything(&self, root: usize, per_value: &[BTreeMap<Choice, usize>]) -> BTreeMap<Choice, usize> {
+        const ROUNDS: usize = 8;
+        let mut plan: BTreeMap<Choice, usize> = per_value.iter().flatten().map(|(c, r)| (*c, *r)).collect();
+        for _ in 0..ROUNDS {
+            let Some((_, used)) = self.build(root, &plan) else { break };
+            let mut grown = plan.clone();
+            for (c, r) in self.reloads(&used).iter().flatten() {
+                grown.entry(*c).or_insert(*r);
+            }
+            if grown.len() == plan.len() || self.build(root, &grown).is_none() {
+                break;
+            }
+            plan = grown;
+        }
+        plan
+    }
+
+    /// For each on-chip value the choices `used` read, the reload of every reader, by the
+    /// cheapest provider that reads HBM only (rank + 1: rank 0 of a use is the shared
+    /// instance); values without such a provider are left out.
+    fn reloads(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
+        let mut uses: Vec<(usize, Vec<Choice>)> = Vec::new();
+        for &(choice, s) in used {
+            // The readers that store to HBM (spills, the output) keep reading the shared
+            // instance: a reload for them would read what they write.
+            let Choice::Use { consumer, .. } = choice else { continue };
+            if self.keys[s].buffer == self.hbm || consumer == OUTPUT || self.keys[consumer].buffer == self.hbm {
+                continue;
+            }
+            match uses.iter_mut().find(|(state, _)| *state == s) {
+                Some((_, list)) => list.push(choice),
+                None => uses.push((s, vec![choice])),
+            }
+        }
+        uses.into_iter()
+            .filter_map(|(s, list)| {
+                let reload = self.alts[s].iter().position(|&k| {
+                    let p = &self.providers[s][k];
+                    matches!(p.how, How::Instr { .. }) && p.inputs.iter().all(|&i| self.keys[i].buffer == self.hbm)
+                })?;
+                Some(list.iter().map(|c| (*c, reload + 1)).collect())
+            })
+            .collect()
     }
 }

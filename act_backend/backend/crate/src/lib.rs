@@ -14,6 +14,7 @@ pub mod emit;
 pub mod extract;
 pub mod fold;
 pub mod hlo_parse;
+pub mod identities;
 pub mod infer;
 pub mod isa;
 pub mod isa_match;

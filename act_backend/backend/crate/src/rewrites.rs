@@ -5,13 +5,16 @@
 //! lead to operators some instruction's semantics contains, plus the data-movement plumbing
 //! that connects layouts (copy, transpose, reshape, bit casts, converts); a rule whose result
 //! uses an operator no semantics contains is switched off (see [`RuleSet`]). Every proposed
-//! term is type-checked before it enters the e-graph.
+//! term is type-checked before it enters the e-graph. The identity and constant-matrix
+//! rewrites (`identities.rs`) run from here too, with the literal plumbing they need: shaped
+//! literals are readable from their bytes in HBM, and transposes and reshapes of literals fold.
 
 use crate::egraph::SelGraph;
+use crate::identities::{self, Identities};
 use crate::infer;
+use crate::isa::Isa;
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
 use egg::Id;
-use crate::isa::Isa;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A term to add to the e-graph: an existing class or a new node over terms.
@@ -48,6 +51,9 @@ pub struct RuleSet {
     pub dot_tiles: Vec<i64>,
     /// Mixed-precision rules (`precision.rs`), for the types the ISA computes in.
     pub precision: crate::precision::Widenings,
+    /// Operators the ISA computes within one element type, through which identity and
+    /// constant-matrix rewrites route values and operators it lacks (see `identities.rs`).
+    pub identities: Identities,
 }
 
 impl RuleSet {
@@ -60,7 +66,14 @@ impl RuleSet {
             transpose: ops.contains(&OpCode::Transpose),
             dot_tiles: Vec::new(),
             precision: Default::default(),
+            identities: Identities::default(),
         }
+    }
+
+    /// The same rules, with the identity and constant-matrix rewrites `isa`'s semantics allow.
+    pub fn with_identities_of(mut self, isa: &Isa) -> RuleSet {
+        self.identities = Identities::of(isa);
+        self
     }
 
     /// The same rules, with products split into row tiles of the sizes `isa`'s matrix units
@@ -83,7 +96,15 @@ impl RuleSet {
 
     /// Every rule on (for tests of the rules themselves).
     pub fn all() -> RuleSet {
-        RuleSet { copy: true, dot: true, reduce: true, transpose: true, dot_tiles: Vec::new(), precision: Default::default() }
+        RuleSet {
+            copy: true,
+            dot: true,
+            reduce: true,
+            transpose: true,
+            dot_tiles: Vec::new(),
+            precision: Default::default(),
+            identities: Identities::default(),
+        }
     }
 }
 
@@ -177,6 +198,61 @@ pub fn representable(v: f64, dtype: DType) -> bool {
     }
 }
 
+/// The bytes of `x : ty` as a flat `u8` string (see `egraph::to_bytes`).
+fn to_bytes_term(x: Term, ty: &Ty) -> Term {
+    let width = i64::from(ty.dtype.bytes());
+    let mut shape = ty.shape.clone();
+    if width > 1 {
+        shape.push(width);
+    }
+    let raw = Ty::new(DType::U8, shape);
+    let cast = if raw == *ty { x } else { Term::Node(Op::BitcastConvert, raw.clone(), vec![x]) };
+    reshape_term(cast, &raw, Ty::new(DType::U8, vec![ty.bytes()]))
+}
+
+/// `ty` read from the flat bytes `bytes` (see `egraph::from_bytes`).
+fn from_bytes_term(bytes: Term, ty: &Ty) -> Term {
+    let width = i64::from(ty.dtype.bytes());
+    let mut shape = ty.shape.clone();
+    if width > 1 {
+        shape.push(width);
+    }
+    let raw = Ty::new(DType::U8, shape);
+    let reshaped = reshape_term(bytes, &Ty::new(DType::U8, vec![ty.bytes()]), raw.clone());
+    if raw == *ty {
+        reshaped
+    } else {
+        Term::Node(Op::BitcastConvert, ty.clone(), vec![reshaped])
+    }
+}
+
+/// A literal of shape `shape` transposed by `perm`; `None` when too large to fold.
+fn transpose_literal(lit: &Literal, shape: &[i64], perm: &[usize]) -> Option<Literal> {
+    if lit.bits.len() == 1 {
+        return Some(lit.clone());
+    }
+    let count: i64 = shape.iter().product();
+    if count as usize != lit.bits.len() || count > identities::MAX_CONSTANT_ELEMENTS {
+        return None;
+    }
+    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
+    let strides: Vec<i64> = (0..shape.len()).map(|d| shape[d + 1..].iter().product()).collect();
+    let mut bits = Vec::with_capacity(lit.bits.len());
+    let mut index = vec![0i64; out_shape.len()];
+    for _ in 0..count {
+        let source: i64 = index.iter().zip(perm).map(|(&i, &p)| i * strides[p]).sum();
+        bits.push(lit.bits[source as usize]);
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < out_shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Some(Literal { bits })
+}
+
 struct Finder<'a> {
     eg: &'a SelGraph,
     rules: &'a RuleSet,
@@ -206,8 +282,20 @@ impl<'a> Finder<'a> {
             let once = transpose_term(eg, id, swap.clone());
             self.push("transpose-introduce", id, Term::Node(Op::Transpose(swap), ty.clone(), vec![once]));
         }
+        // Each of these rules adds its term once: the class keeps it (a class holds one value).
+        let literal = self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_)));
+        let read_from_bytes = self.nodes(id).iter().any(|n| n.op == Op::BitcastConvert);
+        if literal && !read_from_bytes && ty.rank() >= 1 && ty.dtype != DType::U8 {
+            // A literal is placed in HBM and read by the ISA's loads: `c = from_bytes(to_bytes(c))`.
+            self.push("constant-in-hbm", id, from_bytes_term(to_bytes_term(Term::Class(id), &ty), &ty));
+        }
         for node in self.nodes(id) {
             self.node(id, node);
+            if !self.rules.identities.is_empty() {
+                for (rule, term) in identities::lowerings(eg, &self.rules.identities, node) {
+                    self.push(rule, id, term);
+                }
+            }
         }
     }
 
@@ -222,6 +310,11 @@ impl<'a> Finder<'a> {
                 }
                 for inner in self.nodes(x) {
                     match &inner.op {
+                        Op::Constant(lit) if !self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) => {
+                            if let Some(folded) = transpose_literal(lit, &class_ty(eg, x).shape, p) {
+                                self.push("constant-fold-transpose", id, Term::Node(Op::Constant(folded), node.ty.clone(), vec![]));
+                            }
+                        }
                         Op::Transpose(q) => {
                             let composed = p.iter().map(|&i| q[i]).collect();
                             self.push("transpose-compose", id, transpose_term(eg, inner.children[0], composed));
@@ -248,6 +341,13 @@ impl<'a> Finder<'a> {
                 }
                 for inner in self.nodes(x) {
                     match &inner.op {
+                        // Row-major values are unchanged by a reshape.
+                        Op::Constant(lit)
+                            if node.ty.dtype == class_ty(eg, x).dtype
+                                && !self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) =>
+                        {
+                            self.push("constant-fold-reshape", id, Term::Node(Op::Constant(lit.clone()), node.ty.clone(), vec![]));
+                        }
                         Op::Reshape => {
                             let y = inner.children[0];
                             self.push(
@@ -792,6 +892,26 @@ pub fn search(eg: &SelGraph, rules: &RuleSet) -> Vec<Rewrite> {
     }
     finder.out.extend(crate::precision::search(eg, &rules.precision));
     finder.out
+}
+
+/// Identity paths for the kernel's values (`node_class[k]` for kernel node `k`, constants
+/// left out): each value once, so no identity is applied to its own output.
+pub fn pass_through(eg: &SelGraph, rules: &RuleSet, kernel: &crate::kernel::Kernel, node_class: &[Id]) -> Vec<Rewrite> {
+    let mut out = Vec::new();
+    if rules.identities.is_empty() {
+        return out;
+    }
+    let mut done = BTreeSet::new();
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        let class = eg.find(node_class[k]);
+        if matches!(node.op, Op::Constant(_)) || !done.insert(class) {
+            continue;
+        }
+        for (rule, term) in identities::pass_through(eg, &rules.identities, class) {
+            out.push(Rewrite { rule, class, term });
+        }
+    }
+    out
 }
 
 /// Adds a term, checking the type of every new node; `None` when a node is ill-typed (a bug

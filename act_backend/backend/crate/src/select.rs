@@ -107,7 +107,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
-    let mut rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa);
+    let mut rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa).with_identities_of(isa);
     rules.precision = crate::precision::Widenings::of(isa);
     let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
@@ -126,6 +126,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         extract_ms: 0.0,
     };
     let eg = &mut kg.egraph;
+    rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
     stats.stop_reason = loop {
         if stats.iterations >= limits.iter_limit {
             break StopReason::IterationLimit;

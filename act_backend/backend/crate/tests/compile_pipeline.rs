@@ -123,7 +123,8 @@ fn a_product_whose_operands_never_fit_together_has_no_placement() {
             assert_eq!(unplaced.len(), *found);
             assert!(unplaced.iter().all(|u| u.status == Status::Infeasible), "{e}");
             assert!(e.to_string().starts_with(&format!(
-                "none of the {found} candidates could be placed in memory:\n  candidate 0: infeasible: "
+                "the kernel does not fit in memory even with spilling: none of the {found} candidates \
+                 could be placed:\n  candidate 0: infeasible: "
             )), "{e}");
         }
         other => panic!("expected no placement, got {other:?}"),

@@ -50,6 +50,16 @@ fn softmax_kernel(reduce_dims: &str, bcast_dims: &str, second_exp_of: &str) -> S
     )
 }
 
+/// Row softmax of `x` (a value of `two`'s body), as the ROOT `s`.
+fn softmax_of(x: &str) -> String {
+    two(&format!(
+        "  e = bf16[64,64] exponential({x})\n  z = bf16[] constant(0)\n  \
+         r = bf16[64] reduce(e, z), dimensions={{1}}, to_apply=%add\n  d = bf16[64,64] broadcast(r), dimensions={{0}}\n  \
+         ROOT s = bf16[64,64] divide(e, d)\n"
+    ))
+    .replace("HloModule k\n", ADD)
+}
+
 fn gemmini() -> Isa {
     isa("gemmini_isa.json")
 }
@@ -144,6 +154,7 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
     ]
 }
 
+
 fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
     vec![
         ("A.B", two(&format!("  ROOT d = bf16[64,64] dot(a, b), {DOT}\n")), qkv(), Instrs(&["load_rm", "load_rm", "gemm", "mov", "store_rm"])),
@@ -187,6 +198,20 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Instrs(&["load_rm", "gemm", "mov", "store_rm", "load_cm", "gemm", "mov", "store_rm"]),
         ),
         ("softmax of a product", softmax_kernel("{1}", "{0}", "s1"), qkv(), Instrs(&["load_rm", "load_rm", "load_rm", "gemm", "softmax", "mov", "gemm", "mov", "store_rm"])),
+        (
+            "softmax of an input passes through the matrix unit with the identity",
+            softmax_of("a"),
+            qkv(),
+            Instrs(&["load_rm", "load_rm", "gemm", "softmax", "mov", "store_rm"]),
+        ),
+        (
+            "softmax of a softmax",
+            softmax_of("a").replace("  ROOT s =", "  s =").strip_suffix("}\n").unwrap().to_string()
+                + "  e2 = bf16[64,64] exponential(s)\n  r2 = bf16[64] reduce(e2, z), dimensions={1}, to_apply=%add\n  \
+                   d2 = bf16[64,64] broadcast(r2), dimensions={0}\n  ROOT s2 = bf16[64,64] divide(e2, d2)\n}\n",
+            qkv(),
+            Instrs(&["load_rm", "load_rm", "gemm", "softmax", "softmax", "mov", "store_rm"]),
+        ),
         ("softmax operands must be one value", softmax_kernel("{1}", "{0}", "s2"), qkv(), Missing("exponential", 13)),
         (
             "softmax over columns runs on the transposes",
@@ -226,10 +251,10 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Missing("dot", 5),
         ),
         (
-            "a value larger than the buffer",
+            "a value larger than the buffer is copied in row tiles through the matrix unit",
             "HloModule k\nENTRY e {\n  a = bf16[256,64] parameter(0)\n  ROOT c = bf16[256,64] copy(a)\n}\n".into(),
             qkv(),
-            Missing("parameter", 3),
+            Count(17),
         ),
         (
             "an operation on a constant is what has no instruction",
@@ -239,11 +264,12 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Missing("multiply", 6),
         ),
         (
-            "a constant output",
+            "a constant output is loaded from HBM and stored",
             "HloModule k\nENTRY e {\n  c = bf16[] constant(2)\n  ROOT b = bf16[64,64] broadcast(c), dimensions={}\n}\n".into(),
             qkv(),
-            // The broadcast of a constant is folded into the constant `b` (fold.rs).
-            Missing("constant", 4),
+            // The broadcast of a constant is folded into one constant (fold.rs), which reaches
+            // HBM and is loaded and stored.
+            Instrs(&["load_rm", "store_rm"]),
         ),
         (
             "element types are compared",
@@ -380,4 +406,110 @@ fn a_literal_operand_is_a_constant_in_hbm() {
     let PiiNode::Constant { shape, bits, .. } = constants[0] else { unreachable!() };
     assert_eq!((shape.as_slice(), bits.as_slice()), (&[64i64, 64][..], &[0.5f64.to_bits()][..]));
     assert_candidates_compute_kernel(&isa, &k, &sel);
+}
+
+/// An accelerator with one bf16 buffer `v` (128 rows of 64) and the named units over it, each
+/// on `n` rows: `gemm` (a 64x64 product), `multiply`, `add`, `maximum`, `minimum`; it always
+/// has a row-major load and store.
+fn vector_isa(units: &[&str]) -> Isa {
+    use serde_json::{json, Value};
+    let n = json!({"attr": "c.n"});
+    let bytes = json!({"op": "*", "args": [n, {"int": 128}]});
+    let slice = |buffer: &str, at: &str, size: &Value| json!({"buffer": buffer, "start": [{"attr": at}], "size": [size]});
+    let op = |name: &str, op: &str, dtype: &str, shape: Value, operands: &[&str], attrs: Value, root: bool| {
+        json!({"name": name, "op": op, "dtype": dtype, "shape": shape, "operands": operands, "attrs": attrs, "root": root})
+    };
+    let rows = json!([n, {"int": 64}]);
+    let mut instructions = vec![
+        json!({"name": "load", "comp_attrs": ["n"], "addr_attrs": ["addr_in", "addr_out"],
+            "inputs": [slice("d0", "a.addr_in", &bytes)], "outputs": [slice("v", "a.addr_out", &n)],
+            "semantics": [
+                op("In1", "parameter", "u8", json!([bytes]), &[], json!({"index": 0}), false),
+                op("a", "reshape", "u8", json!([n, {"int": 64}, {"int": 2}]), &["In1"], json!({}), false),
+                op("Out0", "bitcast_convert", "bf16", rows.clone(), &["a"], json!({}), true)]}),
+        json!({"name": "store", "comp_attrs": ["n"], "addr_attrs": ["addr_in", "addr_out"],
+            "inputs": [slice("v", "a.addr_in", &n)], "outputs": [slice("d0", "a.addr_out", &bytes)],
+            "semantics": [
+                op("In1", "parameter", "bf16", rows.clone(), &[], json!({"index": 0}), false),
+                op("a", "bitcast_convert", "u8", json!([n, {"int": 64}, {"int": 2}]), &["In1"], json!({}), false),
+                op("Out0", "reshape", "u8", json!([bytes]), &["a"], json!({}), true)]}),
+    ];
+    for &unit in units {
+        let square = json!([{"int": 64}, {"int": 64}]);
+        let sixty_four = json!({"int": 64});
+        instructions.push(if unit == "gemm" {
+            json!({"name": "gemm", "comp_attrs": [], "addr_attrs": ["addr_1", "addr_2", "addr_out"],
+                "inputs": [slice("v", "a.addr_1", &sixty_four), slice("v", "a.addr_2", &sixty_four)],
+                "outputs": [slice("v", "a.addr_out", &sixty_four)],
+                "semantics": [
+                    op("In1", "parameter", "bf16", square.clone(), &[], json!({"index": 0}), false),
+                    op("In2", "parameter", "bf16", square.clone(), &[], json!({"index": 1}), false),
+                    op("Out0", "dot", "bf16", square, &["In1", "In2"],
+                       json!({"lhs_contracting_dims": [1], "rhs_contracting_dims": [0], "lhs_batch_dims": [], "rhs_batch_dims": []}), true)]})
+        } else {
+            json!({"name": unit, "comp_attrs": ["n"], "addr_attrs": ["addr_1", "addr_2", "addr_out"],
+                "inputs": [slice("v", "a.addr_1", &n), slice("v", "a.addr_2", &n)],
+                "outputs": [slice("v", "a.addr_out", &n)],
+                "semantics": [
+                    op("In1", "parameter", "bf16", rows.clone(), &[], json!({"index": 0}), false),
+                    op("In2", "parameter", "bf16", rows.clone(), &[], json!({"index": 1}), false),
+                    op("Out0", unit, "bf16", rows.clone(), &["In1", "In2"], json!({}), true)]})
+        });
+    }
+    let table = json!({"format": "act-isa-table/1", "name": "Vector",
+        "buffers": [{"name": "d0", "access_dims": [null], "unit_dims": [], "dtype": "u8"},
+                    {"name": "v", "access_dims": [128], "unit_dims": [64], "dtype": "bf16"}],
+        "instructions": instructions});
+    Isa::from_json(&table.to_string()).unwrap()
+}
+
+fn one(body: &str) -> String {
+    format!("HloModule k\nENTRY e {{\n  a = bf16[64,64] parameter(0)\n{body}}}\n")
+}
+
+/// Constant-matrix rewrites on an ISA that lacks the kernel's operator: `kernel, units =>
+/// the best candidate's instructions` (or the operation no instruction computes).
+fn lowering_rows() -> Vec<(&'static str, String, &'static [&'static str], Expect)> {
+    vec![
+        ("negate as a product with -I", one("  ROOT n = bf16[64,64] negate(a)\n"), &["gemm"], Instrs(&["load", "load", "gemm", "store"])),
+        ("negate as a multiply by -1", one("  ROOT n = bf16[64,64] negate(a)\n"), &["multiply"], Instrs(&["load", "load", "multiply", "store"])),
+        ("negate without a product or a multiply", one("  ROOT n = bf16[64,64] negate(a)\n"), &["add"], Missing("negate", 4)),
+        (
+            "subtract as the add of a negation",
+            two("  ROOT s = bf16[64,64] subtract(a, b)\n"),
+            &["add", "multiply"],
+            Instrs(&["load", "load", "load", "multiply", "add", "store"]),
+        ),
+        ("subtract without an add", two("  ROOT s = bf16[64,64] subtract(a, b)\n"), &["multiply", "gemm"], Missing("subtract", 5)),
+        (
+            "a value passes through a multiply by one",
+            one("  ROOT c = bf16[64,64] copy(a)\n"),
+            &["multiply"],
+            Instrs(&["load", "store"]),
+        ),
+    ]
+}
+
+#[test]
+fn constant_matrix_lowerings_table() {
+    for (name, text, units, expect) in lowering_rows() {
+        let isa = vector_isa(units);
+        let k = kernel_text(&text);
+        let result = run(&k, &isa);
+        match (expect, result) {
+            (Instrs(names), Ok(sel)) => {
+                assert_eq!(multiset(&isa, &sel.candidates[0]), sorted(names), "{name}");
+                assert_candidates_compute_kernel(&isa, &k, &sel);
+            }
+            (Count(n), Ok(sel)) => {
+                assert_eq!(sel.candidates[0].instruction_count(), n, "{name}");
+                assert_candidates_compute_kernel(&isa, &k, &sel);
+            }
+            (Missing(op, line), Err(SelectError::NoInstruction { op: got, line: got_line, .. })) => {
+                assert_eq!((got.as_str(), got_line), (op, line), "{name}");
+            }
+            (_, Ok(sel)) => panic!("{name}: selected {:?}", multiset(&isa, &sel.candidates[0])),
+            (_, Err(e)) => panic!("{name}: {e}"),
+        }
+    }
 }

@@ -365,6 +365,21 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
                 }
             })
         }
+        Op::Other { name, attrs } if name == "reverse" => {
+            let list = attrs.split("dimensions={").nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
+            let dims: Vec<usize> = list.split(',').filter(|d| !d.trim().is_empty()).map(|d| d.trim().parse().unwrap()).collect();
+            each(&|mut o| {
+                for &d in &dims {
+                    o[d] = ty.shape[d] - 1 - o[d];
+                }
+                args[0].data[flat(&o, &args[0].ty.shape)]
+            })
+        }
+        // XLA: clamp(lo, x, hi) = min(max(x, lo), hi), bounds of x's shape or scalars.
+        Op::Other { name, .. } if name == "clamp" && args.len() == 3 => {
+            let at = |t: &Tensor, i: usize| if t.data.len() == 1 { t.data[0] } else { t.data[i] };
+            (0..n as usize).map(|i| args[1].data[i].max(at(args[0], i)).min(at(args[2], i))).collect()
+        }
         Op::Other { name, .. } if args.len() == 1 => args[0]
             .data
             .iter()

@@ -1,0 +1,429 @@
+//! Identity and constant-matrix rewrites: the route to completeness on matrix units. A value
+//! may pass through an instruction that is the identity when fed a constant (`x = x.I`,
+//! `x = x * 1`, `x = x + -0`), and operators the ISA lacks become products or sums with
+//! constant matrices (`negate(x) = x.(-I)`, `reverse(x) = x.J`, a broadcast row or column is a
+//! product with ones, an integer row sum is a product with ones, `a - b = a + negate(b)`,
+//! `clamp(lo, x, hi) = minimum(maximum(x, lo), hi)`).
+//!
+//! Each is offered only where it is exact in the element type of the ISA's operator
+//! ([`Identities`] lists, per operator, the types in which the semantics compute it without
+//! widening): for floats only products with 0 and +-1 and sums with zeros, never a reordered
+//! float sum (row sums by a product with ones are for integers only, whose wrapping sums do not
+//! depend on order).
+//!
+//! Float products with a permutation matrix `P` (I, -I, the exchange matrix J, a ones row or
+//! column of one term) compute every element as `+-x_k * 1` plus products with zero:
+//! - finite values come back bit for bit, except that a zero may come back with the other
+//!   sign (`-0 + +0 = +0`). XLA treats the sign of a zero as immaterial in the same way: its
+//!   algebraic simplifier replaces `x + 0` by `x` and `x * 1` by `x`, and compares zeros equal.
+//! - an infinity or NaN in a row of the left operand turns that whole row of the result into
+//!   NaN (`inf * 0 = NaN`), where XLA would keep the other elements. The products assume finite
+//!   operands: the kernels a matrix unit runs are finite by construction (attention scores,
+//!   products of bounded values), and a kernel that relies on propagating infinities through
+//!   a value that must visit the matrix unit on its way is outside what these rules promise.
+//!   The elementwise identities (`x * 1`, `x + -0`) are exact for every value, infinities,
+//!   NaNs and signed zeros included; where the ISA has both kinds, extraction chooses by
+//!   instruction count like any other alternative.
+
+use crate::egraph::SelGraph;
+use crate::isa::Isa;
+use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
+use crate::rewrites::Term;
+use egg::Id;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Constant matrices larger than this many elements are not introduced (a literal of that
+/// size is listed value by value in the assembly).
+pub const MAX_CONSTANT_ELEMENTS: i64 = 1 << 16;
+
+/// The element types in which the ISA's semantics compute each operator without changing
+/// type (operands and result of one type): where an identity through it is exact.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identities {
+    pub dot: BTreeSet<DType>,
+    pub multiply: BTreeSet<DType>,
+    pub add: BTreeSet<DType>,
+    pub maximum: BTreeSet<DType>,
+    pub minimum: BTreeSet<DType>,
+}
+
+impl Identities {
+    /// Reads `isa`'s semantics.
+    pub fn of(isa: &Isa) -> Identities {
+        let mut out = Identities::default();
+        for instr in &isa.instructions {
+            let dtypes: BTreeMap<&str, DType> = instr.semantics.iter().map(|op| (op.name.as_str(), op.dtype)).collect();
+            for op in &instr.semantics {
+                let dtype = op.dtype;
+                let same =
+                    !op.operands.is_empty() && op.operands.iter().all(|o| dtypes.get(o.as_str()) == Some(&dtype));
+                if !same {
+                    continue;
+                }
+                let set = match op.op {
+                    OpCode::Dot => &mut out.dot,
+                    OpCode::Multiply => &mut out.multiply,
+                    OpCode::Add => &mut out.add,
+                    OpCode::Maximum => &mut out.maximum,
+                    OpCode::Minimum => &mut out.minimum,
+                    _ => continue,
+                };
+                set.insert(dtype);
+            }
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Identities::default()
+    }
+}
+
+/// The additive identity that keeps every value, signed zeros included: `-0.0` for floats
+/// (`+0 + -0 = +0`, `-0 + -0 = -0`), 0 for integers.
+fn additive_identity(dtype: DType) -> f64 {
+    if dtype.is_float() {
+        -0.0
+    } else {
+        0.0
+    }
+}
+
+fn splat(ty: Ty, v: f64) -> Term {
+    Term::Node(Op::Constant(Literal::from_values(&[v])), ty, vec![])
+}
+
+/// `rows x cols` literal with `value(r, c)` at each position.
+fn matrix(dtype: DType, rows: i64, cols: i64, value: impl Fn(i64, i64) -> f64) -> Option<Term> {
+    if rows.checked_mul(cols)? > MAX_CONSTANT_ELEMENTS {
+        return None;
+    }
+    let values: Vec<f64> = (0..rows).flat_map(|r| (0..cols).map(move |c| (r, c))).map(|(r, c)| value(r, c)).collect();
+    let lit = Literal::from_values(&values);
+    let ty = Ty::new(dtype, vec![rows, cols]);
+    // A literal that is one value throughout is written as a splat.
+    Some(match lit.splat() {
+        Some(v) if values.len() > 1 => splat(ty, v),
+        _ => Term::Node(Op::Constant(lit), ty, vec![]),
+    })
+}
+
+/// `s * I` (`s` = 1 or -1) of size `n`.
+fn scaled_identity(dtype: DType, n: i64, s: f64) -> Option<Term> {
+    matrix(dtype, n, n, |r, c| if r == c { s } else { 0.0 })
+}
+
+/// The exchange matrix of size `n` (ones on the anti-diagonal).
+fn exchange(dtype: DType, n: i64) -> Option<Term> {
+    matrix(dtype, n, n, |r, c| if r + c == n - 1 { 1.0 } else { 0.0 })
+}
+
+/// `dot(a, b)` of matrices, contracting `a`'s columns with `b`'s rows.
+fn matmul(a: Term, b: Term, ty: Ty) -> Term {
+    let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+    Term::Node(Op::Dot(dims), ty, vec![a, b])
+}
+
+fn reshape(x: Term, from: &Ty, to: Ty) -> Term {
+    if *from == to {
+        x
+    } else {
+        Term::Node(Op::Reshape, to, vec![x])
+    }
+}
+
+/// Ways for value `x` to pass through an instruction unchanged: `x.I` (matrices), `x * 1`,
+/// `x + -0`. Offered once per kernel value (the caller's choice of classes); each term's
+/// result joins `x`'s class, so it is never applied to its own output again.
+pub fn pass_through(eg: &SelGraph, ids: &Identities, x: Id) -> Vec<(&'static str, Term)> {
+    let ty = eg[x].data.clone();
+    let mut out = Vec::new();
+    if ty.rank() == 0 || ty.dtype == DType::Pred {
+        return out;
+    }
+    if ids.dot.contains(&ty.dtype) && ty.rank() == 2 {
+        if let Some(i) = scaled_identity(ty.dtype, ty.shape[1], 1.0) {
+            out.push(("identity-product", matmul(Term::Class(x), i, ty.clone())));
+        }
+    }
+    if ids.multiply.contains(&ty.dtype) {
+        out.push(("identity-multiply", Term::Node(Op::Multiply, ty.clone(), vec![Term::Class(x), splat(ty.clone(), 1.0)])));
+    }
+    if ids.add.contains(&ty.dtype) {
+        let zero = splat(ty.clone(), additive_identity(ty.dtype));
+        out.push(("identity-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(x), zero])));
+    }
+    out
+}
+
+fn other<'n>(node: &'n Node, name: &str) -> Option<&'n str> {
+    match &node.op {
+        Op::Other { name: n, attrs } if n == name => Some(attrs),
+        _ => None,
+    }
+}
+
+/// The `dimensions={..}` list of an opaque operator's attribute text.
+fn dimensions(attrs: &str) -> Option<Vec<usize>> {
+    let start = attrs.find("dimensions={")? + "dimensions={".len();
+    let end = start + attrs[start..].find('}')?;
+    let list = attrs[start..end].trim();
+    if list.is_empty() {
+        return Some(Vec::new());
+    }
+    list.split(',').map(|d| d.trim().parse().ok()).collect()
+}
+
+/// Operators the ISA lacks, as products or sums with constant matrices (one e-node `node` of
+/// class `id`). Every term is exact in the node's element type (see the module comment).
+pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static str, Term)> {
+    let ty = node.ty.clone();
+    let dt = ty.dtype;
+    let mut out = Vec::new();
+    let child_ty = |k: usize| eg[node.children[k]].data.clone();
+    // -1 is a value of signed and float types only (XLA negates unsigned values modulo 2^n).
+    let signed = dt.is_float() || dt.is_signed();
+    if other(node, "negate").is_some() && node.children.len() == 1 && signed {
+        let x = Term::Class(node.children[0]);
+        if ids.multiply.contains(&dt) {
+            out.push(("negate-as-multiply", Term::Node(Op::Multiply, ty.clone(), vec![x.clone(), splat(ty.clone(), -1.0)])));
+        }
+        if ids.dot.contains(&dt) && ty.rank() == 2 {
+            if let Some(m) = scaled_identity(dt, ty.shape[1], -1.0) {
+                out.push(("negate-as-product", matmul(x, m, ty.clone())));
+            }
+        }
+    }
+    if let Some(attrs) = other(node, "reverse") {
+        if ids.dot.contains(&dt) && ty.rank() == 2 && node.children.len() == 1 {
+            let x = Term::Class(node.children[0]);
+            let (rows, cols) = (ty.shape[0], ty.shape[1]);
+            let term = match dimensions(attrs).as_deref() {
+                Some([1]) => exchange(dt, cols).map(|j| matmul(x, j, ty.clone())),
+                Some([0]) => exchange(dt, rows).map(|j| matmul(j, x, ty.clone())),
+                Some([0, 1]) | Some([1, 0]) => exchange(dt, rows)
+                    .zip(exchange(dt, cols))
+                    .map(|(jr, jc)| matmul(jr, matmul(x, jc, ty.clone()), ty.clone())),
+                _ => None,
+            };
+            out.extend(term.map(|t| ("reverse-as-product", t)));
+        }
+    }
+    if let Some(attrs) = other(node, "clamp") {
+        // XLA: clamp(lo, x, hi) = min(max(x, lo), hi); `lo` and `hi` may be scalars.
+        let bounds_ok = node.children.len() == 3 && ids.maximum.contains(&dt) && ids.minimum.contains(&dt);
+        if bounds_ok && attrs.is_empty() {
+            let widen = |k: usize| {
+                let t = child_ty(k);
+                if t == ty {
+                    Some(Term::Class(node.children[k]))
+                } else if t.rank() == 0 && t.dtype == dt {
+                    Some(Term::Node(Op::Broadcast(vec![]), ty.clone(), vec![Term::Class(node.children[k])]))
+                } else {
+                    None
+                }
+            };
+            if let (Some(lo), Some(hi)) = (widen(0), widen(2)) {
+                let x = Term::Class(node.children[1]);
+                let low = Term::Node(Op::Maximum, ty.clone(), vec![x, lo]);
+                out.push(("clamp-as-maximum-minimum", Term::Node(Op::Minimum, ty.clone(), vec![low, hi])));
+            }
+        }
+    }
+    match &node.op {
+        // IEEE subtraction is the addition of the negation, bit for bit.
+        Op::Subtract if ids.add.contains(&dt) => {
+            let negated = Term::Node(
+                Op::Other { name: "negate".into(), attrs: String::new() },
+                ty.clone(),
+                vec![Term::Class(node.children[1])],
+            );
+            out.push(("subtract-as-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(node.children[0]), negated])));
+        }
+        // A row or column repeated is a product with ones over a contraction of size one:
+        // each element is one product with 1.
+        Op::Broadcast(d) if ids.dot.contains(&dt) && ty.rank() == 2 => {
+            let v_ty = child_ty(0);
+            let v = Term::Class(node.children[0]);
+            let (rows, cols) = (ty.shape[0], ty.shape[1]);
+            let ones = |r: i64, c: i64| matrix(dt, r, c, |_, _| 1.0);
+            match d.as_slice() {
+                [0] if v_ty.shape == [rows] => {
+                    let column = reshape(v, &v_ty, v_ty.with_shape(vec![rows, 1]));
+                    out.extend(ones(1, cols).map(|o| ("broadcast-as-product", matmul(column, o, ty.clone()))));
+                }
+                [1] if v_ty.shape == [cols] => {
+                    let row = reshape(v, &v_ty, v_ty.with_shape(vec![1, cols]));
+                    out.extend(ones(rows, 1).map(|o| ("broadcast-as-product", matmul(o, row, ty.clone()))));
+                }
+                _ => {}
+            }
+        }
+        // Integer sums along one dimension of a matrix are products with ones: wrapping
+        // integer addition gives the same result in any order. Never for floats.
+        Op::ReduceAdd(d) if dt.is_int() && ids.dot.contains(&dt) && child_ty(0).rank() == 2 && ty.rank() == 1 => {
+            let x_ty = child_ty(0);
+            let x = Term::Class(node.children[0]);
+            let (rows, cols) = (x_ty.shape[0], x_ty.shape[1]);
+            let ones = |r: i64, c: i64| matrix(dt, r, c, |_, _| 1.0);
+            match d.as_slice() {
+                [1] => out.extend(ones(cols, 1).map(|o| {
+                    let wide = Ty::new(dt, vec![rows, 1]);
+                    ("sum-as-product", reshape(matmul(x, o, wide.clone()), &wide, ty.clone()))
+                })),
+                [0] => out.extend(ones(1, rows).map(|o| {
+                    let wide = Ty::new(dt, vec![1, cols]);
+                    ("sum-as-product", reshape(matmul(o, x, wide.clone()), &wide, ty.clone()))
+                })),
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::egraph::TypeAnalysis;
+    use crate::rewrites::{apply, search, RuleSet};
+
+    fn rules(ops: &[&str]) -> RuleSet {
+        let all = [DType::BF16, DType::S32].into_iter().collect::<BTreeSet<DType>>();
+        let on = |name: &str| if ops.contains(&name) { all.clone() } else { BTreeSet::new() };
+        let identities = Identities {
+            dot: on("dot"),
+            multiply: on("multiply"),
+            add: on("add"),
+            maximum: on("maximum"),
+            minimum: on("minimum"),
+        };
+        RuleSet { identities, ..RuleSet::default() }
+    }
+
+    fn saturate(eg: &mut SelGraph, rules: &RuleSet) {
+        for _ in 0..4 {
+            let found = search(eg, rules);
+            if !apply(eg, &found) {
+                return;
+            }
+        }
+    }
+
+    fn opaque(name: &str, attrs: &str) -> Op {
+        Op::Other { name: name.into(), attrs: attrs.into() }
+    }
+
+    fn constant(eg: &mut SelGraph, ty: Ty, values: &[f64]) -> Id {
+        eg.add(Node::leaf(Op::Constant(Literal::from_values(values)), ty))
+    }
+
+    fn product(eg: &mut SelGraph, ty: Ty, a: Id, b: Id) -> Option<Id> {
+        let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        eg.lookup(Node::new(Op::Dot(dims), ty, vec![a, b]))
+    }
+
+    #[test]
+    fn reverse_is_a_product_with_the_exchange_matrix() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        for (dims, rows_side) in [("dimensions={1}", false), ("dimensions={0}", true)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+            let r = eg.add(Node::new(opaque("reverse", dims), t.clone(), vec![x]));
+            saturate(&mut eg, &rules(&["dot"]));
+            let found = if rows_side {
+                let j = constant(&mut eg, Ty::new(DType::BF16, vec![2, 2]), &[0.0, 1.0, 1.0, 0.0]);
+                product(&mut eg, t.clone(), j, x)
+            } else {
+                let j = constant(&mut eg, Ty::new(DType::BF16, vec![3, 3]), &[0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+                product(&mut eg, t.clone(), x, j)
+            };
+            assert_eq!(found.map(|p| eg.find(p)), Some(eg.find(r)), "{dims}");
+        }
+    }
+
+    #[test]
+    fn clamp_is_minimum_of_maximum_with_scalar_bounds_broadcast() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let scalar = Ty::new(DType::BF16, vec![]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let lo = constant(&mut eg, scalar.clone(), &[-1.0]);
+        let hi = constant(&mut eg, scalar, &[1.0]);
+        let c = eg.add(Node::new(opaque("clamp", ""), t.clone(), vec![lo, x, hi]));
+        saturate(&mut eg, &rules(&["maximum", "minimum"]));
+        let wide = |eg: &SelGraph, s: Id| eg.lookup(Node::new(Op::Broadcast(vec![]), t.clone(), vec![s])).unwrap();
+        let (wlo, whi) = (wide(&eg, lo), wide(&eg, hi));
+        let low = eg.lookup(Node::new(Op::Maximum, t.clone(), vec![x, wlo])).expect("max(x, lo)");
+        let both = eg.lookup(Node::new(Op::Minimum, t.clone(), vec![low, whi])).expect("min(.., hi)");
+        assert_eq!(eg.find(both), eg.find(c));
+        // Without a minimum there is no lowering.
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let c = eg.add(Node::new(opaque("clamp", ""), t.clone(), vec![x, x, x]));
+        saturate(&mut eg, &rules(&["maximum"]));
+        assert_eq!(eg[c].nodes.len(), 1);
+    }
+
+    #[test]
+    fn sums_are_products_with_ones_for_integers_only() {
+        for (dtype, expected) in [(DType::S32, true), (DType::BF16, false)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let x = eg.add(Node::leaf(Op::Input(0), Ty::new(dtype, vec![2, 3])));
+            let s = eg.add(Node::new(Op::ReduceAdd(vec![1]), Ty::new(dtype, vec![2]), vec![x]));
+            saturate(&mut eg, &rules(&["dot"]));
+            let ones = constant(&mut eg, Ty::new(dtype, vec![3, 1]), &[1.0]);
+            let p = product(&mut eg, Ty::new(dtype, vec![2, 1]), x, ones);
+            let flat = p.and_then(|p| eg.lookup(Node::new(Op::Reshape, Ty::new(dtype, vec![2]), vec![p])));
+            assert_eq!(flat.map(|f| eg.find(f) == eg.find(s)), expected.then_some(true), "{dtype}");
+        }
+    }
+
+    #[test]
+    fn a_broadcast_column_is_a_product_with_a_row_of_ones() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let v = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::BF16, vec![2])));
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let b = eg.add(Node::new(Op::Broadcast(vec![0]), t.clone(), vec![v]));
+        saturate(&mut eg, &rules(&["dot"]));
+        let column = eg.lookup(Node::new(Op::Reshape, Ty::new(DType::BF16, vec![2, 1]), vec![v])).expect("v as a column");
+        let ones = constant(&mut eg, Ty::new(DType::BF16, vec![1, 3]), &[1.0]);
+        assert_eq!(product(&mut eg, t, column, ones).map(|p| eg.find(p)), Some(eg.find(b)));
+    }
+
+    #[test]
+    fn subtract_is_the_add_of_a_negation_that_multiplies_by_minus_one() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let b = eg.add(Node::leaf(Op::Input(1), t.clone()));
+        let d = eg.add(Node::new(Op::Subtract, t.clone(), vec![a, b]));
+        saturate(&mut eg, &rules(&["add", "multiply"]));
+        let minus_one = constant(&mut eg, t.clone(), &[-1.0]);
+        let neg = eg.lookup(Node::new(Op::Multiply, t.clone(), vec![b, minus_one])).expect("b * -1");
+        let sum = eg.lookup(Node::new(Op::Add, t, vec![a, neg])).expect("a + -b");
+        assert_eq!(eg.find(sum), eg.find(d));
+    }
+
+    #[test]
+    fn dimensions_are_read_from_attribute_text() {
+        assert_eq!(dimensions("dimensions={1}"), Some(vec![1]));
+        assert_eq!(dimensions("dimensions={0,1}"), Some(vec![0, 1]));
+        assert_eq!(dimensions("dimensions={}"), Some(vec![]));
+        assert_eq!(dimensions(""), None);
+    }
+
+    #[test]
+    fn constant_matrices() {
+        let Some(Term::Node(Op::Constant(lit), ty, _)) = exchange(DType::BF16, 3) else { panic!() };
+        assert_eq!(ty.shape, vec![3, 3]);
+        let v: Vec<f64> = lit.values().collect();
+        assert_eq!(v, vec![0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+        let Some(Term::Node(Op::Constant(ones), _, _)) = matrix(DType::S8, 1, 4, |_, _| 1.0) else { panic!() };
+        assert_eq!(ones.bits, vec![1f64.to_bits()]);
+        assert!(scaled_identity(DType::BF16, 1 << 9, 1.0).is_none());
+        assert_eq!(additive_identity(DType::BF16).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(additive_identity(DType::S32).to_bits(), 0);
+    }
+}
