@@ -1,8 +1,7 @@
 """Writes the Gemmini example's kernels (kernels/<name>.hlo) as JAX prints them.
 
 Each kernel is an int8 computation on 16x16 tiles written with ``jax.numpy`` the way a JAX
-user writes it, lowered with ``jax.jit`` and printed as HLO text. A kernel that uses an
-operator the kernel front ends do not accept yet goes to kernels/pending/. Rerun after a JAX
+user writes it, lowered with ``jax.jit`` and printed as HLO text. Rerun after a JAX
 upgrade with ``python make_kernels.py`` and review the diff.
 """
 
@@ -39,15 +38,12 @@ KERNELS = {
     "negate": (lambda a: -a, [TILE]),
     "reverse": (lambda a: jnp.flip(a, axis=0), [TILE]),
 }
-# Kernels with operators the kernel front ends refuse so far (``reverse``).
-PENDING = {"reverse"}
 
 
 def main() -> None:
     for name, (fn, args) in KERNELS.items():
         text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
-        target = HERE / "kernels" / ("pending" if name in PENDING else "") / f"{name}.hlo"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = HERE / "kernels" / f"{name}.hlo"
         target.write_text(text, encoding="utf-8")
 
 

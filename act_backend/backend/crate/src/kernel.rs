@@ -5,9 +5,12 @@
 //! name their computation (add, max, min, mul), a reduce of any other region is kept by name,
 //! `exp` is `exponential`, and
 //! `select(compare(a, b, direction), t, f)` becomes `select_lt` / `select_eq_var` where that is
-//! exact. Operators no instruction semantics contains (tanh, clamp, reverse, pad...) are kept by
-//! name with their meaningful attributes as text ([`Op::Other`]), so that selection can name
-//! them. Finally what depends on constants only is folded into constants (`fold.rs`).
+//! exact. A `call` is inlined: the computation it applies becomes nodes of the kernel, its
+//! parameters bound to the call's operands, so that selection sees plain operators (errors
+//! inside it point into its text). Operators no instruction semantics contains (tanh, clamp,
+//! reverse, pad...) are kept by name with their meaningful attributes as text
+//! ([`Op::Other`]), so that selection can name them. Finally what depends on constants only
+//! is folded into constants (`fold.rs`).
 //!
 //! The other computations are read and checked too, and every refusal carries the stable code
 //! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
@@ -113,9 +116,10 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
     for comp in &module.computations {
         builder.decode(comp)?;
     }
+    builder.recursion()?;
     // Every computation is checked, in text order, as the Python checker checks them; what
-    // the crate would not compile in a computation the entry does not run directly (a tuple,
-    // a call) is refused where it is applied, or not at all when nothing applies it.
+    // the crate would not compile in a computation the entry does not run directly (a tuple)
+    // is refused where it is inlined into the kernel, or not at all when nothing applies it.
     let name = module.name.clone().unwrap_or_else(|| entry.name.clone());
     let mut kernel = None;
     for comp in &module.computations {
@@ -548,8 +552,31 @@ impl<'a> Builder<'a> {
 
     fn build(&self, name: String, entry: &Computation) -> Result<Kernel, KernelError> {
         let mut nodes: Vec<KernelNode> = Vec::new();
+        let (root, params) = self.computation(entry, None, &mut nodes)?;
+        let param_nodes = params.iter().map(|p| p.expect("no parameter index is missing, as checked above")).collect::<Vec<usize>>();
+        Ok(Kernel {
+            name,
+            file: self.file.to_string(),
+            params: param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect(),
+            output: nodes[root].ty.clone(),
+            nodes,
+            param_nodes,
+            root,
+        })
+    }
+
+    /// Adds the nodes of `comp` to `nodes`; returns its ROOT's node and the node of each
+    /// parameter. `bound` is `None` for the kernel's own computation, whose parameters become
+    /// parameter nodes, and a call's operands for a computation inlined where it is applied,
+    /// whose parameters are those operands.
+    fn computation(
+        &self,
+        comp: &Computation,
+        bound: Option<&[usize]>,
+        nodes: &mut Vec<KernelNode>,
+    ) -> Result<(usize, Vec<Option<usize>>), KernelError> {
         let mut by_name: HashMap<String, usize> = HashMap::new();
-        let later: HashMap<&str, Pos> = entry.instrs.iter().map(|i| (i.name.as_str(), i.pos)).collect();
+        let later: HashMap<&str, Pos> = comp.instrs.iter().map(|i| (i.name.as_str(), i.pos)).collect();
         let mut params: Vec<Option<usize>> = Vec::new();
         let mut root = None;
         // What is wrong with the computation as a whole is reported at its name, before its
@@ -558,23 +585,23 @@ impl<'a> Builder<'a> {
             ("parameter", [Arg::Literal(Value::Word(w, _))]) => int_of(w),
             _ => None,
         };
-        if entry.instrs.is_empty() {
-            return self.err(entry.pos, "missing-root", format!("computation `{}` has no instructions", entry.name));
+        if comp.instrs.is_empty() {
+            return self.err(comp.pos, "missing-root", format!("computation `{}` has no instructions", comp.name));
         }
-        if !entry.instrs.iter().any(|i| i.root) {
+        if !comp.instrs.iter().any(|i| i.root) {
             return self.err(
-                entry.pos,
+                comp.pos,
                 "missing-root",
-                format!("computation `{}` has no ROOT instruction; mark the one whose value it returns", entry.name),
+                format!("computation `{}` has no ROOT instruction; mark the one whose value it returns", comp.name),
             );
         }
-        let mut indices: Vec<i64> = entry.instrs.iter().filter_map(param_index).collect();
+        let mut indices: Vec<i64> = comp.instrs.iter().filter_map(param_index).collect();
         indices.sort_unstable();
         indices.dedup();
         if let Some(missing) = (0..indices.len() as i64).find(|k| indices.binary_search(k).is_err()) {
-            return self.err(entry.pos, "missing-parameter", format!("parameter({missing}) is missing"));
+            return self.err(comp.pos, "missing-parameter", format!("parameter({missing}) is missing"));
         }
-        for instr in &entry.instrs {
+        for instr in &comp.instrs {
             if by_name.contains_key(&instr.name) {
                 return self.err(instr.pos, "duplicate-instruction", format!("`{}` is defined twice", instr.name));
             }
@@ -586,7 +613,7 @@ impl<'a> Builder<'a> {
                     format!("reduce `{}` is declared {}: a variadic reduce is not supported", instr.name, instr.ty),
                 );
             }
-            let ty = self.tensor_ty(&instr.ty, if is_root { "the kernel's output" } else { "a value" })?;
+            let ty = self.tensor_ty(&instr.ty, if is_root && bound.is_none() { "the kernel's output" } else { "a value" })?;
             let code = self.opcode(instr)?;
             let mut operands = Vec::new();
             for arg in &instr.args {
@@ -627,11 +654,26 @@ impl<'a> Builder<'a> {
                     }
                 }
             }
-            let (op, operands) = self.operator(instr, code, &ty, operands, &nodes)?;
+            if code == OpCode::Call {
+                // The called computation's nodes, its parameters bound to the operands: the
+                // call's value is its ROOT's.
+                let value = self.inline_call(instr, &ty, &operands, nodes)?;
+                if is_root {
+                    if root.is_some() {
+                        return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
+                    }
+                    root = Some(value);
+                }
+                by_name.insert(instr.name.clone(), value);
+                continue;
+            }
+            let (op, operands) = self.operator(instr, code, &ty, operands, nodes)?;
             let operand_tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
             if let Err(e) = infer::check(&op, &operand_tys, &ty) {
                 return self.type_err(instr, e);
             }
+            // In an inlined computation a parameter is the call's operand, not a node.
+            let mut value = nodes.len();
             if let Op::Parameter(i) = op {
                 if params.len() <= i {
                     params.resize(i + 1, None);
@@ -643,15 +685,21 @@ impl<'a> Builder<'a> {
                     };
                     return self.err(pos, "duplicate-parameter", format!("parameter {i} is declared twice"));
                 }
-                params[i] = Some(nodes.len());
+                if let Some(args) = bound {
+                    value = *args.get(i).expect("the call passes one operand per parameter, as checked where it is applied");
+                }
+                params[i] = Some(value);
             }
             if is_root {
                 if root.is_some() {
                     return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
                 }
-                root = Some(nodes.len());
+                root = Some(value);
             }
-            by_name.insert(instr.name.clone(), nodes.len());
+            by_name.insert(instr.name.clone(), value);
+            if value < nodes.len() {
+                continue;
+            }
             nodes.push(KernelNode {
                 name: instr.name.clone(),
                 op,
@@ -663,16 +711,131 @@ impl<'a> Builder<'a> {
             });
         }
         let root = root.expect("a ROOT was found above");
-        let param_nodes = params.iter().map(|p| p.expect("no parameter index is missing, as checked above")).collect::<Vec<usize>>();
-        Ok(Kernel {
-            name,
-            file: self.file.to_string(),
-            params: param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect(),
-            output: nodes[root].ty.clone(),
-            nodes,
-            param_nodes,
-            root,
-        })
+        Ok((root, params))
+    }
+
+    /// A `call`, inlined: the computation it applies is checked against its operands (as the
+    /// checker types a call) and its nodes are added with its parameters bound to them;
+    /// returns the node of its ROOT. Errors inside it are reported where its text says them.
+    /// Recursion was refused before any computation was built ([`Builder::recursion`]).
+    fn inline_call(&self, instr: &Instr, ty: &Ty, operands: &[usize], nodes: &mut Vec<KernelNode>) -> Result<usize, KernelError> {
+        let callee = self.applied(instr)?;
+        let mut params: Vec<&Instr> = callee.instrs.iter().filter(|i| i.opcode == "parameter").collect();
+        params.sort_by_key(|p| match p.args.first() {
+            Some(Arg::Literal(Value::Word(w, _))) => int_of(w),
+            _ => None,
+        });
+        if params.len() != operands.len() {
+            return self.err(
+                instr.opcode_pos,
+                "operand-count",
+                format!(
+                    "call `{}` passes {} operands to `{}`, which takes {}",
+                    instr.name,
+                    operands.len(),
+                    callee.name,
+                    params.len()
+                ),
+            );
+        }
+        let operand_pos: Vec<Pos> = instr
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Operand { pos, .. } => Some(*pos),
+                Arg::Literal(_) => None,
+            })
+            .collect();
+        for (k, (param, &operand)) in params.iter().zip(operands).enumerate() {
+            let param_ty = self.tensor_ty(&param.ty, "a parameter")?;
+            if param_ty != nodes[operand].ty {
+                return self.err(
+                    operand_pos.get(k).copied().unwrap_or(instr.pos),
+                    "operand-type-mismatch",
+                    format!(
+                        "operand {k} of call `{}` is {}, but parameter {k} of `{}` is {param_ty}",
+                        instr.name, nodes[operand].ty, callee.name
+                    ),
+                );
+            }
+        }
+        let (root, _) = self.computation(callee, Some(operands), nodes)?;
+        if nodes[root].ty != *ty {
+            return self.err(
+                instr.ty.pos(),
+                "declared-type-mismatch",
+                format!("call `{}` is declared {ty} but produces {}", instr.name, nodes[root].ty),
+            );
+        }
+        Ok(root)
+    }
+
+    /// The computation a `call` applies (its `to_apply`), which is not the entry.
+    fn applied(&self, instr: &Instr) -> Result<&'a Computation, KernelError> {
+        let Some(attr) = instr.attr("to_apply") else {
+            return self.err(instr.opcode_pos, "missing-attribute", format!("call `{}` needs to_apply=<computation>", instr.name));
+        };
+        let name = attr.value.to_string();
+        let name = name.strip_prefix('%').unwrap_or(&name);
+        match self.computations.iter().find(|c| c.name == name) {
+            Some(c) if !c.entry => Ok(c),
+            Some(_) => self.err(attr.pos, "unknown-computation", format!("call `{}` applies the ENTRY computation `{name}`", instr.name)),
+            None => self.err(attr.pos, "unknown-computation", format!("call `{}` applies computation `{name}`, which is not defined", instr.name)),
+        }
+    }
+
+    /// A computation may not apply itself, directly or through others: the first such
+    /// application by position, found as the checker finds them (depth first from each
+    /// computation in text order, over every `to_apply`).
+    fn recursion(&self) -> Result<(), KernelError> {
+        fn applied(instr: &Instr) -> Option<(String, Pos)> {
+            let attr = instr.attr("to_apply")?;
+            let name = attr.value.to_string();
+            Some((name.strip_prefix('%').unwrap_or(&name).to_string(), attr.pos))
+        }
+        #[derive(PartialEq)]
+        enum State {
+            Open,
+            Closed,
+        }
+        fn visit<'c>(
+            comp: &'c Computation,
+            all: &'c [Computation],
+            state: &mut HashMap<&'c str, State>,
+            found: &mut Vec<(Pos, String)>,
+        ) {
+            state.insert(&comp.name, State::Open);
+            for instr in &comp.instrs {
+                let Some((callee, pos)) = applied(instr) else { continue };
+                // Applying the entry is refused as such where it is written, and first.
+                if all.iter().any(|c| c.entry && c.name == callee) {
+                    continue;
+                }
+                match (state.get(callee.as_str()), all.iter().find(|c| c.name == callee)) {
+                    (Some(State::Open), _) => found.push((
+                        pos,
+                        format!(
+                            "`{}` applies computation `{callee}`, which is already being applied: computations may not be recursive",
+                            instr.name
+                        ),
+                    )),
+                    (None, Some(next)) => visit(next, all, state, found),
+                    _ => {}
+                }
+            }
+            state.insert(&comp.name, State::Closed);
+        }
+        let mut state = HashMap::new();
+        let mut found = Vec::new();
+        for comp in self.computations {
+            if !state.contains_key(comp.name.as_str()) {
+                visit(comp, self.computations, &mut state, &mut found);
+            }
+        }
+        match found.into_iter().min_by_key(|(pos, _)| (pos.line, pos.col)) {
+            Some((pos, message)) => self.err(pos, "recursive-call", message),
+            None => Ok(()),
+        }
     }
 
     /// The operator an instruction names, if kernels may use it.
@@ -685,7 +848,8 @@ impl<'a> Builder<'a> {
             );
         };
         let info = code.info();
-        if !info.kernels || info.family == Family::Structural {
+        // A call is inlined; the other structural operators (tuple, get-tuple-element) are not.
+        if !info.kernels || (info.family == Family::Structural && code != OpCode::Call) {
             return self.err(
                 instr.opcode_pos,
                 "unsupported-operator",

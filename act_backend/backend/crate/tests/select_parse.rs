@@ -169,3 +169,64 @@ fn names_that_xla_accepts_are_accepted() {
     assert_eq!(k.name, "m.1");
     assert_eq!(k.nodes[k.root].op, Op::ReduceAdd(vec![1]));
 }
+
+/// A node as selection sees it: its operator, type and operands.
+type GraphNode = (Op, Ty, Vec<usize>);
+
+/// A kernel's graph without names and positions: its nodes, parameter nodes and root.
+fn graph(k: &act_compiler::kernel::Kernel) -> (Vec<GraphNode>, Vec<usize>, usize) {
+    let nodes = k.nodes.iter().map(|n| (n.op.clone(), n.ty.clone(), n.operands.clone())).collect();
+    (nodes, k.param_nodes.clone(), k.root)
+}
+
+/// `jnp.clip` as JAX prints it: a `call` of a computation holding the bounds' broadcasts,
+/// maximum and minimum. Inlined, it is the graph of the same instructions written in the
+/// entry, the called computation's parameters being the call's operands.
+#[test]
+fn a_call_is_its_computation_inlined() {
+    let called = "HloModule jit_clip\n\nclip.1 {\n  Arg_2.1 = s32[] parameter(2)\n  \
+                  min.2 = s32[16,16]{1,0} broadcast(Arg_2.1), dimensions={}\n  Arg_1.1 = s32[] parameter(1)\n  \
+                  max.2 = s32[16,16]{1,0} broadcast(Arg_1.1), dimensions={}\n  Arg_0.1 = s32[16,16]{1,0} parameter(0)\n  \
+                  max.3 = s32[16,16]{1,0} maximum(max.2, Arg_0.1)\n  ROOT min.3 = s32[16,16]{1,0} minimum(min.2, max.3)\n}\n\n\
+                  ENTRY main.2 {\n  a.1 = s32[16,16]{1,0} parameter(0)\n  b.1 = s32[16,16]{1,0} parameter(1)\n  \
+                  lo = s32[] constant(-128)\n  hi = s32[] constant(127)\n  s = s32[16,16]{1,0} add(a.1, b.1)\n  \
+                  clipped = s32[16,16]{1,0} call(s, lo, hi), to_apply=clip.1\n  \
+                  ROOT twice = s32[16,16]{1,0} call(clipped, lo, hi), to_apply=clip.1\n}\n";
+    let inlined = "HloModule jit_clip\n\nENTRY main.2 {\n  a.1 = s32[16,16]{1,0} parameter(0)\n  \
+                   b.1 = s32[16,16]{1,0} parameter(1)\n  lo = s32[] constant(-128)\n  hi = s32[] constant(127)\n  \
+                   s = s32[16,16]{1,0} add(a.1, b.1)\n  min.2 = s32[16,16]{1,0} broadcast(hi), dimensions={}\n  \
+                   max.2 = s32[16,16]{1,0} broadcast(lo), dimensions={}\n  max.3 = s32[16,16]{1,0} maximum(max.2, s)\n  \
+                   min.3 = s32[16,16]{1,0} minimum(min.2, max.3)\n  min.4 = s32[16,16]{1,0} broadcast(hi), dimensions={}\n  \
+                   max.4 = s32[16,16]{1,0} broadcast(lo), dimensions={}\n  max.5 = s32[16,16]{1,0} maximum(max.4, min.3)\n  \
+                   ROOT min.5 = s32[16,16]{1,0} minimum(min.4, max.5)\n}\n";
+    let k = parse_kernel(called, "clip.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let flat = parse_kernel(inlined, "flat.hlo").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(graph(&k), graph(&flat));
+    assert_eq!((k.params.clone(), k.output.clone()), (flat.params.clone(), flat.output.clone()));
+    // No `call` is left for selection, and the inlined nodes point into the called text.
+    assert!(k.nodes.iter().all(|n| !matches!(&n.op, Op::Other { name, .. } if name == "call")));
+    let root = &k.nodes[k.root];
+    assert_eq!((root.name.as_str(), root.line), ("min.3", 10));
+}
+
+#[test]
+fn calls_nest_and_errors_inside_them_point_into_the_called_text() {
+    let nested = "HloModule m\n\ninner {\n  x = f32[4] parameter(0)\n  ROOT n = f32[4] negate(x)\n}\n\n\
+                  outer {\n  y = f32[4] parameter(0)\n  z = f32[4] call(y), to_apply=inner\n  \
+                  ROOT e = f32[4] exponential(z)\n}\n\n\
+                  ENTRY main {\n  p = f32[4] parameter(0)\n  ROOT c = f32[4] call(p), to_apply=outer\n}\n";
+    let k = parse_kernel(nested, "nested.hlo").unwrap_or_else(|e| panic!("{e}"));
+    let ops: Vec<&str> = k.nodes.iter().map(|n| n.op.hlo_name()).collect();
+    assert_eq!(ops, ["parameter", "negate", "exponential"]);
+    assert_eq!(k.nodes[1].operands, vec![k.param_nodes[0]]);
+    assert_eq!(k.nodes[k.root].operands, vec![1]);
+    // The type error is the called computation's, at its line (5), not the call's (17).
+    let bad = nested.replace("ROOT n = f32[4] negate(x)", "ROOT n = f32[8] negate(x)");
+    let err = parse_kernel(&bad, "nested.hlo").unwrap_err();
+    assert_eq!((err.code, err.line, err.col), ("declared-type-mismatch", 5, 12), "{err}");
+    // inner applies outer, which applies inner: refused at the application that closes the
+    // cycle, found from the first computation of the text (as the checker finds it).
+    let recursive = nested.replace("negate(x)", "call(x), to_apply=outer");
+    let err = parse_kernel(&recursive, "nested.hlo").unwrap_err();
+    assert_eq!((err.code, err.kind, err.line), ("recursive-call", KernelErrorKind::Unsupported, 10), "{err}");
+}
