@@ -1,8 +1,8 @@
 """act-backend: test oracles, compiler backends and editor tooling from TAIDL specs.
 
 The public API is the TAIDL front end (``Accelerator``) and the two generators. The
-generators are imported on first use, so that ``import act_backend`` stays light for the
-language server, which only validates.
+generators (and ``act_backend.jax``, JAX in one call) are imported on first use, so that
+``import act_backend`` stays light for the language server, which only validates.
 """
 
 from typing import TYPE_CHECKING
@@ -26,4 +26,8 @@ def __getattr__(name: str):
         from act_backend.oracle import generate_oracle
 
         return generate_oracle
+    if name == "jax":
+        import act_backend.jax
+
+        return act_backend.jax
     raise AttributeError(f"module 'act_backend' has no attribute {name!r}")
