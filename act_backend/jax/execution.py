@@ -13,7 +13,6 @@ import importlib
 import importlib.util
 import inspect
 import itertools
-import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,14 +50,15 @@ def load_oracle(oracle_dir: Path, identity: str) -> ModuleType:
     return module
 
 
-def load_kernel(oracle: ModuleType, assembly: Path) -> Any:
-    """The oracle kernel ``assembly`` defines."""
-    namespace = runpy.run_path(str(assembly))
+def load_kernel(oracle: ModuleType, assembly: str, filename: str = "<assembly>") -> Any:
+    """The oracle kernel the assembly text defines (``filename`` names it in tracebacks)."""
+    namespace: dict[str, Any] = {"__name__": "__act_backend_assembly__"}
+    exec(compile(assembly, filename, "exec"), namespace)  # the assembly is Python by design
     defined = [value for value in namespace.values()
                if inspect.isfunction(value) and value.__module__ == namespace["__name__"]]
     if len(defined) != 1:
         names = ", ".join(f.__name__ for f in defined) or "none"
-        raise ValueError(f"{assembly}: expected one top-level function (the kernel), found "
+        raise ValueError(f"{filename}: expected one top-level function (the kernel), found "
                          f"{names}")
     decorator = sys.modules[f"{oracle.__name__}.decorator"]
     api = sys.modules[f"{oracle.__name__}.api"]

@@ -37,7 +37,8 @@ class Assembly:
 
 class CompiledKernel:
     """The result of ``act_backend.jax.compile``. ``cached`` says whether the assembly came
-    from the cache rather than a compile just now."""
+    from the cache rather than a compile just now; ``assembly`` and ``report`` (the backend's
+    ``report.json``) are read when the kernel is made."""
 
     def __init__(self, program: Program, target: Target, entry: Entry, cached: bool):
         self.program = program
@@ -45,6 +46,9 @@ class CompiledKernel:
         self.entry = entry
         self.cached = cached
         self._oracle_kernel: Any = None
+        # Read now: the kernel keeps working when the cache is later moved or cleared.
+        self.assembly = Assembly(entry.assembly, entry.assembly.read_text(encoding="utf-8"))
+        self.report: dict[str, Any] = json.loads(entry.report.read_text(encoding="utf-8"))
 
     def __repr__(self) -> str:
         return (f"<CompiledKernel {self.program.name} for {self.target.name}: "
@@ -60,16 +64,6 @@ class CompiledKernel:
     def hlo(self) -> str:
         """The HLO text the backend compiled."""
         return self.program.hlo
-
-    @cached_property
-    def assembly(self) -> Assembly:
-        path = self.entry.assembly
-        return Assembly(path, path.read_text(encoding="utf-8"))
-
-    @cached_property
-    def report(self) -> dict[str, Any]:
-        """The backend's compile report (``report.json``)."""
-        return json.loads(self.entry.report.read_text(encoding="utf-8"))
 
     @property
     def cost(self) -> float:
@@ -106,7 +100,8 @@ class CompiledKernel:
     def _kernel(self) -> Any:
         if self._oracle_kernel is None:
             oracle = execution.load_oracle(self.target.oracle_dir, self.target.identity)
-            self._oracle_kernel = execution.load_kernel(oracle, self.assembly.path)
+            self._oracle_kernel = execution.load_kernel(oracle, self.assembly.text,
+                                                        str(self.assembly.path))
         return self._oracle_kernel
 
     def _results(self, outputs: list[Any]) -> Any:
