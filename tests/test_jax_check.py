@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from act_backend.jax.check import difference, ulp_distance
+from act_backend.jax.check import difference, ulp_distance, ulp_of_largest
 
 BF16 = ml_dtypes.bfloat16
 
@@ -53,6 +53,24 @@ def test_the_largest_difference_and_where_it_is():
 ])
 def test_integers_are_compared_exactly(expected, actual, largest):
     assert difference(0, expected, actual).max_ulps == largest
+
+
+@pytest.mark.parametrize(("values", "ulp"), [
+    (bf16_bits(0x3F80), 2.0**-7),                              # 1.0: 8 significant bits
+    (bf16_bits(0x3F80, 0xC080), 2.0**-5),                      # -4.0 is the largest magnitude
+    (np.array([0.0], np.float32), 2.0**-149),                  # zero: the smallest subnormal
+    (np.array([3.0, np.inf], np.float32), 2.0**-22),           # infinities are left out
+])
+def test_the_ulp_of_the_largest_magnitude(values, ulp):
+    assert ulp_of_largest(values) == ulp
+
+
+def test_a_sign_change_near_zero_is_far_in_ulps_but_near_in_ulps_of_the_largest():
+    expected = np.array([1.0, -2.0**-10], np.float32).astype(BF16)
+    actual = np.array([1.0, 2.0**-10], np.float32).astype(BF16)
+    diff = difference(0, expected, actual)
+    assert diff.max_ulps == 2 * 0x3A80  # both sides of zero: twice the bits of 2**-10
+    assert diff.max_abs == 2.0**-9 and diff.max_abs_ulps_of_largest == 0.25
 
 
 def test_equal_results_have_no_place_of_difference():

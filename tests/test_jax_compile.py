@@ -204,7 +204,7 @@ def test_stablehlo_refusals_name_the_source_line_when_the_text_has_locations(qkv
 def test_check_compares_with_jax_on_the_cpu_in_ulps(qkv, inputs):
     exact = ajax.check(lambda q, k: q @ k, *inputs[:2], backend=qkv.backend)
     assert exact.max_ulps == 0 and len(exact.results) == 1
-    assert str(exact).startswith("largest difference: 0 ")
+    assert str(exact).startswith("largest difference in ulps: 0 ")
 
     report = ajax.check(attention, *inputs, backend=qkv.backend)
     [result] = report.results

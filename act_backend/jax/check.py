@@ -28,22 +28,27 @@ class ResultDifference:
     dtype: np.dtype
     shape: tuple[int, ...]
     max_ulps: float
-    # The largest absolute difference of values (as float64), wherever it is.
+    # The largest absolute difference of values (as float64), wherever it is, and the same
+    # in ulps of the largest magnitude JAX computed: the measure that does not blow up where
+    # results near zero differ in sign.
     max_abs: float
+    max_abs_ulps_of_largest: float
     # Where the largest difference is (an index into the result), None when they are equal.
     where: tuple[int, ...] | None
     expected: Any
     actual: Any
 
     def __str__(self) -> str:
-        kind = "ulps" if _is_float(self.dtype) else "(integer difference)"
-        place = f" at {list(self.where)}" if self.where is not None else ""
-        text = f"result {self.index} ({self.dtype}{list(self.shape)}): max {_num(self.max_ulps)}"
-        text += f" {kind}{place}"
-        if _is_float(self.dtype):
-            text += f"; max |difference| {self.max_abs:g}"
+        floating = _is_float(self.dtype)
+        unit = "ulps" if floating else "(integer difference)"
+        text = (f"result {self.index} ({self.dtype}{list(self.shape)}): "
+                f"max {_num(self.max_ulps)} {unit}")
         if self.where is not None:
-            text += f" (JAX {self.expected[self.where]}, accelerator {self.actual[self.where]})"
+            text += (f" at {list(self.where)} (JAX {self.expected[self.where]}, accelerator "
+                     f"{self.actual[self.where]})")
+        if floating:
+            text += (f"; max |difference| {self.max_abs:g} = "
+                     f"{_num(self.max_abs_ulps_of_largest)} ulps of the largest magnitude")
         return text
 
 
@@ -60,7 +65,7 @@ class CheckReport:
         return max((r.max_ulps for r in self.results), default=0.0)
 
     def __str__(self) -> str:
-        lines = [f"largest difference: {_num(self.max_ulps)} "
+        lines = [f"largest difference in ulps: {_num(self.max_ulps)} "
                  f"(simulated in {self.run_ms:.1f} ms)"]
         lines += [f"  {r}" for r in self.results]
         return "\n".join(lines)
@@ -97,12 +102,27 @@ def difference(index: int, expected: np.ndarray, actual: np.ndarray) -> ResultDi
         absolute = np.abs(expected.astype(np.float64) - actual.astype(np.float64))
     max_abs = float(np.nanmax(absolute)) if absolute.size and not np.all(np.isnan(absolute)) \
         else 0.0
+    scaled = (max_abs / ulp_of_largest(expected) if _is_float(expected.dtype) and max_abs
+              else max_abs)
     if distance.size == 0 or not np.any(distance):
-        return ResultDifference(index, expected.dtype, expected.shape, 0.0, max_abs, None,
-                                expected, actual)
+        return ResultDifference(index, expected.dtype, expected.shape, 0.0, max_abs, scaled,
+                                None, expected, actual)
     where = tuple(int(i) for i in np.unravel_index(int(np.argmax(distance)), distance.shape))
     return ResultDifference(index, expected.dtype, expected.shape, float(distance[where]),
-                            max_abs, where, expected, actual)
+                            max_abs, scaled, where, expected, actual)
+
+
+def ulp_of_largest(values: np.ndarray) -> float:
+    """The spacing of the dtype's values at the largest finite magnitude in ``values`` (the
+    smallest subnormal when they are all zero)."""
+    info = ml_dtypes.finfo(values.dtype)
+    magnitudes = np.abs(values.astype(np.float64))
+    finite = magnitudes[np.isfinite(magnitudes)]
+    largest = float(finite.max()) if finite.size else 0.0
+    tiny = float(info.smallest_subnormal)
+    if largest < float(info.smallest_normal):
+        return tiny
+    return max(2.0 ** (math.floor(math.log2(largest)) - int(info.nmant)), tiny)
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
