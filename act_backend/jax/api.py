@@ -30,7 +30,7 @@ def compile(fn: Any, *example_args: Any, backend: Any, time_limit: float | None 
 
     Raises ``CompileError`` (a ``ValueError``) when the backend refuses the kernel.
     """
-    target = backend if isinstance(backend, Target) else resolve(backend, regenerate=regenerate)
+    target = resolve(backend, regenerate=regenerate)
     program = program_of(fn, *example_args)
     entry, hit = compile_program(program, target, time_limit=time_limit)
     return CompiledKernel(program, target, entry, hit)

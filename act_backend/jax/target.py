@@ -38,7 +38,10 @@ class Target:
 
 def resolve(backend: Any, *, regenerate: bool = False) -> Target:
     """The target ``backend`` names: an ``Accelerator``, a spec file (``*.py``) or a backend
-    binary. ``regenerate`` forces generation for an Accelerator or spec."""
+    binary (a ``Target`` is returned as it is). ``regenerate`` forces generation for an
+    Accelerator or spec."""
+    if isinstance(backend, Target):
+        return backend
     if isinstance(backend, Accelerator):
         return from_accelerator(backend, regenerate=regenerate)
     if isinstance(backend, (str, os.PathLike)):
