@@ -327,7 +327,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let sig = Signature {
         module: kernel.name.clone(),
         inputs: kernel.params.clone(),
-        output: kernel.output.clone(),
+        outputs: kernel.outputs.clone(),
     };
     let config =
         Config { deadline: options.time_limit.map(|l| started + l), ..options.driver.clone() };

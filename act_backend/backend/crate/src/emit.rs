@@ -77,7 +77,13 @@ pub fn assembly_with_constants(
         .map(|(t, p)| tensor_spec(t, p))
         .collect::<Result<Vec<_>, _>>()?
         .join(", ");
-    let output = tensor_spec(&sig.output, &layout.output)?;
+    let output = sig
+        .outputs
+        .iter()
+        .zip(&layout.outputs(sig)?)
+        .map(|(t, p)| tensor_spec(t, p))
+        .collect::<Result<Vec<_>, _>>()?
+        .join(", ");
     let mut text = String::new();
     let pad = " ".repeat("    @kernel(".len());
     // Writing to a String cannot fail.

@@ -115,6 +115,8 @@ fn remove_nodes(kernel: &mut Kernel, keep: &[bool]) {
         .collect();
     kernel.root = index[kernel.root];
     kernel.param_nodes = kernel.param_nodes.iter().map(|&p| index[p]).collect();
+    // Results are live: the root is made of them.
+    kernel.results = kernel.results.iter().map(|&r| index[r]).collect();
 }
 
 /// Every element of a literal of type `ty` (a splat repeated).

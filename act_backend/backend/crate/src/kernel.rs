@@ -9,8 +9,9 @@
 //! parameters bound to the call's operands, so that selection sees plain operators (errors
 //! inside it point into its text). Operators no instruction semantics contains (tanh, clamp,
 //! reverse, pad...) are kept by name with their meaningful attributes as text
-//! ([`Op::Other`]), so that selection can name them. Finally what depends on constants only
-//! is folded into constants (`fold.rs`).
+//! ([`Op::Other`]), so that selection can name them. A tuple ROOT of the entry (several
+//! results) becomes the concatenation of its elements' bytes (`results.rs`). Finally what
+//! depends on constants only is folded into constants (`fold.rs`).
 //!
 //! The other computations are read and checked too, and every refusal carries the stable code
 //! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
@@ -19,6 +20,7 @@
 use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
+use crate::results;
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
 use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
 use std::collections::HashMap;
@@ -37,16 +39,29 @@ pub struct KernelNode {
     pub text: String,
 }
 
-/// A kernel: its nodes in program order (operands first), parameters and output.
+/// The nodes a computation added to a kernel: its ROOT's, its results' (the ROOT, or the
+/// elements of the entry's tuple ROOT) and each parameter's.
+struct Added {
+    root: usize,
+    results: Vec<usize>,
+    params: Vec<Option<usize>>,
+}
+
+/// A kernel: its nodes in program order (operands first), parameters and outputs.
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub name: String,
     pub file: String,
     pub params: Vec<Ty>,
-    pub output: Ty,
+    /// The types of the kernel's results, in order: one, or each element of a tuple ROOT.
+    pub outputs: Vec<Ty>,
     pub nodes: Vec<KernelNode>,
     /// Node of parameter `i`.
     pub param_nodes: Vec<usize>,
+    /// Node of result `i`.
+    pub results: Vec<usize>,
+    /// The node whose value the kernel writes to HBM after its inputs: the result, or for
+    /// several results the concatenation of their bytes (`results.rs`).
     pub root: usize,
 }
 
@@ -552,29 +567,30 @@ impl<'a> Builder<'a> {
 
     fn build(&self, name: String, entry: &Computation) -> Result<Kernel, KernelError> {
         let mut nodes: Vec<KernelNode> = Vec::new();
-        let (root, params) = self.computation(entry, None, &mut nodes)?;
+        let Added { root, results, params } = self.computation(entry, None, &mut nodes)?;
         let param_nodes = params.iter().map(|p| p.expect("no parameter index is missing, as checked above")).collect::<Vec<usize>>();
         Ok(Kernel {
             name,
             file: self.file.to_string(),
             params: param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect(),
-            output: nodes[root].ty.clone(),
+            outputs: results.iter().map(|&k| nodes[k].ty.clone()).collect(),
             nodes,
             param_nodes,
+            results,
             root,
         })
     }
 
-    /// Adds the nodes of `comp` to `nodes`; returns its ROOT's node and the node of each
-    /// parameter. `bound` is `None` for the kernel's own computation, whose parameters become
-    /// parameter nodes, and a call's operands for a computation inlined where it is applied,
-    /// whose parameters are those operands.
+    /// Adds the nodes of `comp` to `nodes` and says which are its ROOT, results and parameters.
+    /// `bound` is `None` for the kernel's own computation, whose parameters become parameter
+    /// nodes, and a call's operands for a computation inlined where it is applied, whose
+    /// parameters are those operands.
     fn computation(
         &self,
         comp: &Computation,
         bound: Option<&[usize]>,
         nodes: &mut Vec<KernelNode>,
-    ) -> Result<(usize, Vec<Option<usize>>), KernelError> {
+    ) -> Result<Added, KernelError> {
         let mut by_name: HashMap<String, usize> = HashMap::new();
         let later: HashMap<&str, Pos> = comp.instrs.iter().map(|i| (i.name.as_str(), i.pos)).collect();
         let mut params: Vec<Option<usize>> = Vec::new();
@@ -601,9 +617,17 @@ impl<'a> Builder<'a> {
         if let Some(missing) = (0..indices.len() as i64).find(|k| indices.binary_search(k).is_err()) {
             return self.err(comp.pos, "missing-parameter", format!("parameter({missing}) is missing"));
         }
+        let mut tuple_root: Option<(&Instr, Vec<usize>)> = None;
         for instr in &comp.instrs {
-            if by_name.contains_key(&instr.name) {
+            if by_name.contains_key(&instr.name) || tuple_root.as_ref().is_some_and(|(t, _)| t.name == instr.name) {
                 return self.err(instr.pos, "duplicate-instruction", format!("`{}` is defined twice", instr.name));
+            }
+            if bound.is_none() && instr.root && OpCode::parse(&instr.opcode) == Some(OpCode::Tuple) {
+                if root.is_some() {
+                    return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
+                }
+                tuple_root = Some((instr, self.tuple_results(instr, &by_name, &later, nodes)?));
+                continue;
             }
             let is_root = instr.root;
             if matches!(instr.ty, TypeAst::Tuple { .. }) && OpCode::parse(&instr.opcode) == Some(OpCode::Reduce) {
@@ -659,7 +683,7 @@ impl<'a> Builder<'a> {
                 // call's value is its ROOT's.
                 let value = self.inline_call(instr, &ty, &operands, nodes)?;
                 if is_root {
-                    if root.is_some() {
+                    if root.is_some() || tuple_root.is_some() {
                         return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
                     }
                     root = Some(value);
@@ -691,7 +715,7 @@ impl<'a> Builder<'a> {
                 params[i] = Some(value);
             }
             if is_root {
-                if root.is_some() {
+                if root.is_some() || tuple_root.is_some() {
                     return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
                 }
                 root = Some(value);
@@ -710,8 +734,81 @@ impl<'a> Builder<'a> {
                 text: instr.text.clone(),
             });
         }
-        let root = root.expect("a ROOT was found above");
-        Ok((root, params))
+        let (root, results) = match tuple_root {
+            Some((tuple, results)) => (results::bytes_end_to_end(nodes, &results, tuple), results),
+            None => {
+                let root = root.expect("a ROOT was found above");
+                (root, vec![root])
+            }
+        };
+        Ok(Added { root, results, params })
+    }
+
+    /// The nodes a tuple ROOT returns: tensors defined before it, of the types it declares.
+    fn tuple_results(
+        &self,
+        tuple: &Instr,
+        by_name: &HashMap<String, usize>,
+        later: &HashMap<&str, Pos>,
+        nodes: &[KernelNode],
+    ) -> Result<Vec<usize>, KernelError> {
+        let elements = match &tuple.ty {
+            TypeAst::Tuple { elements, .. } if !elements.is_empty() => elements,
+            TypeAst::Tuple { pos, .. } => {
+                return self.err(*pos, "unsupported-tuple", "the kernel's output is an empty tuple")
+            }
+            TypeAst::Tensor { pos, .. } => {
+                return self.err(
+                    *pos,
+                    "declared-type-mismatch",
+                    format!("tuple `{}` is declared {}, which is not a tuple", tuple.name, tuple.ty),
+                )
+            }
+        };
+        let declared: Vec<Ty> = elements
+            .iter()
+            .map(|e| self.tensor_ty(e, "an element of the kernel's output"))
+            .collect::<Result<_, _>>()?;
+        let mut results = Vec::new();
+        for arg in &tuple.args {
+            let Arg::Operand { name, pos, declared: written } = arg else {
+                return self.err(arg_pos(arg), "hlo-syntax", "the elements of a tuple are values, not literals");
+            };
+            let Some(&k) = by_name.get(name) else {
+                let message = if later.contains_key(name.as_str()) {
+                    format!("operand `{name}` is used before it is defined")
+                } else {
+                    format!("operand `{name}` is not defined")
+                };
+                return self.err(*pos, "undefined-operand", message);
+            };
+            if let Some(written) = written {
+                let written = self.tensor_ty(written, "an operand")?;
+                if written != nodes[k].ty {
+                    return self.err(
+                        *pos,
+                        "operand-type-mismatch",
+                        format!(
+                            "operand {} of `{}` is written as {written}, but `{name}` is {}",
+                            results.len(),
+                            tuple.name,
+                            nodes[k].ty
+                        ),
+                    );
+                }
+            }
+            results.push(k);
+        }
+        let produced: Vec<&Ty> = results.iter().map(|&k| &nodes[k].ty).collect();
+        if declared.iter().ne(produced.iter().copied()) {
+            let produced: Vec<String> = produced.iter().map(|t| t.to_string()).collect();
+            return self.err(
+                tuple.ty.pos(),
+                "declared-type-mismatch",
+                format!("tuple `{}` is declared {} but produces ({})", tuple.name, tuple.ty, produced.join(", ")),
+            );
+        }
+        Ok(results)
     }
 
     /// A `call`, inlined: the computation it applies is checked against its operands (as the
@@ -759,7 +856,7 @@ impl<'a> Builder<'a> {
                 );
             }
         }
-        let (root, _) = self.computation(callee, Some(operands), nodes)?;
+        let root = self.computation(callee, Some(operands), nodes)?.root;
         if nodes[root].ty != *ty {
             return self.err(
                 instr.ty.pos(),
@@ -1089,10 +1186,11 @@ mod tests {
             e.to_string().starts_with("k.hlo:4:12: `q`: declared type f32[4,2] but transpose produces f32[2,4]"),
             "{e}"
         );
-        let e =
-            error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT t = (f32[4], f32[4]) tuple(p, p)\n}\n");
+        let e = error_of(
+            "HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  t = (f32[4], f32[4]) tuple(p, p)\n  ROOT q = f32[4] copy(p)\n}\n",
+        );
         assert_eq!(e.kind, KernelErrorKind::Unsupported);
-        assert_eq!((e.line, e.col), (4, 12));
+        assert_eq!((e.line, e.col), (4, 7));
         let e = error_of("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT q = f32[4] add(p p)\n}\n");
         assert_eq!(e.kind, KernelErrorKind::Syntax);
     }

@@ -33,7 +33,8 @@ pub struct Signature {
     /// The HLO module's name.
     pub module: String,
     pub inputs: Vec<Ty>,
-    pub output: Ty,
+    /// The kernel's results, written after the inputs in this order, end to end.
+    pub outputs: Vec<Ty>,
 }
 
 /// `[addr, addr + bytes)` in HBM.
@@ -49,7 +50,8 @@ impl Placed {
     }
 }
 
-/// Where the kernel's inputs and output live in HBM (CSP3).
+/// Where the kernel's inputs and output live in HBM (CSP3). `output` spans every result:
+/// result `i` starts where result `i - 1` ends ([`HbmLayout::outputs`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HbmLayout {
     pub inputs: Vec<Placed>,
@@ -57,7 +59,7 @@ pub struct HbmLayout {
 }
 
 impl HbmLayout {
-    /// Inputs packed in parameter order from 0, each at its byte size; the output after them.
+    /// Inputs packed in parameter order from 0, each at its byte size; the outputs after them.
     pub fn packed(sig: &Signature) -> Result<HbmLayout, LayoutError> {
         let mut next = 0i64;
         let mut inputs = Vec::with_capacity(sig.inputs.len());
@@ -66,8 +68,30 @@ impl HbmLayout {
             inputs.push(Placed { addr: next, bytes });
             next += bytes;
         }
-        let bytes = bytes_of(&sig.output).map_err(|e| LayoutError(format!("output: {e}")))?;
+        let mut bytes = 0i64;
+        for (i, t) in sig.outputs.iter().enumerate() {
+            bytes += bytes_of(t).map_err(|e| LayoutError(format!("output {i}: {e}")))?;
+        }
         Ok(HbmLayout { inputs, output: Placed { addr: next, bytes } })
+    }
+
+    /// Where each of `sig`'s outputs lies within [`HbmLayout::output`].
+    pub fn outputs(&self, sig: &Signature) -> Result<Vec<Placed>, LayoutError> {
+        let mut next = self.output.addr;
+        let mut placed = Vec::with_capacity(sig.outputs.len());
+        for (i, t) in sig.outputs.iter().enumerate() {
+            let bytes = bytes_of(t).map_err(|e| LayoutError(format!("output {i}: {e}")))?;
+            placed.push(Placed { addr: next, bytes });
+            next += bytes;
+        }
+        if next != self.output.end() {
+            return Err(LayoutError(format!(
+                "the outputs take {} bytes, the output region has {}",
+                next - self.output.addr,
+                self.output.bytes
+            )));
+        }
+        Ok(placed)
     }
 }
 
@@ -86,7 +110,7 @@ mod tests {
         let sig = Signature {
             module: "m".into(),
             inputs: vec![t(DType::BF16, &[64, 64]), t(DType::F32, &[3]), t(DType::S8, &[])],
-            output: t(DType::BF16, &[2, 2]),
+            outputs: vec![t(DType::BF16, &[2, 2])],
         };
         let layout = HbmLayout::packed(&sig).unwrap();
         let addrs: Vec<(i64, i64)> = layout.inputs.iter().map(|p| (p.addr, p.bytes)).collect();

@@ -26,6 +26,7 @@ pub mod output;
 pub mod pii;
 pub mod precision;
 pub mod report;
+pub mod results;
 pub mod rewrites;
 pub mod schedule;
 pub mod select;

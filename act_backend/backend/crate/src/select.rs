@@ -197,10 +197,21 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         }
     };
     let root = kernel.root;
-    if ok(root) {
+    let not_in_hbm = |k: usize| {
         // The value exists somewhere but cannot reach HBM (or only as a kernel input).
-        let verb = if ex.computed(eg.find(kg.node_class[root])) { "stores" } else { "copies" };
-        return error(root, format!("{verb} the result of `{}` to HBM", kernel.nodes[root].op.hlo_name()));
+        let verb = if ex.computed(eg.find(kg.node_class[k])) { "stores" } else { "copies" };
+        error(k, format!("{verb} the result of `{}` to HBM", kernel.nodes[k].op.hlo_name()))
+    };
+    if ok(root) {
+        return not_in_hbm(root);
+    }
+    // Several results: the first one computed but never written to HBM (its bytes, the
+    // root's operand, are not produced) is what fails.
+    if kernel.results.len() > 1 {
+        let parts = &kernel.nodes[root].operands;
+        if let Some(k) = kernel.results.iter().zip(parts).find(|&(&r, &p)| ok(r) && !ok(p)).map(|(&r, _)| r) {
+            return not_in_hbm(k);
+        }
     }
     // Values computed from constants alone are not blamed: an operation that needs one is
     // what has no instruction (`x * 2` on an ISA without a multiply names the multiply).

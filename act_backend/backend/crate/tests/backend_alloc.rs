@@ -242,7 +242,7 @@ fn multi_dimensional_buffers_are_flattened_to_bounding_ranges() {
     let sig = act_compiler::layout::Signature {
         module: "g".into(),
         inputs: vec![bf16(&[16, 64])],
-        output: bf16(&[16, 64]),
+        outputs: vec![bf16(&[16, 64])],
     };
     let layout = HbmLayout::packed(&sig).unwrap();
     let schedule = first_order(&graph, &isa);

@@ -13,7 +13,7 @@ use act_compiler::value::analyse;
 use backend_support::*;
 
 fn signature() -> Signature {
-    Signature { module: "scaled".into(), inputs: vec![bf16(&[64, 64])], output: bf16(&[64, 64]) }
+    Signature { module: "scaled".into(), inputs: vec![bf16(&[64, 64])], outputs: vec![bf16(&[64, 64])] }
 }
 
 /// A . C with C a 64x64 splat of 0.5 in HBM.

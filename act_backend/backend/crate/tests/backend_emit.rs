@@ -72,7 +72,7 @@ fn shapes_and_element_types_are_python_literals() {
             Ty::new(DType::F32, vec![8]),
             Ty::new(DType::S8, vec![]),
         ],
-        output: Ty::new(DType::U32, vec![2, 3, 4]),
+        outputs: vec![Ty::new(DType::U32, vec![2, 3, 4])],
     };
     let layout = HbmLayout::packed(&sig).unwrap();
     let text = assembly(&sig, &layout, 200, &[]).unwrap();

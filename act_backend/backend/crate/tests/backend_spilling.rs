@@ -45,5 +45,5 @@ fn kernels_that_need_spilling_compile() {
 }
 
 fn signature(module: &str, inputs: usize) -> Signature {
-    Signature { module: module.into(), inputs: vec![bf16(&[64, 64]); inputs], output: bf16(&[64, 64]) }
+    Signature { module: module.into(), inputs: vec![bf16(&[64, 64]); inputs], outputs: vec![bf16(&[64, 64])] }
 }

@@ -17,7 +17,7 @@ fn matmul_signature() -> Signature {
     Signature {
         module: "matmul".into(),
         inputs: vec![bf16(&[128, 64]), bf16(&[64, 64])],
-        output: bf16(&[128, 64]),
+        outputs: vec![bf16(&[128, 64])],
     }
 }
 

@@ -17,7 +17,7 @@ fn hand_written_attention() {
     let k = kernel_file("attention.hlo");
     assert_eq!(k.name, "qkv");
     assert_eq!(k.params, vec![bf16(&[64, 64]); 3]);
-    assert_eq!(k.output, bf16(&[64, 64]));
+    assert_eq!(k.outputs, vec![bf16(&[64, 64])]);
     let ops: Vec<&str> = k.nodes.iter().map(|n| n.op.hlo_name()).collect();
     assert_eq!(
         ops,
@@ -57,7 +57,7 @@ fn jax_attention() {
 fn jax_with_debug_info_metadata_and_index_comments() {
     let k = kernel_file("debug_info_jax.hlo");
     assert_eq!(k.params.len(), 7);
-    assert_eq!(k.output, Ty::new(DType::F32, vec![4]));
+    assert_eq!(k.outputs, vec![Ty::new(DType::F32, vec![4])]);
     let max = k.nodes.iter().find(|n| n.name == "reduce_max.7").unwrap();
     assert_eq!(max.op, Op::Reduce { dims: vec![1], reducer: Reducer::Max });
     let min = k.nodes.iter().find(|n| n.name == "reduce_min.7").unwrap();
@@ -89,9 +89,9 @@ fn errors_point_at_the_problem() {
             "5:59: `d`: lhs contracting dimension 1 has size 8 but rhs contracting dimension 1 has size 4",
         ),
         (
-            "HloModule m\nENTRY e {\n  a = bf16[4] parameter(0)\n  ROOT t = (bf16[4], bf16[4]) tuple(a, a)\n}\n",
+            "HloModule m\nENTRY e {\n  a = bf16[4] parameter(0)\n  t = (bf16[4], bf16[4]) tuple(a, a)\n  ROOT b = bf16[4] copy(a)\n}\n",
             KernelErrorKind::Unsupported,
-            "4:12: the kernel's output has the tuple type (bf16[4], bf16[4]); only single tensors are supported",
+            "4:7: a value has the tuple type (bf16[4], bf16[4]); only single tensors are supported",
         ),
         (
             "HloModule m\nENTRY e {\n  a = bf16[4] parameter(0)\n  ROOT b = bf16[4] copy(a)\n",
@@ -202,7 +202,7 @@ fn a_call_is_its_computation_inlined() {
     let k = parse_kernel(called, "clip.hlo").unwrap_or_else(|e| panic!("{e}"));
     let flat = parse_kernel(inlined, "flat.hlo").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(graph(&k), graph(&flat));
-    assert_eq!((k.params.clone(), k.output.clone()), (flat.params.clone(), flat.output.clone()));
+    assert_eq!((k.params.clone(), k.outputs.clone()), (flat.params.clone(), flat.outputs.clone()));
     // No `call` is left for selection, and the inlined nodes point into the called text.
     assert!(k.nodes.iter().all(|n| !matches!(&n.op, Op::Other { name, .. } if name == "call")));
     let root = &k.nodes[k.root];

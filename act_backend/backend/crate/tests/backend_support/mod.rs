@@ -165,7 +165,7 @@ pub fn attention_signature() -> Signature {
     Signature {
         module: "qkv".into(),
         inputs: vec![bf16(&[64, 64]), bf16(&[64, 64]), bf16(&[64, 64])],
-        output: bf16(&[64, 64]),
+        outputs: vec![bf16(&[64, 64])],
     }
 }
 
