@@ -212,3 +212,21 @@ def test_check_compares_with_jax_on_the_cpu_in_ulps(qkv, inputs):
     assert result.max_abs <= bf16_tolerance(expected)
     assert 0 < report.max_ulps < float("inf")
     assert f"max {report.max_ulps:g} ulps" in str(report)
+
+
+def two_products(q, k):
+    return q @ k, q @ k.T
+
+
+def test_a_function_with_two_results(qkv, inputs):
+    kernel = ajax.compile(two_products, *inputs[:2], backend=qkv.backend)
+    out = kernel(*inputs[:2])
+    assert isinstance(out, tuple) and len(out) == 2
+    assert "output=[{'addr': 16384, 'shape': (64, 64), 'dtype': jnp.bfloat16}, " \
+           "{'addr': 24576, 'shape': (64, 64), 'dtype': jnp.bfloat16}])" in kernel.assembly.text
+    assert [call.split("(")[0] for call in kernel.instructions].count("store_rm") == 2
+    report = ajax.check(two_products, *inputs[:2], backend=qkv.backend)
+    assert len(report.results) == 2
+    # Both products are one gemm each, as XLA computes them on the CPU: bit for bit.
+    assert report.max_ulps == 0, str(report)
+    assert not np.array_equal(np.asarray(out[0]), np.asarray(out[1]))
