@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from act_backend.jax.compiler import compile_program
@@ -75,6 +76,6 @@ def _signature(leaf: Any) -> tuple[tuple[int, ...], str]:
     shape = getattr(leaf, "shape", None)
     dtype = getattr(leaf, "dtype", None)
     if shape is None or dtype is None:
-        array = np.asarray(leaf)
+        array = jnp.asarray(leaf)
         shape, dtype = array.shape, array.dtype
     return tuple(shape), str(np.dtype(dtype))

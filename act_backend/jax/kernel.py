@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 
 from act_backend.jax import execution
 from act_backend.jax.cache import Entry
@@ -115,7 +115,8 @@ class CompiledKernel:
 
 
 def _array(value: Any) -> Any:
-    """An input as the oracle takes it: anything with ``shape`` and ``dtype``."""
+    """An input as the oracle takes it: anything with ``shape`` and ``dtype`` (a Python number
+    becomes the array JAX makes of it, as when the function was traced)."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return value
-    return np.asarray(value)
+    return jnp.asarray(value)
