@@ -127,7 +127,7 @@ def _current(binary: Path, oracle_dir: Path, wanted: dict) -> bool:
 
 
 def _generate(acc: Accelerator) -> None:
-    from act_backend.build import generate_backend
+    from act_backend.backend.generator import generate_backend
     from act_backend.oracle import generate_oracle
 
     print(f"act_backend.jax: generating the {acc.name} oracle and backend in {acc.base_dir} "
