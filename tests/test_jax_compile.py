@@ -230,3 +230,11 @@ def test_a_function_with_two_results(qkv, inputs):
     # Both products are one gemm each, as XLA computes them on the CPU: bit for bit.
     assert report.max_ulps == 0, str(report)
     assert not np.array_equal(np.asarray(out[0]), np.asarray(out[1]))
+
+
+def test_a_time_limit_is_part_of_the_cache_key(qkv, inputs):
+    plain = ajax.compile(attention, *inputs, backend=qkv.backend)
+    limited = ajax.compile(attention, *inputs, backend=qkv.backend, time_limit=30.0)
+    assert not limited.cached and limited.entry.directory != plain.entry.directory
+    assert ajax.compile(attention, *inputs, backend=qkv.backend, time_limit=30.0).cached
+    assert limited.instructions == plain.instructions

@@ -1,5 +1,6 @@
 """The compiled-kernel cache: one directory per kernel, keyed by its HLO text and the
-backend's identity (a hash of the backend binary and of its oracle's ISA table).
+backend's identity (a hash of the backend binary and of its oracle's ISA table, and the time
+limit the backend was given, if any).
 
 The cache lives in ``$ACT_BACKEND_JAX_CACHE`` (default ``~/.cache/act-backend/jax``). An entry
 is ``<key>/`` holding ``kernel.hlo``, the assembly ``kernel.py``, the compile report

@@ -27,7 +27,10 @@ def compile_program(program: Program, target: Target, *, time_limit: float | Non
                     root: Path | None = None) -> tuple[cache.Entry, bool]:
     """The cache entry of ``program`` compiled for ``target``, and whether it was a hit."""
     root = cache.cache_dir() if root is None else root
-    entry_key = cache.key(program.hlo, target.identity)
+    # A time limit may stop the backend before its best candidate: such a kernel is kept
+    # apart from the one compiled without it.
+    backend = target.identity if time_limit is None else f"{target.identity}/{time_limit!r}"
+    entry_key = cache.key(program.hlo, backend)
     found = cache.lookup(root, entry_key)
     if found is not None:
         return found, True
