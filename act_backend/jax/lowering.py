@@ -70,7 +70,9 @@ def hlo_text(text_or_lowered: Any, *, debug_info: bool = False) -> str:
 
     StableHLO (MLIR, ``module @...``) is converted in process by XLA's converter, the one JAX
     itself uses; a ``Lowered`` prints its HLO directly, with source locations when
-    ``debug_info``.
+    ``debug_info``. The converter is reached through jaxlib's internal modules, which may move
+    between releases: tests/requirements.txt pins jax, and tests/test_jax_lowering.py holds
+    the conversion to what JAX's own HLO printing gives.
     """
     if isinstance(text_or_lowered, jax.stages.Lowered):
         return text_or_lowered.as_text(dialect="hlo", debug_info=debug_info)
