@@ -35,3 +35,21 @@ def test_the_attention_example_compiles_runs_and_checks(example_build, tmp_path)
     assert "largest difference in ulps: " in first
     second = run_example(backend, tmp_path / "kernels")
     assert "from the cache" in second
+
+
+def test_the_readme_opens_with_a_one_call_example_that_runs(example_build, tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    assert readme.startswith("# act-backend\n\n```python\n")
+    snippet = readme.split("```python\n", 1)[1].split("```\n", 1)[0]
+    assert "act_backend.jax.compile(" in snippet and 'backend="examples/QKV/QKV.py"' in snippet
+    # The spec of a QKV build made beforehand: the run reuses it rather than generating.
+    spec = example_build("QKV").workdir / "QKV.py"
+    script = tmp_path / "readme_example.py"
+    script.write_text(snippet.replace("examples/QKV/QKV.py", str(spec)))
+    env = dict(os.environ, **{cache.ENV: str(tmp_path / "kernels")})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "generating" not in done.stderr
+    assert done.stdout.startswith("9.0 ['load_rm(") and "largest difference in ulps" in done.stdout
