@@ -53,3 +53,16 @@ def test_the_readme_opens_with_a_one_call_example_that_runs(example_build, tmp_p
     assert done.returncode == 0, done.stderr
     assert "generating" not in done.stderr
     assert done.stdout.startswith("9.0 ['load_rm(") and "largest difference in ulps" in done.stdout
+
+
+def test_the_gemmini_int8_layer_equals_jax(example_build, tmp_path):
+    backend = example_build("Gemmini").backend
+    env = dict(os.environ, **{cache.ENV: str(tmp_path / "kernels")})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "jax" / "gemmini_int8_layer.py"),
+                           str(backend)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "layer: 5 instructions" in done.stdout
+    assert "    mac32(" in done.stdout and "    mvout_acc_relu(" in done.stdout
+    assert "out: int32[16, 16]" in done.stdout
+    assert "result 0 (int32[16, 16]): max 0 (integer difference)" in done.stdout
