@@ -174,3 +174,32 @@ def test_a_refusal_without_a_position_keeps_the_whole_message():
     error = refusal(program, "QKV", "error: time limit reached before any candidate\n", 1)
     assert (error.source, error.hlo_line) == (None, None)
     assert "time limit reached before any candidate" in str(error)
+
+
+def clipped(x):
+    y = x * 2
+    return jnp.clip(y, 0, 127)
+
+
+CLIP_LINE = first_line(clipped) + 2
+
+
+def test_inside_an_applied_computation_the_applying_line_is_the_location():
+    """JAX prints jnp.clip as a call of a computation whose instructions carry no location:
+    they are located at the line that applies it."""
+    x32 = jax.ShapeDtypeStruct((16, 16), jnp.int32)
+    text = jax.jit(clipped).lower(x32).as_text(dialect="hlo", debug_info=True)
+    module = parse_hlo(text)
+    callee = next(c for c in module.computations if not c.is_entry
+                  and any(i.opcode == "maximum" for i in c.instructions))
+    maximum = next(i.name for i in callee.instructions if i.opcode == "maximum")
+    where = locations(text)[maximum]
+    assert (where.file, where.line) == (__file__, CLIP_LINE)
+
+
+def test_a_refusal_inside_a_call_names_the_line_that_applies_it():
+    program = program_of(clipped, jax.ShapeDtypeStruct((16, 16), jnp.int32))
+    line = hlo_line_of(program.hlo, "maximum")
+    error = refusal(program, "Gemmini", f"error: kernel.hlo:{line}: no instruction computes "
+                    "`maximum`\n", 1)
+    assert str(error).startswith(f"{__file__}:{CLIP_LINE}: ")

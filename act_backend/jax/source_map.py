@@ -7,6 +7,10 @@ writes it) or through a stack-frame table printed ahead of the computations
 tables, as ``Lowered.as_text(dialect="hlo", debug_info=True)`` prints it). ``locations(text)``
 reads either into a map from instruction name to ``SourceLocation``; ``instruction_at(text,
 line)`` names the instruction a line of HLO defines.
+
+JAX records no location inside a computation it applies with ``call`` (``jnp.clip`` prints
+one, applied from the user's line) or ``to_apply``: an instruction there takes the location
+of the instruction that applies its computation.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=")
 _TABLE_ROW = re.compile(r"^\s*(\d+)\s+(.*?)\s*$")
 _FIELD = re.compile(r'([A-Za-z_]\w*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+# A computation's header: `name {`, `%name (p: f32[]) -> f32[] {` or `ENTRY name {`.
+_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$")
+_APPLIES = re.compile(r"\b(?:to_apply|calls)=%?([A-Za-z_][\w.\-]*)")
 
 
 @dataclass(frozen=True)
@@ -54,16 +61,40 @@ def locations(text: str) -> dict[str, SourceLocation]:
     """Each instruction of ``text`` whose metadata names a source line, and that line."""
     tables = _read_tables(text)
     found: dict[str, SourceLocation] = {}
+    members: dict[str, list[str]] = {}     # computation -> the instructions it defines
+    applied: dict[str, list[str]] = {}     # computation -> the instructions that apply it
+    computation = None
     for line in text.splitlines():
         match = _DEFINITION.match(line)
         if not match:
+            header = _COMPUTATION.match(line)
+            if header:
+                computation = header.group(1)
             continue
+        name = match.group(1)
+        if computation is not None:
+            members.setdefault(computation, []).append(name)
+        for callee in _APPLIES.findall(line):
+            applied.setdefault(callee, []).append(name)
         fields = _metadata(line)
         if fields is None:
             continue
         location = _direct(fields) or _from_frames(fields, tables)
         if location is not None:
-            found[match.group(1)] = location
+            found[name] = location
+    # Inside an applied computation, the applying instruction's location (nested calls
+    # included, hence the repetition until nothing changes).
+    changed = True
+    while changed:
+        changed = False
+        for callee, callers in applied.items():
+            where = next((found[c] for c in callers if c in found), None)
+            if where is None:
+                continue
+            for name in members.get(callee, []):
+                if name not in found:
+                    found[name] = where
+                    changed = True
     return found
 
 
