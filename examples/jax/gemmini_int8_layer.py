@@ -3,11 +3,10 @@
     python examples/jax/gemmini_int8_layer.py            # generates Gemmini on first use
     python examples/jax/gemmini_int8_layer.py BACKEND    # a spec file or a built backends/Gemmini
 
-``relu(x @ w + b)`` on a 16x16 tile: int8 activations and weights, the product accumulated in
-int32 with an int32 bias, as a JAX user writes it (examples/Gemmini/Gemmini.py is the
-accelerator). The result stays int32: requantizing it to int8 (``jnp.clip(...).astype``) is not
-compiled yet (JAX prints the clip as a call, which the backend refuses). The integers are
-compared with JAX on the CPU exactly.
+A quantized layer on a 16x16 tile, as a JAX user writes it: int8 activations and weights, the
+product accumulated in int32 with an int32 bias, ReLU, then requantized to int8 by saturation
+(examples/Gemmini/Gemmini.py is the accelerator). The integers are compared with JAX on the
+CPU exactly.
 """
 
 from __future__ import annotations
@@ -24,7 +23,8 @@ GEMMINI_SPEC = Path(__file__).resolve().parents[1] / "Gemmini" / "Gemmini.py"
 
 
 def layer(x, w, b):
-    return jnp.maximum(jnp.matmul(x, w, preferred_element_type=jnp.int32) + b, 0)
+    accumulated = jnp.matmul(x, w, preferred_element_type=jnp.int32) + b
+    return jnp.clip(jnp.maximum(accumulated, 0), -128, 127).astype(jnp.int8)
 
 
 def main(backend: str | Path = GEMMINI_SPEC) -> None:
