@@ -9,17 +9,15 @@ accelerators live side by side in one process. An assembly file defines one func
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
-import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-_counter = itertools.count()
+from act_backend.oracle.loading import import_oracle
+
 _oracles: dict[tuple[Path, str], ModuleType] = {}
 
 
@@ -28,26 +26,10 @@ def load_oracle(oracle_dir: Path, identity: str) -> ModuleType:
     with its ISA table)."""
     oracle_dir = oracle_dir.resolve()
     known = _oracles.get((oracle_dir, identity))
-    if known is not None:
-        return known
-    # The runtime imports itself only relatively, so any package name works.
-    name = f"_act_backend_jax_oracle_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(
-        name, oracle_dir / "__init__.py", submodule_search_locations=[str(oracle_dir)])
-    if spec is None or spec.loader is None:
-        raise ImportError(f"no oracle package in {oracle_dir}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        importlib.import_module(f"{name}.decorator")
-        importlib.import_module(f"{name}.api")
-    except BaseException:
-        for loaded in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
-            del sys.modules[loaded]
-        raise
-    _oracles[(oracle_dir, identity)] = module
-    return module
+    if known is None:
+        known = import_oracle(oracle_dir, "_act_backend_jax_oracle")
+        _oracles[(oracle_dir, identity)] = known
+    return known
 
 
 def load_kernel(oracle: ModuleType, assembly: str, filename: str = "<assembly>") -> Any:

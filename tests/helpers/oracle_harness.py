@@ -13,10 +13,7 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import inspect
-import itertools
 import math
 import runpy
 import shutil
@@ -29,11 +26,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from act_backend.oracle.loading import import_oracle
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "examples"
 ASSEMBLY_DIR = ROOT / "tests" / "assembly"
-
-_counter = itertools.count()
 
 
 def load_bf16(path: str | Path, shape: Sequence[int]) -> np.ndarray:
@@ -61,27 +58,9 @@ def bf16_tolerance(v: Any) -> float:
 
 
 def load_oracle(oracle_dir: str | Path) -> ModuleType:
-    """Imports the oracle package in ``oracle_dir`` under a name of its own.
-
-    The runtime only imports itself relatively, so any package name works; a fresh one per
-    call keeps two accelerators' oracles (both named ``oracle`` on disk) apart.
-    """
-    oracle_dir = Path(oracle_dir).resolve()
-    name = f"_act_oracle_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(
-        name, oracle_dir / "__init__.py", submodule_search_locations=[str(oracle_dir)])
-    if spec is None or spec.loader is None:
-        raise ImportError(f"no oracle package in {oracle_dir}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    importlib.import_module(f"{name}.decorator")
-    importlib.import_module(f"{name}.api")
-    return module
+    """Imports the oracle package in ``oracle_dir`` under a name of its own: a fresh copy per
+    call keeps two accelerators' oracles (both named ``oracle`` on disk) apart."""
+    return import_oracle(oracle_dir)
 
 
 def load_kernel(oracle: ModuleType, asm_path: str | Path) -> Any:

@@ -144,28 +144,6 @@ fn flatten(v: &Json, out: &mut Vec<f64>) -> Result<(), String> {
     }
 }
 
-/// The e-graph operator of a semantics operator that carries no attributes.
-fn plain(op: OpCode) -> Option<Op> {
-    Some(match op {
-        OpCode::Reshape => Op::Reshape,
-        OpCode::BitcastConvert => Op::BitcastConvert,
-        OpCode::Convert => Op::Convert,
-        OpCode::Copy => Op::Copy,
-        OpCode::Exponential => Op::Exponential,
-        OpCode::Add => Op::Add,
-        OpCode::Subtract => Op::Subtract,
-        OpCode::Multiply => Op::Multiply,
-        OpCode::Divide => Op::Divide,
-        OpCode::Maximum => Op::Maximum,
-        OpCode::Minimum => Op::Minimum,
-        OpCode::Xor => Op::Xor,
-        OpCode::SelectLt => Op::SelectLt,
-        OpCode::SelectEqVar => Op::SelectEqVar,
-        OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
-        _ => return None,
-    })
-}
-
 fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
     let a = &op.attrs;
     Ok(match op.op {
@@ -224,7 +202,7 @@ fn kind_of(op: &crate::isa::Op) -> Result<PKind, String> {
                 PKind::Reduce(dims, reducer)
             }
         }
-        other => match plain(other) {
+        other => match Op::plain(other) {
             Some(op) => PKind::Plain(op),
             // The table decodes only operators TAIDL semantics may use; one the vocabulary
             // gains before selection learns it is named here.

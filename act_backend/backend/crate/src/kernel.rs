@@ -1015,10 +1015,6 @@ impl<'a> Builder<'a> {
                 }
             },
             OpCode::Constant => Op::Constant(self.literal(instr, ty)?),
-            OpCode::Reshape => Op::Reshape,
-            OpCode::Convert => Op::Convert,
-            OpCode::Copy => Op::Copy,
-            OpCode::BitcastConvert => Op::BitcastConvert,
             OpCode::Transpose => Op::Transpose(self.dims(instr, "dimensions", true)?),
             OpCode::Broadcast => Op::Broadcast(self.dims(instr, "dimensions", true)?),
             OpCode::Slice => Op::Slice(self.slice_ranges(instr)?),
@@ -1066,17 +1062,6 @@ impl<'a> Builder<'a> {
                 reduce
             }
             OpCode::ReduceAdd => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
-            OpCode::Exponential => Op::Exponential,
-            OpCode::Add => Op::Add,
-            OpCode::Subtract => Op::Subtract,
-            OpCode::Multiply => Op::Multiply,
-            OpCode::Divide => Op::Divide,
-            OpCode::Maximum => Op::Maximum,
-            OpCode::Minimum => Op::Minimum,
-            OpCode::Xor => Op::Xor,
-            OpCode::SelectLt => Op::SelectLt,
-            OpCode::SelectEqVar => Op::SelectEqVar,
-            OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
             OpCode::Compare => {
                 self.decode_word(instr, "direction", COMPARISON_DIRECTIONS)?;
                 self.opaque(instr)
@@ -1093,9 +1078,10 @@ impl<'a> Builder<'a> {
                 }
                 select
             }
-            // Operators no instruction semantics can contain (tanh, log...): kept by name so that
-            // selection can say which one found no instruction.
-            _ => self.opaque(instr),
+            // Operators without attributes that instruction semantics can contain map to their
+            // e-graph operator; the others (tanh, log...) are kept by name so that selection can
+            // say which one found no instruction.
+            other => Op::plain(other).unwrap_or_else(|| self.opaque(instr)),
         };
         Ok((op, operands))
     }

@@ -286,6 +286,29 @@ pub enum Op {
 }
 
 impl Op {
+    /// The e-graph operator of a vocabulary operator that instruction semantics may contain
+    /// and that carries no attributes; `None` for the others.
+    pub fn plain(code: OpCode) -> Option<Op> {
+        Some(match code {
+            OpCode::Reshape => Op::Reshape,
+            OpCode::BitcastConvert => Op::BitcastConvert,
+            OpCode::Convert => Op::Convert,
+            OpCode::Copy => Op::Copy,
+            OpCode::Exponential => Op::Exponential,
+            OpCode::Add => Op::Add,
+            OpCode::Subtract => Op::Subtract,
+            OpCode::Multiply => Op::Multiply,
+            OpCode::Divide => Op::Divide,
+            OpCode::Maximum => Op::Maximum,
+            OpCode::Minimum => Op::Minimum,
+            OpCode::Xor => Op::Xor,
+            OpCode::SelectLt => Op::SelectLt,
+            OpCode::SelectEqVar => Op::SelectEqVar,
+            OpCode::DynamicUpdateSlice => Op::DynamicUpdateSlice,
+            _ => return None,
+        })
+    }
+
     /// The HLO spelling of the operator, as a user would recognise it in a message.
     pub fn hlo_name(&self) -> &str {
         match self {
