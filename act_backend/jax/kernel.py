@@ -22,6 +22,7 @@ from act_backend.jax import execution
 from act_backend.jax.cache import Entry
 from act_backend.jax.lowering import Program
 from act_backend.jax.target import Target
+from act_backend.oracle.loading import load_kernel
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,8 @@ class CompiledKernel:
     def _kernel(self) -> Any:
         if self._oracle_kernel is None:
             oracle = execution.load_oracle(self.target.oracle_dir, self.target.identity)
-            self._oracle_kernel = execution.load_kernel(oracle, self.assembly.text,
-                                                        str(self.assembly.path))
+            self._oracle_kernel = load_kernel(oracle, self.assembly.text,
+                                              str(self.assembly.path))
         return self._oracle_kernel
 
     def _results(self, outputs: list[Any]) -> Any:

@@ -1,4 +1,5 @@
-"""Importing a generated oracle package (``targets/<name>/oracle``) into this process.
+"""Importing a generated oracle package (``targets/<name>/oracle``) into this process, and the
+kernel an assembly program defines with it.
 
 The runtime imports itself only relatively, so the package can live under any name: each
 import gets a fresh one, which keeps the oracles of several accelerators (all named ``oracle``
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import itertools
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _counter = itertools.count()
 
@@ -38,3 +41,18 @@ def import_oracle(oracle_dir: str | Path, prefix: str = "_act_oracle") -> Module
             del sys.modules[loaded]
         raise
     return module
+
+
+def load_kernel(oracle: ModuleType, assembly: str, filename: str = "<assembly>") -> Any:
+    """The oracle kernel the assembly text defines (``filename`` names it in tracebacks)."""
+    namespace: dict[str, Any] = {"__name__": "__act_backend_assembly__"}
+    exec(compile(assembly, filename, "exec"), namespace)  # the assembly is Python by design
+    defined = [value for value in namespace.values()
+               if inspect.isfunction(value) and value.__module__ == namespace["__name__"]]
+    if len(defined) != 1:
+        names = ", ".join(f.__name__ for f in defined) or "none"
+        raise ValueError(f"{filename}: expected one top-level function (the kernel), found "
+                         f"{names}")
+    decorator = sys.modules[f"{oracle.__name__}.decorator"]
+    api = sys.modules[f"{oracle.__name__}.api"]
+    return defined[0](decorator.kernel, api)

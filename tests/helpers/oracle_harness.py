@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import runpy
 import shutil
@@ -27,6 +26,7 @@ import ml_dtypes
 import numpy as np
 
 from act_backend.oracle.loading import import_oracle
+from act_backend.oracle.loading import load_kernel as load_assembly
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "examples"
@@ -65,16 +65,7 @@ def load_oracle(oracle_dir: str | Path) -> ModuleType:
 
 def load_kernel(oracle: ModuleType, asm_path: str | Path) -> Any:
     """The kernel an assembly file defines, built with ``oracle``'s decorator and api."""
-    namespace = runpy.run_path(str(asm_path))
-    outer = [value for value in namespace.values()
-             if inspect.isfunction(value) and value.__module__ == namespace["__name__"]]
-    if len(outer) != 1:
-        names = ", ".join(f.__name__ for f in outer) or "none"
-        raise ValueError(f"{asm_path}: expected one top-level function (the kernel, named "
-                         f"after its HLO module), found {names}")
-    decorator = sys.modules[f"{oracle.__name__}.decorator"]
-    api = sys.modules[f"{oracle.__name__}.api"]
-    return outer[0](decorator.kernel, api)
+    return load_assembly(oracle, Path(asm_path).read_text(), str(asm_path))
 
 
 def run_assembly(oracle_dir: str | Path, asm_path: str | Path, inputs: Sequence[Any],

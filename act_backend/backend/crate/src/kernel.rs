@@ -235,6 +235,27 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// An operand written with its type (`bf16[64,64]{1,0} %K`) must have that type.
+    fn check_written(
+        &self,
+        written: &TypeAst,
+        actual: &Ty,
+        index: usize,
+        user: &str,
+        name: &str,
+        pos: Pos,
+    ) -> Result<(), KernelError> {
+        let written = self.tensor_ty(written, "an operand")?;
+        if written == *actual {
+            return Ok(());
+        }
+        self.err(
+            pos,
+            "operand-type-mismatch",
+            format!("operand {index} of `{user}` is written as {written}, but `{name}` is {actual}"),
+        )
+    }
+
     fn tensor_ty(&self, ast: &TypeAst, what: &str) -> Result<Ty, KernelError> {
         match ast {
             TypeAst::Tensor { dtype, dims, pos } => match DType::parse(dtype) {
@@ -645,19 +666,7 @@ impl<'a> Builder<'a> {
                     match by_name.get(name) {
                         Some(&k) => {
                             if let Some(written) = declared {
-                                let written = self.tensor_ty(written, "an operand")?;
-                                if written != nodes[k].ty {
-                                    return self.err(
-                                        *pos,
-                                        "operand-type-mismatch",
-                                        format!(
-                                            "operand {} of `{}` is written as {written}, but `{name}` is {}",
-                                            operands.len(),
-                                            instr.name,
-                                            nodes[k].ty
-                                        ),
-                                    );
-                                }
+                                self.check_written(written, &nodes[k].ty, operands.len(), &instr.name, name, *pos)?;
                             }
                             operands.push(k);
                         }
@@ -783,19 +792,7 @@ impl<'a> Builder<'a> {
                 return self.err(*pos, "undefined-operand", message);
             };
             if let Some(written) = written {
-                let written = self.tensor_ty(written, "an operand")?;
-                if written != nodes[k].ty {
-                    return self.err(
-                        *pos,
-                        "operand-type-mismatch",
-                        format!(
-                            "operand {} of `{}` is written as {written}, but `{name}` is {}",
-                            results.len(),
-                            tuple.name,
-                            nodes[k].ty
-                        ),
-                    );
-                }
+                self.check_written(written, &nodes[k].ty, results.len(), &tuple.name, name, *pos)?;
             }
             results.push(k);
         }

@@ -280,26 +280,32 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
     ]
 }
 
-#[test]
-fn matching_soundness_table() {
-    for (name, text, isa, expect) in rows().into_iter().chain(gemmini_rows()) {
-        let k = kernel_text(&text);
-        let result = run(&k, &isa);
+/// Selects `text` on `isa` and holds the result to `expect`; every candidate of a compiled
+/// row is run through the reference interpreter.
+fn check_row(name: &str, text: &str, isa: &Isa, expect: Expect) {
+        let k = kernel_text(text);
+        let result = run(&k, isa);
         match (expect, result) {
             (Instrs(names), Ok(sel)) => {
-                assert_eq!(multiset(&isa, &sel.candidates[0]), sorted(names), "{name}");
-                assert_candidates_compute_kernel(&isa, &k, &sel);
+                assert_eq!(multiset(isa, &sel.candidates[0]), sorted(names), "{name}");
+                assert_candidates_compute_kernel(isa, &k, &sel);
             }
             (Count(n), Ok(sel)) => {
                 assert_eq!(sel.candidates[0].instruction_count(), n, "{name}");
-                assert_candidates_compute_kernel(&isa, &k, &sel);
+                assert_candidates_compute_kernel(isa, &k, &sel);
             }
             (Missing(op, line), Err(SelectError::NoInstruction { op: got, line: got_line, .. })) => {
                 assert_eq!((got.as_str(), got_line), (op, line), "{name}");
             }
-            (_, Ok(sel)) => panic!("{name}: selected {:?}", multiset(&isa, &sel.candidates[0])),
+            (_, Ok(sel)) => panic!("{name}: selected {:?}", multiset(isa, &sel.candidates[0])),
             (_, Err(e)) => panic!("{name}: {e}"),
         }
+}
+
+#[test]
+fn matching_soundness_table() {
+    for (name, text, isa, expect) in rows().into_iter().chain(gemmini_rows()) {
+        check_row(name, &text, &isa, expect);
     }
 }
 
@@ -493,23 +499,6 @@ fn lowering_rows() -> Vec<(&'static str, String, &'static [&'static str], Expect
 #[test]
 fn constant_matrix_lowerings_table() {
     for (name, text, units, expect) in lowering_rows() {
-        let isa = vector_isa(units);
-        let k = kernel_text(&text);
-        let result = run(&k, &isa);
-        match (expect, result) {
-            (Instrs(names), Ok(sel)) => {
-                assert_eq!(multiset(&isa, &sel.candidates[0]), sorted(names), "{name}");
-                assert_candidates_compute_kernel(&isa, &k, &sel);
-            }
-            (Count(n), Ok(sel)) => {
-                assert_eq!(sel.candidates[0].instruction_count(), n, "{name}");
-                assert_candidates_compute_kernel(&isa, &k, &sel);
-            }
-            (Missing(op, line), Err(SelectError::NoInstruction { op: got, line: got_line, .. })) => {
-                assert_eq!((got.as_str(), got_line), (op, line), "{name}");
-            }
-            (_, Ok(sel)) => panic!("{name}: selected {:?}", multiset(&isa, &sel.candidates[0])),
-            (_, Err(e)) => panic!("{name}: {e}"),
-        }
+        check_row(name, &text, &vector_isa(units), expect);
     }
 }
