@@ -43,12 +43,19 @@ class Converter:
         server = self.codec.position_from_client_units(self.lines, position)
         return (server.line, server.character)
 
-    def diagnostic(self, finding: Finding) -> types.Diagnostic:
+    def diagnostic(self, finding: Finding, version: int | None = None) -> types.Diagnostic:
+        """The finding as a diagnostic; its quick fixes travel in ``data`` (in server units,
+        with the document ``version`` they were worked out for: ``features.code_actions``
+        offers them only on that version)."""
+        data = None
+        if finding.fixes:
+            data = {"version": version, "fixes": [fix.as_dict() for fix in finding.fixes]}
         return types.Diagnostic(
             range=self.range(finding.range),
             message=finding.message,
             severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Error),
             code=finding.code,
             source=SOURCE,
+            data=data,
         )
 

@@ -143,4 +143,4 @@ class DiagnosticsScheduler:
         converter = Converter(self.server.workspace.position_codec, lines_of(snap.text))
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=snap.version,
-            diagnostics=[converter.diagnostic(f) for f in findings]))
+            diagnostics=[converter.diagnostic(f, snap.version) for f in findings]))

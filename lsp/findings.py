@@ -5,6 +5,8 @@ Checks anywhere in the server return ``Finding`` values in server units (see
 ``act_backend`` (``Problem`` objects in-process, or their dict form from a child process)
 with 1-based spans; ``from_problem`` places them, falling back to a given range (the
 accelerator's creation) or the first line when a problem has no place in this document.
+A finding carries the quick fixes of its problem (``lsp.fixes``), only when the problem is
+placed where it was found.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lsp.fixes.fix import Fix, fixes_from_json
 from lsp.paths import same_file
 from lsp.text_map import TextRange, line_range, span_to_range
 
@@ -24,18 +27,24 @@ class Finding:
     severity: str
     code: str
     message: str
+    fixes: tuple[Fix, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """A stable, readable form for tests and logs."""
-        return {"range": [list(self.range.start), list(self.range.end)],
-                "severity": self.severity, "code": self.code, "message": self.message}
+        found = {"range": [list(self.range.start), list(self.range.end)],
+                 "severity": self.severity, "code": self.code, "message": self.message}
+        if self.fixes:
+            found["fixes"] = [fix.as_dict() for fix in self.fixes]
+        return found
 
 
 def from_problem(problem: Any, lines: list[str], path: str | None,
-                 fallback: TextRange | None = None) -> Finding:
-    """A ``Problem`` (object or dict) as a finding in the document ``lines`` of ``path``."""
+                 fallback: TextRange | None = None, fixes: tuple[Fix, ...] = ()) -> Finding:
+    """A ``Problem`` (object or dict) as a finding in the document ``lines`` of ``path``,
+    with ``fixes`` (a dict brings its own, under ``fixes``)."""
     if isinstance(problem, dict):
         severity, code, message = problem["severity"], problem["code"], problem["message"]
+        fixes = fixes or fixes_from_json(problem.get("fixes"))
         span = problem.get("span")
         span_tuple = None if span is None else (
             span.get("file"), span["line"], span["column"], span["end_line"], span["end_column"])
@@ -54,10 +63,12 @@ def from_problem(problem: Any, lines: list[str], path: str | None,
         else:
             message = f"{file}:{line}:{column}: {message}"
     if where is None:
+        # Placed elsewhere, its fixes would edit the wrong text.
         where = fallback if fallback is not None else line_range(lines, 0)
+        fixes = ()
     if where.start == where.end:
         where = _widen(where, lines)
-    return Finding(where, severity, code, message)
+    return Finding(where, severity, code, message, tuple(fixes))
 
 
 def clamp(where: TextRange, lines: list[str]) -> TextRange:

@@ -27,9 +27,9 @@ from lsp.commands import describe as describe_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
-from lsp.convert import Converter
+from lsp.convert import SOURCE, Converter
 from lsp.diagnostics import DiagnosticsScheduler
-from lsp.features import completion, definition, hover, lenses, symbols
+from lsp.features import code_actions, completion, definition, hover, lenses, symbols
 from lsp.findings import Finding
 from lsp.paths import same_file
 from lsp.spec import check as spec_check
@@ -170,6 +170,7 @@ def build() -> ActLanguageServer:
     server = ActLanguageServer()
     _register_documents(server)
     _register_features(server)
+    _register_actions(server)
     _register_commands(server)
     return server
 
@@ -327,6 +328,27 @@ def _register_features(server: ActLanguageServer) -> None:
             command=types.Command(title=lens.title, command=lens.command or "",
                                   arguments=lens.arguments or None))
             for lens in found]
+
+
+def _register_actions(server: ActLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def on_code_action(ls: ActLanguageServer, params: types.CodeActionParams
+                       ) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        document = ls.workspace.text_documents.get(uri)
+        conv = ls.converter(uri)
+        if document is None or conv is None or not code_actions.wanted(params.context.only):
+            return []
+        found = code_actions.quick_fixes(list(params.context.diagnostics), SOURCE,
+                                         document.version)
+        return [types.CodeAction(
+            title=action.fix.title, kind=types.CodeActionKind.QuickFix,
+            diagnostics=[action.diagnostic], is_preferred=action.fix.preferred or None,
+            edit=types.WorkspaceEdit(changes={uri: [
+                types.TextEdit(conv.range(edit.range), edit.text)
+                for edit in action.fix.edits]}))
+            for action in found]
 
 
 def _register_commands(server: ActLanguageServer) -> None:

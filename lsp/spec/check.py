@@ -11,7 +11,8 @@ known at run time is marked so, and only the problems inside its semantics strin
 stand on their own) are reported for it.
 
 Either way no check is implemented here: this module decides what to run and places the
-problems.
+problems, each with its quick fixes (``lsp.fixes.spec``, worked out beside the accelerator
+that was checked: here, or in the child process).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def check_static(text: str, path: str) -> SpecCheck:
     result = SpecCheck([], model)
     try:
         from act_backend.validation import check
+        from lsp.fixes.spec import spec_fixes
         from lsp.spec.replay import replay
     except Exception as exc:  # a broken install must not take the server down
         result.findings.append(Finding(line_range(lines, 0), "warning", "act-unavailable",
@@ -85,7 +87,9 @@ def check_static(text: str, path: str) -> SpecCheck:
         if replayed.failure is not None:
             # What follows the failing call never ran: its absence is not a problem.
             problems = [p for p in problems if p.severity == "error"]
-        found = [from_problem(p, lines, path, fallback=info.range) for p in problems]
+        fixes = spec_fixes(acc, problems, text, path)
+        found = [from_problem(p, lines, path, fallback=info.range, fixes=f)
+                 for p, f in zip(problems, fixes, strict=True)]
         if ref.incomplete:
             found = _standalone_semantics(found, reading, ref, info)
             result.findings.append(Finding(

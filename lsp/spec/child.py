@@ -10,7 +10,8 @@ stderr, which the server streams or keeps a tail of.
 is warm), replaces the generators with validate-only stand-ins, caps the address space
 (``resource.setrlimit``) and the run time (a timer that interrupts the spec where it is),
 runs the spec in its own globals, then checks every ``Accelerator`` created with
-``act_backend.validation.check`` and reports the problems.
+``act_backend.validation.check`` and reports the problems, each with its quick fixes
+(``lsp.fixes.spec``: they need the accelerator, which only this process holds).
 
 ``generate``: runs the spec the same way without limits, records the ``generate_backend``
 calls it makes, then performs them for real, so a command in the editor builds exactly
@@ -322,10 +323,24 @@ def check(path: str, text: str, timeout_s: float, memory_mb: int) -> dict[str, A
                 "span": creation if creation and same_file(creation["file"], path) else None,
             })
             continue
-        for problem in found:
-            problems.append(spec_describe.problem_dict(problem, path, creation))
+        fixes = _fixes(acc, found, text, path)
+        for problem, fixed in zip(found, fixes, strict=True):
+            entry = spec_describe.problem_dict(problem, path, creation)
+            if fixed and entry["span"] == spec_describe.span_dict(problem.span):
+                entry["fixes"] = [fix.as_dict() for fix in fixed]
+            problems.append(entry)
     return {"problems": problems,
             "accelerators": [spec_describe.describe(acc) for acc in recorder.accelerators]}
+
+
+def _fixes(acc: Any, problems: list[Any], text: str, path: str) -> list[tuple[Any, ...]]:
+    """The quick fixes of each problem (none when they cannot be worked out)."""
+    try:
+        from lsp.fixes.spec import spec_fixes
+
+        return spec_fixes(acc, problems, text, path)
+    except Exception:  # noqa: BLE001 - fixes are a help; the problems stand without them
+        return [() for _ in problems]
 
 
 def generate(path: str, text: str, only: str | None = None) -> dict[str, Any]:
