@@ -2,8 +2,9 @@
 (``act_backend.kernel.parse_hlo``) or of a semantics string (``act_backend.spec.semantics``),
 each value with the ranges of its name, opcode, type, operands and attributes.
 
-Features (symbols, hover, definition) read this outline instead of matching the text
-themselves, so they see exactly what the toolchain sees.
+Features (symbols, hover, definition, inlay hints) read this outline instead of matching the
+text themselves, so they see exactly what the toolchain sees; each value also carries the type
+the toolchain's inference gives it (``lsp.inferred``).
 
 Text being typed rarely parses. Then a line is blanked (replaced by spaces, so every other
 position stays where it is) and the text parsed again, up to ``MAX_REPAIRS`` times: the
@@ -16,11 +17,14 @@ not parse after that (an unclosed computation, say) has an empty outline.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from act_backend.hlo.ir import Instruction, Module, Span
+from lsp.inferred import kernel_types, semantics_types, type_text
 from lsp.text_map import Position, TextRange, lines_of, span_to_range
 
 # How many lines may be blanked before a text is given up on.
@@ -45,6 +49,7 @@ class Value:
     references: tuple[tuple[str, TextRange], ...] = ()  # computations named by attributes
     parameter: int | None = None  # the index of a ``parameter(i)``
     is_root: bool = False
+    inferred: str | None = None  # the type ``act_backend.hlo.infer`` gives it, if any
 
 
 @dataclass
@@ -115,7 +120,8 @@ def _kernel_outline(text: str) -> Outline:
     module, repaired, skipped = parsed
     # Blanking kept every position: the repaired lines place the same values, and the
     # closing braces are searched for where the parser read them.
-    return _outline(module, lines_of(repaired), skipped, _kernel_computation_range)
+    return _outline(module, lines_of(repaired), skipped, _kernel_computation_range,
+                    kernel_types)
 
 
 # ---- semantics strings ---------------------------------------------------------------------
@@ -157,7 +163,8 @@ def _semantics_outline(text: str, document: str, literal: TextRange | None,
         return Outline()
     module, repaired, skipped = parsed
     if literal is None:
-        return _outline(module, lines_of(repaired), skipped, _semantics_computation_range)
+        return _outline(module, lines_of(repaired), skipped, _semantics_computation_range,
+                        semantics_types)
     (line, column), (end_line, end_column) = literal.start, literal.end
     text_map = literal_text_map(lines, line + 1, column + 1, end_line + 1, end_column + 1,
                                 text, file)
@@ -165,7 +172,7 @@ def _semantics_outline(text: str, document: str, literal: TextRange | None,
         return Outline()
     # The repaired text has the literal's length and line breaks: the map places it too.
     return _outline(parse_semantics(repaired, text_map), lines, (),
-                    _semantics_computation_range)
+                    _semantics_computation_range, semantics_types)
 
 
 # ---- building the outline ------------------------------------------------------------------
@@ -237,8 +244,8 @@ def _blank(line: str) -> str:
 
 
 def _outline(module: Module, lines: list[str], skipped: tuple[int, ...],
-             computation_range: Callable[[list[str], TextRange, list[Value]], TextRange]
-             ) -> Outline:
+             computation_range: Callable[[list[str], TextRange, list[Value]], TextRange],
+             types_of: Callable[[Module], dict[tuple[str, str], Any]]) -> Outline:
     outline = Outline(skipped_lines=tuple(sorted(skipped)))
     for comp in module.computations:
         values = [v for v in (_value(i, lines) for i in comp.instructions) if v is not None]
@@ -249,6 +256,11 @@ def _outline(module: Module, lines: list[str], skipped: tuple[int, ...],
         outline.computations.append(Computation(
             comp.name, name_range, comp.is_entry, computation_range(lines, header, values),
             values))
+    # Inferred once every value is read: inference may rewrite the module (splats).
+    types = types_of(module)
+    for comp in outline.computations:
+        comp.values = [dataclasses.replace(v, inferred=type_text(types[(comp.name, v.name)]))
+                       if (comp.name, v.name) in types else v for v in comp.values]
     return outline
 
 

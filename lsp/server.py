@@ -29,14 +29,22 @@ from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
 from lsp.convert import SOURCE, Converter
 from lsp.diagnostics import DiagnosticsScheduler
-from lsp.features import code_actions, completion, definition, hover, lenses, symbols
+from lsp.features import (
+    code_actions,
+    completion,
+    definition,
+    hover,
+    inlay_hints,
+    lenses,
+    symbols,
+)
 from lsp.findings import Finding
 from lsp.paths import same_file
 from lsp.spec import check as spec_check
 from lsp.spec import model as spec_model
 from lsp.spec.reader import read_spec
 from lsp.spec.runner import new_checker
-from lsp.text_map import lines_of
+from lsp.text_map import TextRange, lines_of
 
 VERSION = "0.1.0"
 log = logging.getLogger(__name__)
@@ -310,6 +318,26 @@ def _register_features(server: ActLanguageServer) -> None:
             spec = ls.spec_model(uri)
             found = definition.spec_definition(spec[0], conv.lines, pos) if spec else None
         return types.Location(uri, conv.range(found)) if found is not None else None
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
+    def on_inlay_hint(ls: ActLanguageServer, params: types.InlayHintParams
+                      ) -> list[types.InlayHint]:
+        uri = params.text_document.uri
+        conv = ls.converter(uri)
+        if conv is None:
+            return []
+        within = TextRange(conv.from_client(params.range.start),
+                           conv.from_client(params.range.end))
+        if uri.lower().endswith(".hlo"):
+            found = inlay_hints.kernel_hints(conv.lines, within)
+        else:
+            spec = ls.spec_model(uri)
+            found = inlay_hints.spec_hints(spec[0], conv.lines, within) if spec else []
+        return [types.InlayHint(
+            position=conv.position(hint.position), label=hint.label,
+            kind=types.InlayHintKind.Type, padding_left=True,
+            tooltip=types.MarkupContent(types.MarkupKind.Markdown, hint.tooltip))
+            for hint in found]
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def on_code_lens(ls: ActLanguageServer, params: types.CodeLensParams

@@ -105,7 +105,8 @@ def test_kernel_hover_explains_the_operator_under_the_cursor():
     lines = lines_of(KERNEL)
     found = hover.kernel_hover(lines, at(KERNEL, "dot(bf16", 1))
     assert found.markdown.startswith("**dot**") and "contracting" in found.markdown
-    assert hover.kernel_hover(lines, at(KERNEL, "%Q =", 1)) is None
+    # Elsewhere on the line, nothing: not the opcode, not a value's name or an operand.
+    assert hover.kernel_hover(lines, at(KERNEL, "{1,0} dot(bf16", 1)) is None
 
 
 # ---- completion ----------------------------------------------------------------------------

@@ -89,8 +89,9 @@ def test_kernel_hover_is_for_the_operator_the_parser_read_not_for_any_word():
     text = KERNEL.replace("%zero = bf16[] constant(0)", "%add = bf16[] constant(0)").replace(
         "bf16[] %zero)", "bf16[] %add)")
     lines = lines_of(text)
-    assert hover.kernel_hover(lines, at(text, "%add = bf16[] constant", 2)) is None
-    assert hover.kernel_hover(lines, at(text, "bf16[] %add)", 9)) is None
+    # A value named add is a value: hover shows its type, not the operator add.
+    for on_value in (at(text, "%add = bf16[] constant", 2), at(text, "bf16[] %add)", 9)):
+        assert hover.kernel_hover(lines, on_value).markdown.startswith("**%add**: `bf16[]`")
     on_op = hover.kernel_hover(lines, at(text, "add(bf16[] %x", 1))
     assert on_op is not None and on_op.markdown.startswith("**add**")
     assert text_of(lines, on_op.range) == "add"

@@ -1,11 +1,13 @@
 """Hover: an instruction's attributes, buffers and operand shapes; a data model's layout;
-an HLO operator's meaning; an ``@c.``/``@a.`` attribute's role."""
+an HLO operator's meaning; an ``@c.``/``@a.`` attribute's role; the inferred type of a value
+of a semantics string or a kernel (on its name or on an operand naming it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from lsp import hlo_ops
+from lsp.features.inlay_hints import tooltip
 from lsp.hlo_outline import Outline, kernel_outline, semantics_outline
 from lsp.spec.model import AcceleratorInfo, InstructionInfo, SliceInfo, SpecModel
 from lsp.text_map import Position, TextRange, word_at
@@ -44,7 +46,27 @@ def spec_hover(model: SpecModel, lines: list[str], pos: Position) -> HoverResult
 
 
 def kernel_hover(lines: list[str], pos: Position) -> HoverResult | None:
-    return _operator_hover(kernel_outline(lines), pos)
+    outline = kernel_outline(lines)
+    return _operator_hover(outline, pos) or _value_hover(outline, pos)
+
+
+def _value_hover(outline: Outline, pos: Position) -> HoverResult | None:
+    """The inferred type of the value whose name, or an operand naming it, is under the
+    cursor."""
+    found = outline.value_at(pos)
+    if found is None:
+        return None
+    comp, value = found
+    target, where = None, None
+    if value.name_range.contains(pos):
+        target, where = value, value.name_range
+    for name, operand in value.operands:
+        if operand.contains(pos):
+            target, where = outline.definition_of(name, comp), operand
+    if target is None or target.inferred is None:
+        return None
+    return HoverResult(f"**%{target.name}**: {code(target.inferred)}\n\n"
+                       f"{tooltip(target)}", where)
 
 
 def _operator_hover(outline: Outline, pos: Position) -> HoverResult | None:
@@ -68,8 +90,8 @@ def _semantics_word(located: tuple[AcceleratorInfo, InstructionInfo], lines: lis
         return HoverResult(_attribute_text(instr, word), where)
     if instr.semantics is None:
         return None
-    return _operator_hover(semantics_outline(instr.semantics, lines, instr.semantics_range),
-                           pos)
+    outline = semantics_outline(instr.semantics, lines, instr.semantics_range)
+    return _operator_hover(outline, pos) or _value_hover(outline, pos)
 
 
 def _attribute_text(instr: InstructionInfo, word: str) -> str:
