@@ -27,6 +27,7 @@ from lsp.commands import describe as describe_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
+from lsp.compiled import Compilations
 from lsp.convert import SOURCE, Converter
 from lsp.diagnostics import DiagnosticsScheduler
 from lsp.features import (
@@ -36,6 +37,7 @@ from lsp.features import (
     hover,
     inlay_hints,
     lenses,
+    navigation,
     symbols,
 )
 from lsp.findings import Finding
@@ -81,6 +83,8 @@ class ActLanguageServer(LanguageServer):
         self.settings = settings.Settings()
         self.checker = new_checker()
         self.scheduler = DiagnosticsScheduler(self)
+        # What each compile produced: navigation between kernels and their assemblies.
+        self.compilations = Compilations()
 
     # ---- helpers the commands use ----------------------------------------------------
 
@@ -166,6 +170,23 @@ class ActLanguageServer(LanguageServer):
         model = spec_model.from_reading(read_spec(tree), lines)
         self.scheduler.models[uri] = (document.version, model)
         return model, lines
+
+    def pairing(self, uri: str) -> navigation.Pairing | None:
+        """A kernel, or an assembly that is not a spec, with the other side of its last
+        compile (``lsp.compiled``)."""
+        path = documents.path_of(uri)
+        if path is None:
+            return None
+        if uri.lower().endswith(".hlo"):
+            compiled = self.compilations.for_kernel(path)
+        elif uri.lower().endswith(".py") and self.spec_model(uri) is None:
+            compiled = self.compilations.for_assembly(path)
+        else:
+            return None
+        return navigation.pairing(self.compilations, compiled, self.document_text)
+
+    def converter_for_text(self, lines: list[str]) -> Converter:
+        return Converter(self.workspace.position_codec, lines)
 
     def converter(self, uri: str) -> Converter | None:
         document = self.workspace.text_documents.get(uri)
@@ -276,6 +297,9 @@ def _register_features(server: ActLanguageServer) -> None:
         else:
             spec = ls.spec_model(uri)
             found = hover.spec_hover(spec[0], conv.lines, pos) if spec else None
+            pairing = ls.pairing(uri) if spec is None else None
+            if pairing is not None:
+                found = navigation.assembly_hover(pairing, pos)
         if found is None:
             return None
         return types.Hover(
@@ -306,7 +330,7 @@ def _register_features(server: ActLanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     def on_definition(ls: ActLanguageServer, params: types.DefinitionParams
-                      ) -> types.Location | None:
+                      ) -> types.Location | list[types.Location] | None:
         uri = params.text_document.uri
         conv = ls.converter(uri)
         if conv is None:
@@ -317,7 +341,25 @@ def _register_features(server: ActLanguageServer) -> None:
         else:
             spec = ls.spec_model(uri)
             found = definition.spec_definition(spec[0], conv.lines, pos) if spec else None
+            pairing = ls.pairing(uri) if spec is None else None
+            if pairing is not None:
+                # An api. call of an assembly: the HLO instructions it implements.
+                return _locations(ls, pairing.compiled.kernel, pairing.kernel_lines,
+                                  navigation.assembly_definition(pairing, pos))
         return types.Location(uri, conv.range(found)) if found is not None else None
+
+    @server.feature(types.TEXT_DOCUMENT_IMPLEMENTATION)
+    def on_implementation(ls: ActLanguageServer, params: types.ImplementationParams
+                          ) -> list[types.Location]:
+        """An HLO instruction of a compiled kernel: the assembly calls that implement it."""
+        uri = params.text_document.uri
+        conv = ls.converter(uri)
+        pairing = ls.pairing(uri) if uri.lower().endswith(".hlo") else None
+        if conv is None or pairing is None:
+            return []
+        pos = conv.from_client(params.position)
+        return _locations(ls, pairing.compiled.assembly, pairing.assembly_lines,
+                          navigation.kernel_implementation(pairing, pos))
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT)
     def on_inlay_hint(ls: ActLanguageServer, params: types.InlayHintParams
@@ -346,16 +388,28 @@ def _register_features(server: ActLanguageServer) -> None:
         conv = ls.converter(uri)
         if conv is None:
             return []
+        pairing = ls.pairing(uri)
         if uri.lower().endswith(".hlo"):
             found = lenses.kernel_lenses(uri, documents.path_of(uri))
+            if pairing is not None:
+                found += navigation.kernel_lenses(pairing)
         else:
             spec = ls.spec_model(uri)
             found = lenses.spec_lenses(spec[0], uri) if spec else []
+            if pairing is not None:
+                found = navigation.assembly_lenses(pairing)
         return [types.CodeLens(
             range=conv.range(lens.range),
             command=types.Command(title=lens.title, command=lens.command or "",
                                   arguments=lens.arguments or None))
             for lens in found]
+
+
+def _locations(ls: ActLanguageServer, path: str, lines: list[str],
+               ranges: list[TextRange]) -> list[types.Location]:
+    conv = ls.converter_for_text(lines)
+    target = ls.uri_for(path)
+    return [types.Location(target, conv.range(where)) for where in ranges]
 
 
 def _register_actions(server: ActLanguageServer) -> None:
@@ -391,8 +445,10 @@ def _command_handler(runner):
             result = await runner(ls, arguments, token)
         except ArgumentError as exc:
             raise JsonRpcInvalidParams(message=str(exc)) from exc
-        if runner is generate_command.run and _supports_lens_refresh(ls):
-            # A new backend changes what the kernels' "Compile kernel" lenses offer.
+        if runner in (generate_command.run, compile_command.run) \
+                and _supports_lens_refresh(ls):
+            # A new backend changes what the kernels' "Compile kernel" lenses offer; a
+            # compile, which instruction implements what.
             asyncio.ensure_future(_refresh_lenses(ls))
         return result
 

@@ -4,8 +4,13 @@ generated backend (``backendPath --input kernel.hlo --output kernel.py``).
 The kernel compiled is the editor's text (written to a scratch copy with the same name
 when the document is open), so that error locations match what the user sees. The output
 goes next to the kernel, with a ``.py`` suffix, unless ``outputPath`` says where. Errors
-the backend prints as ``file:line:col: message`` become diagnostics on the kernel. The
-backend's ``report.json`` (kept in the scratch folder) gives the emitted candidate's cost.
+the backend prints as ``file:line:col: message`` become diagnostics on the kernel.
+
+The backend's report folder (``--report-dir``: ``report.json`` and what else the backend
+writes there) is kept beside the assembly, ``kernel.report/`` for ``kernel.py``, replacing the
+one of the previous compile; a compile that fails leaves the previous one. The report gives
+the emitted candidate's cost, and the server remembers the compile (``lsp.compiled``) for
+navigation between the kernel and the assembly.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 from typing import Any
 
@@ -20,6 +26,7 @@ from lsprotocol import types
 
 from lsp.commands.arguments import Arguments
 from lsp.commands.running import CommandRun
+from lsp.compiled import REPORT_FILE, report_dir_for
 from lsp.findings import Finding, clamp
 from lsp.text_map import TextRange, line_range, lines_of
 
@@ -65,11 +72,26 @@ def located_errors(output: list[str], compiled: str, kernel_text: str) -> list[F
 def read_report(report_dir: str) -> dict[str, Any]:
     """The backend's ``report.json`` (what it tried, what it chose), if it wrote one."""
     try:
-        with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as handle:
+        with open(os.path.join(report_dir, REPORT_FILE), encoding="utf-8") as handle:
             report = json.load(handle)
     except (OSError, ValueError):
         return {}
     return report if isinstance(report, dict) else {}
+
+
+def keep_report(written: str, kept: str) -> str | None:
+    """Move the report folder the backend ``written`` to ``kept`` (replacing a report folder
+    there, never anything else); the kept ``report.json``, or None."""
+    if not os.path.isfile(os.path.join(written, REPORT_FILE)):
+        return None
+    if os.path.lexists(kept):
+        ours = os.path.isdir(kept) and not os.path.islink(kept) and (
+            os.path.isfile(os.path.join(kept, REPORT_FILE)) or not os.listdir(kept))
+        if not ours:
+            return None
+        shutil.rmtree(kept)
+    shutil.move(written, kept)
+    return os.path.join(kept, REPORT_FILE)
 
 
 async def run(server: Any, values: list[Any] | None, token: types.ProgressToken | None
@@ -89,10 +111,14 @@ async def run(server: Any, values: list[Any] | None, token: types.ProgressToken 
                 cwd=os.path.dirname(kernel))
         lines = [line.replace(source, kernel) for line in running.lines]
         report = read_report(report_dir)
+        kept = keep_report(report_dir, report_dir_for(output)) if status == 0 else None
     if status == 0:
         server.set_command_findings(uri, NAME, [])
         summary = {"ok": True, "output": output,
                    "message": f"Compiled {os.path.basename(kernel)} -> {output}"}
+        if kept is not None:
+            summary["report"] = kept
+            server.compilations.record(kernel, output, kept)
         cost = report.get("chosen_cost")
         if isinstance(cost, (int, float)):
             summary["cost"] = cost
