@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from act_backend.hlo.ir import Instruction, Module, Span
-from lsp.inferred import kernel_types, semantics_types, type_text
 from lsp.text_map import Position, TextRange, lines_of, span_to_range
 
 # How many lines may be blanked before a text is given up on.
@@ -103,6 +102,7 @@ def kernel_outline(lines: list[str]) -> Outline:
 def _kernel_outline(text: str) -> Outline:
     try:
         from act_backend.kernel import HloSyntaxError, parse_hlo
+        from lsp.inferred import kernel_types
     except ImportError:  # a server without the toolchain: no outline, no error
         return Outline()
 
@@ -146,6 +146,7 @@ def _semantics_outline(text: str, document: str, literal: TextRange | None,
     try:
         from act_backend.spec.semantics import SemanticsError, parse_semantics
         from act_backend.spec.sites import OwnTextMap, literal_text_map
+        from lsp.inferred import semantics_types
     except ImportError:  # a server without the toolchain: no outline, no error
         return Outline()
     lines = lines_of(document)
@@ -257,6 +258,8 @@ def _outline(module: Module, lines: list[str], skipped: tuple[int, ...],
             comp.name, name_range, comp.is_entry, computation_range(lines, header, values),
             values))
     # Inferred once every value is read: inference may rewrite the module (splats).
+    from lsp.inferred import type_text
+
     types = types_of(module)
     for comp in outline.computations:
         comp.values = [dataclasses.replace(v, inferred=type_text(types[(comp.name, v.name)]))

@@ -180,4 +180,3 @@ _FIXERS: dict[str, Callable[[_Context, Any], list[Fix]]] = {
     "unknown-computation": _unknown_computation,
     "missing-root": _missing_root,
 }
-FIXABLE = frozenset(_FIXERS)

@@ -23,7 +23,7 @@ from lsp.fixes.fix import Edit, Fix, insertion, replacements
 from lsp.fixes.skeleton import skeleton_fix
 from lsp.fixes.source import quoted, range_of, string_literal, text_at
 from lsp.paths import same_file
-from lsp.text_map import lines_of
+from lsp.text_map import TextRange, lines_of
 
 _ATTRIBUTE = re.compile(r"@([ca])\.([A-Za-z_][A-Za-z0-9_]*)")
 _LISTS = {"c": ("comp_attrs", "computational"), "a": ("addr_attrs", "addressing")}
@@ -161,7 +161,7 @@ def _unknown_attribute(context: _Context, problem: Any) -> list[Fix]:
     start = where.start
     if not text_at(context.lines, where).startswith(name):
         return []
-    name_range = type(where)(start, (start[0], start[1] + len(name)))
+    name_range = TextRange(start, (start[0], start[1] + len(name)))
     accepted = [a for a in OPERATOR_ATTRS.get(value.opcode, ()) if a not in value.attrs]
     return replacements(name_range, name, accepted, any_known=True)
 
@@ -280,4 +280,3 @@ _FIXERS: dict[str, Callable[[_Context, Any], list[Fix]]] = {
     "root-count": _root_count,
     "no-semantics": _no_semantics,
 }
-FIXABLE = frozenset(_FIXERS)
