@@ -64,7 +64,7 @@ def run_kernel(kernel: KernelSource, target: Target, *, point: int, cache: Path,
         actual, _ = compiled.simulate(*arrays)
         actual = [np.asarray(x) for x in (actual if isinstance(actual, (tuple, list))
                                           else [actual])]
-        error_ulps, max_abs, exact, within = _compare(expected, actual, tolerance_ulps)
+        error_ulps, max_abs, exact, within = compare(expected, actual, tolerance_ulps)
     except Exception as e:
         return (KernelRow(point, kernel.name, "error", cost=cost, instructions=count,
                           message=f"simulating the kernel failed: {one_line(e)}"),
@@ -127,7 +127,7 @@ def _prepare(kernel: KernelSource) -> tuple[Any, list[tuple[str, tuple[int, ...]
     return program_of(fn, *structs), types, jax_reference
 
 
-def _compare(expected: list[np.ndarray], actual: list[np.ndarray], tolerance_ulps: float
+def compare(expected: list[np.ndarray], actual: list[np.ndarray], tolerance_ulps: float
              ) -> tuple[float, float, bool, bool]:
     """The largest difference in ulps of the reference's largest magnitude (integers: the
     largest absolute difference), the largest absolute difference, whether every result is
