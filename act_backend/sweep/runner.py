@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import logging
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +42,11 @@ def start_local_ray(workers: int | None = None) -> None:
     """Starts an embedded local Ray with ``workers`` CPUs (all of this machine's when None)
     whose workers import the same act_backend as this process."""
     ray = require("ray")
-    with _workers_import_this_package():
+    with _workers_import_this_package(), warnings.catch_warnings():
+        # Ray starts its processes with fork and exec; JAX, when this process has already
+        # run it, warns about any fork, though nothing of JAX runs between the two.
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called",
+                                category=RuntimeWarning)
         ray.init(num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=False)
 
