@@ -3,9 +3,10 @@ parameter (and one for the cost model when the sweep names cost libraries).
 
 Along one parameter the other parameters vary too, so each line shows, at each value, the
 lowest cost of the kernel over the ``ok`` rows with that value; a value where the kernel is
-never ``ok`` leaves a gap. Numbers are placed on a numeric axis, booleans and strings in the
-order the sweep file lists them. Drawn with matplotlib's Agg canvas, without pyplot, so that
-no interactive backend is chosen for the caller.
+never ``ok`` leaves a gap in its line and a cross in its colour along the bottom. Numbers
+are placed on a numeric axis, booleans and strings in the order the sweep file lists them.
+Drawn with matplotlib's Agg canvas, without pyplot, so that no interactive backend is chosen
+for the caller.
 """
 
 from __future__ import annotations
@@ -36,16 +37,22 @@ def write_plot(path: Path, sweep: Sweep, rows: Sequence[dict[str, Any]]) -> None
         if values is None:  # a range of a random sample, or the points themselves
             values = sorted({r[name] for r in rows})
         positions = list(values) if numeric else list(range(len(values)))
-        for kernel in kernels:
+        for row_of_crosses, kernel in enumerate(kernels):
             best = [_lowest(rows, kernel, name, value) for value in values]
-            if all(cost is None for cost in best):
-                panel.plot([], [], marker="o", label=f"{kernel} (never ok)")
-                continue
             ys = [float("nan") if cost is None else cost for cost in best]
-            panel.plot(positions, ys, marker="o", label=kernel)
+            line, = panel.plot(positions, ys, marker="o", label=kernel)
+            # Values where the kernel is never ok: crosses along the bottom of the panel, a
+            # row per kernel.
+            missing = [x for x, cost in zip(positions, best, strict=True) if cost is None]
+            panel.plot(missing, [0.03 + 0.04 * row_of_crosses] * len(missing),
+                       linestyle="none", marker="x", color=line.get_color(),
+                       transform=panel.get_xaxis_transform())
+        if len(positions) > 1:
+            pad = (max(positions) - min(positions)) * 0.05
+            panel.set_xlim(min(positions) - pad, max(positions) + pad)
         panel.set_xlabel(name)
         panel.set_ylabel("cost (lowest over the other parameters)")
-        panel.set_title(f"cost per kernel against {name}")
+        panel.set_title(f"cost per kernel against {name} (x: no ok row)")
         if not numeric:
             panel.set_xticks(positions, [str(v) for v in values])
         panel.grid(True, alpha=0.3)
