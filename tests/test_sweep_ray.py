@@ -202,3 +202,31 @@ retries = 1
     # "once", whose retry on a fresh worker succeeded.
     assert len((calls / "once.txt").read_text().splitlines()) == 2
     assert len((calls / "always.txt").read_text().splitlines()) == 2
+
+
+def test_a_kernel_beyond_tolerance_is_a_mismatch_row(tmp_path):
+    # Attention on QKV is 2.5 ulps of its largest magnitude from the NumPy reference (the
+    # fused softmax sums in bf16); a product of two tiles is exact.
+    (tmp_path / "strict.toml").write_text(f'''
+[spec]
+file = "{FAMILY}"
+function = "qkv"
+
+[[kernels]]
+hlo = "{ROOT / "examples" / "QKV" / "kernels" / "attention.hlo"}"
+
+[[kernels]]
+hlo = "{ROOT / "tests" / "kernels" / "matmul.hlo"}"
+
+[check]
+tolerance_ulps = 0
+''')
+    done = run_sweep(tmp_path / "strict.toml", serial=True, progress=lambda line: None)
+    attention, matmul = done.rows
+    assert (attention["status"], attention["cost"], attention["exact"]) == \
+        ("mismatch", 9.0, False)
+    assert attention["error_ulps"] > 0
+    assert attention["message"] == (f"{attention['error_ulps']:g} ulps of the largest "
+                                    "magnitude from the reference (tolerance 0)")
+    assert (matmul["status"], matmul["exact"], matmul["message"]) == ("ok", True, "")
+    assert done.best["overall"] is None and done.best["per_kernel"]["matmul"]["point"] == 0

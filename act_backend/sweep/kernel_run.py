@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,8 @@ def run_kernel(kernel: KernelSource, target: Target, *, point: int, cache: Path,
                inputs: Inputs, tolerance_ulps: float, time_limit: float | None
                ) -> tuple[KernelRow, KernelTiming]:
     """The row and timings of ``kernel`` on ``target``. Never raises for the kernel's sake:
-    a refusal or a failure is the row's status and message."""
+    a refusal or a failure is the row's status and message (its whole story goes to the
+    point's log, which is this process's output while the job runs)."""
     from act_backend.jax.compiler import compile_program
     from act_backend.jax.errors import CompileError
     from act_backend.jax.kernel import CompiledKernel
@@ -35,6 +37,7 @@ def run_kernel(kernel: KernelSource, target: Target, *, point: int, cache: Path,
     try:
         program, types, reference = _prepare(kernel)
     except Exception as e:
+        traceback.print_exc()
         return (KernelRow(point, kernel.name, "error",
                           message=f"cannot prepare the kernel: {one_line(e)}"),
                 KernelTiming(point, kernel.name))
@@ -47,6 +50,7 @@ def run_kernel(kernel: KernelSource, target: Target, *, point: int, cache: Path,
         return (KernelRow(point, kernel.name, "refused", message=refusal(e)),
                 KernelTiming(point, kernel.name, compile_ms=compile_ms))
     except Exception as e:
+        traceback.print_exc()
         return (KernelRow(point, kernel.name, "error",
                           message=f"running the backend failed: {one_line(e)}"),
                 KernelTiming(point, kernel.name, compile_ms=_ms(started)))
@@ -66,6 +70,7 @@ def run_kernel(kernel: KernelSource, target: Target, *, point: int, cache: Path,
                                           else [actual])]
         error_ulps, max_abs, exact, within = compare(expected, actual, tolerance_ulps)
     except Exception as e:
+        traceback.print_exc()
         return (KernelRow(point, kernel.name, "error", cost=cost, instructions=count,
                           message=f"simulating the kernel failed: {one_line(e)}"),
                 _with(timing, simulate_ms=_ms(started)))
