@@ -304,3 +304,21 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def test_the_qkv_family_defaults_to_the_qkv_example_and_varies_what_it_says(monkeypatch):
+    import runpy
+
+    import act_backend
+    from act_backend.sweep.user_code import load_function
+    from act_backend.table import isa_table
+
+    monkeypatch.setitem(vars(act_backend), "generate_oracle", lambda *a, **k: None)
+    monkeypatch.setitem(vars(act_backend), "generate_backend", lambda *a, **k: None)
+    example = runpy.run_path(str(ROOT / "examples" / "QKV" / "QKV.py"), run_name="__main__")
+    qkv = load_function("qkv", file=str(FAMILY))
+    assert isa_table(qkv()) == isa_table(example["qkv"])
+    member = isa_table(qkv(d1_rows=256, d2_rows=128, softmax=False))
+    assert [(b["name"], b["access_dims"]) for b in member["buffers"]] == [
+        ("d0", [None]), ("d1", [256]), ("d2", [128])]
+    assert "softmax" not in [i["name"] for i in member["instructions"]]
