@@ -3,7 +3,7 @@ against the file's directory, the kernels' HLO parsed and the spec function impo
 a mistake is reported once, before any point runs, as ``file:line: [table] key: what is
 wrong``.
 
-The format (``docs/architecture.md``, section 6, and the README have the whole of it)::
+The format (``docs/architecture.md``, section 7, and the README have the whole of it)::
 
     [spec]                        # the parameterised spec: file = "x.py" or module = "pkg.mod"
     file = "qkv_family.py"
