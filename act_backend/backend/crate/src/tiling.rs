@@ -1,0 +1,341 @@
+//! Tiling: an operation larger than every instruction that computes its operator is the
+//! concatenation of the same operation on tiles of its leading dimension.
+//!
+//! What an ISA takes is read from its semantics, never from names: for each operator, the
+//! extents its semantics give each dimension, either a constant (`bf16[64,64] dot`) or the
+//! upper bound of a computational attribute (`@c.DIM_I` under `@c.DIM_I <= 16`, or `@c.n`
+//! where `n` rows must fit a buffer of 64). A kernel operation whose leading dimension exceeds
+//! the largest such extent is split into tiles of that extent (a shorter last tile where the
+//! sizes do not divide: it compiles where an instruction takes a smaller attribute value); one
+//! of higher rank than any semantics of its operator is split into tiles of one along its
+//! leading (batch) dimension, which the squeeze rules then drop.
+//!
+//! The split is exact for every element type: along the leading dimension of an elementwise
+//! operation, a broadcast, a reduction over other dimensions, a transpose, or a product's
+//! batch or lhs free dimension, each result row depends on the matching operand rows only, so
+//! the tiles compute the same bits as the whole. A contraction is never split here (that
+//! would reorder a sum). Tiles of values read from HBM are byte ranges (`rewrites.rs`), and a
+//! slice of a concatenation that falls inside one part is that part, so a tiled operation
+//! reads the tiles of a tiled operand directly.
+
+use crate::egraph::SelGraph;
+use crate::isa::{CmpOp, Expr, Instruction, Isa};
+use crate::lang::{DotDims, Node, Op, OpCode, Ty};
+use crate::rewrites::Term;
+use egg::Id;
+use std::collections::BTreeMap;
+
+/// The extents an ISA's semantics give each operator: per operator, one entry per
+/// semantics operation, the largest extent of each of its dimensions (`None`: unbounded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extents {
+    by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
+}
+
+/// The upper bound of `c.<attr>` that `instr`'s constraints state (`attr <= N`, `attr < N`,
+/// `N >= attr`, `N > attr`, `attr == N`), and that its on-chip slices impose where a size is
+/// the attribute alone.
+fn attribute_bound(isa: &Isa, instr: &Instruction, attr: &str) -> Option<i64> {
+    let is_attr = |e: &Expr| matches!(e, Expr::Attr(a) if a == attr);
+    let constant = |e: &Expr| e.eval(&BTreeMap::new()).ok();
+    let mut bounds = Vec::new();
+    for c in &instr.constraints {
+        let bound = match c.op {
+            CmpOp::Le if is_attr(&c.lhs) => constant(&c.rhs),
+            CmpOp::Lt if is_attr(&c.lhs) => constant(&c.rhs).map(|n| n - 1),
+            CmpOp::Ge if is_attr(&c.rhs) => constant(&c.lhs),
+            CmpOp::Gt if is_attr(&c.rhs) => constant(&c.lhs).map(|n| n - 1),
+            CmpOp::Eq if is_attr(&c.lhs) => constant(&c.rhs),
+            CmpOp::Eq if is_attr(&c.rhs) => constant(&c.lhs),
+            _ => None,
+        };
+        bounds.extend(bound);
+    }
+    for slice in instr.inputs.iter().chain(&instr.outputs) {
+        let buffer = isa.buffer(&slice.buffer);
+        for (size, dim) in slice.size.iter().zip(&buffer.access_dims) {
+            if let (true, Some(dim)) = (is_attr(size), dim) {
+                bounds.push(*dim);
+            }
+        }
+    }
+    bounds.into_iter().min()
+}
+
+/// The largest value `e` takes in `instr`: a constant, or a bounded attribute.
+fn largest(isa: &Isa, instr: &Instruction, e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Attr(a) => attribute_bound(isa, instr, a),
+        _ => e.eval(&BTreeMap::new()).ok(),
+    }
+}
+
+/// The operator a kernel operation is an instance of, as semantics spell it.
+pub fn opcode(op: &Op) -> Option<OpCode> {
+    Some(match op {
+        Op::Convert => OpCode::Convert,
+        Op::Copy => OpCode::Copy,
+        Op::Transpose(_) => OpCode::Transpose,
+        Op::Dot(_) => OpCode::Dot,
+        Op::Broadcast(_) => OpCode::Broadcast,
+        Op::Reduce { .. } => OpCode::Reduce,
+        Op::ReduceAdd(_) => OpCode::ReduceAdd,
+        Op::Exponential => OpCode::Exponential,
+        Op::Add => OpCode::Add,
+        Op::Subtract => OpCode::Subtract,
+        Op::Multiply => OpCode::Multiply,
+        Op::Divide => OpCode::Divide,
+        Op::Maximum => OpCode::Maximum,
+        Op::Minimum => OpCode::Minimum,
+        Op::Xor => OpCode::Xor,
+        Op::SelectLt => OpCode::SelectLt,
+        Op::SelectEqVar => OpCode::SelectEqVar,
+        _ => return None,
+    })
+}
+
+impl Extents {
+    /// What `isa`'s semantics take, per operator.
+    pub fn of(isa: &Isa) -> Extents {
+        let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
+        for instr in &isa.instructions {
+            for op in &instr.semantics {
+                if op.shape.is_empty() {
+                    continue;
+                }
+                let dims = op.shape.iter().map(|e| largest(isa, instr, e)).collect();
+                let entry = by_op.entry(op.op).or_default();
+                if !entry.contains(&dims) {
+                    entry.push(dims);
+                }
+            }
+        }
+        Extents { by_op }
+    }
+
+    /// Extents from explicit entries (for tests).
+    pub fn from_entries(entries: impl IntoIterator<Item = (OpCode, Vec<Option<i64>>)>) -> Extents {
+        let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
+        for (op, dims) in entries {
+            by_op.entry(op).or_default().push(dims);
+        }
+        Extents { by_op }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_op.is_empty()
+    }
+
+    /// The tile size of the leading dimension of an operation of operator `op` and type
+    /// `ty`, when it must be split: 1 for a rank no semantics of `op` has (a batch), else the
+    /// largest leading extent any semantics of `op` of that rank gives, when `ty`'s is larger.
+    pub fn leading_tile(&self, op: OpCode, ty: &Ty) -> Option<i64> {
+        let entries = self.by_op.get(&op)?;
+        let rank = ty.rank();
+        let lead = *ty.shape.first()?;
+        if lead <= 1 {
+            return None;
+        }
+        if entries.iter().all(|dims| dims.len() < rank) {
+            return Some(1);
+        }
+        let same_rank: Vec<&Vec<Option<i64>>> = entries.iter().filter(|d| d.len() == rank).collect();
+        if same_rank.iter().any(|d| d[0].is_none()) {
+            return None;
+        }
+        let largest = same_rank.iter().filter_map(|d| d[0]).max()?;
+        (lead > largest && largest > 0).then_some(largest)
+    }
+
+    /// Why no instruction can compute an operation of operator `op` and type `ty` in one
+    /// piece: the first dimension (other than the leading one, which tiling splits) that is
+    /// larger than every semantics of `op` of that rank takes.
+    pub fn too_large(&self, op: OpCode, ty: &Ty) -> Option<(usize, i64)> {
+        let entries: Vec<&Vec<Option<i64>>> =
+            self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank()).collect();
+        if entries.is_empty() {
+            return None;
+        }
+        (1..ty.rank()).find_map(|d| {
+            let widest = entries.iter().map(|dims| dims[d]).try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))?;
+            (ty.shape[d] > widest).then_some((d, widest))
+        })
+    }
+}
+
+/// `x` sliced to `[lo, hi)` along dimension `dim`.
+fn slice_along(x: Id, x_ty: &Ty, dim: usize, lo: i64, hi: i64) -> Term {
+    let ranges = x_ty.shape.iter().enumerate().map(|(d, &n)| if d == dim { (lo, hi, 1) } else { (0, n, 1) }).collect();
+    let mut shape = x_ty.shape.clone();
+    shape[dim] = hi - lo;
+    Term::Node(Op::Slice(ranges), x_ty.with_shape(shape), vec![Term::Class(x)])
+}
+
+/// For each operand of `node`, the dimension that feeds the result's leading dimension
+/// (`None`: the operand is used whole by every tile); `None` when the result's leading
+/// dimension does not split into independent rows.
+fn leading_sources(eg: &SelGraph, node: &Node) -> Option<Vec<Option<usize>>> {
+    let n = node.children.len();
+    Some(match &node.op {
+        op if op.is_elementwise() || matches!(op, Op::Convert | Op::Copy) => vec![Some(0); n],
+        Op::Broadcast(d) => vec![d.iter().position(|&r| r == 0)],
+        Op::Reduce { dims, .. } | Op::ReduceAdd(dims) if !dims.contains(&0) => {
+            let mut v = vec![None; n];
+            v[0] = Some(0);
+            v
+        }
+        Op::Transpose(p) => vec![Some(p[0])],
+        Op::Dot(dd) => {
+            if let (Some(&l), Some(&r)) = (dd.lhs_batch.first(), dd.rhs_batch.first()) {
+                vec![Some(l), Some(r)]
+            } else {
+                let rank = eg[node.children[0]].data.rank();
+                let free = DotDims::free(rank, &dd.lhs_batch, &dd.lhs_contracting);
+                vec![Some(*free.first()?), None]
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// `node = concatenate_0(node on rows [0, t), node on rows [t, 2t), ...)` when its leading
+/// dimension is larger than every instruction of its operator takes.
+pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    let tile = extents.leading_tile(opcode(&node.op)?, &node.ty)?;
+    let sources = leading_sources(eg, node)?;
+    let lead = node.ty.shape[0];
+    let parts = (0..lead)
+        .step_by(tile as usize)
+        .map(|lo| {
+            let hi = (lo + tile).min(lead);
+            let operands = node
+                .children
+                .iter()
+                .zip(&sources)
+                .map(|(&c, src)| match src {
+                    Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
+                    None => Term::Class(c),
+                })
+                .collect();
+            let mut shape = node.ty.shape.clone();
+            shape[0] = hi - lo;
+            Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
+        })
+        .collect();
+    Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
+}
+
+/// `slice(op(x...), rows [lo, hi))` is `op(slice(x, rows [lo, hi))...)` for an operation whose
+/// result rows depend on the matching operand rows only (and for a reshape that keeps the
+/// leading dimension): the slice moves towards the operands, so the tile of a tiled result
+/// is computed from the tiles of its operands.
+pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: &Node) -> Option<Term> {
+    let (&(lo, hi, stride), rest) = ranges.split_first()?;
+    let whole_rest = rest.iter().zip(&inner.ty.shape[1..]).all(|(r, &n)| *r == (0, n, 1));
+    if stride != 1 || !whole_rest || (lo, hi) == (0, inner.ty.shape[0]) {
+        return None;
+    }
+    if inner.op == Op::Reshape {
+        let x = inner.children[0];
+        let x_ty = &eg[x].data;
+        if x_ty.shape.first() != inner.ty.shape.first() {
+            return None;
+        }
+        return Some(Term::Node(Op::Reshape, ty.clone(), vec![slice_along(x, x_ty, 0, lo, hi)]));
+    }
+    let sources = leading_sources(eg, inner)?;
+    let operands = inner
+        .children
+        .iter()
+        .zip(&sources)
+        .map(|(&c, src)| match src {
+            Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
+            None => Term::Class(c),
+        })
+        .collect();
+    Some(Term::Node(inner.op.clone(), ty.clone(), operands))
+}
+
+/// A slice that falls inside one part of a concatenation along `dim` is a slice of that part
+/// (the part itself when the slice is exactly it).
+pub fn slice_of_concat(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, dim: usize, parts: &[Id]) -> Option<Term> {
+    let (lo, hi, stride) = *ranges.get(dim)?;
+    if stride != 1 {
+        return None;
+    }
+    let mut start = 0;
+    for &part in parts {
+        let p_ty = &eg[part].data;
+        let end = start + p_ty.shape[dim];
+        if lo >= start && hi <= end {
+            let shifted: Vec<(i64, i64, i64)> = ranges
+                .iter()
+                .enumerate()
+                .map(|(d, &(l, h, s))| if d == dim { (l - start, h - start, s) } else { (l, h, s) })
+                .collect();
+            let whole = shifted.iter().zip(&p_ty.shape).all(|(&(l, h, s), &n)| (l, h, s) == (0, n, 1));
+            return Some(if whole {
+                Term::Class(part)
+            } else {
+                Term::Node(Op::Slice(shifted), ty.clone(), vec![Term::Class(part)])
+            });
+        }
+        start = end;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::DType;
+
+    fn ty(shape: &[i64]) -> Ty {
+        Ty::new(DType::BF16, shape.to_vec())
+    }
+
+    #[test]
+    fn a_leading_dimension_beyond_every_instruction_is_tiled_by_the_largest_extent() {
+        let ex = Extents::from_entries([(OpCode::Exponential, vec![Some(64), Some(64)])]);
+        assert_eq!(ex.leading_tile(OpCode::Exponential, &ty(&[256, 64])), Some(64));
+        assert_eq!(ex.leading_tile(OpCode::Exponential, &ty(&[64, 64])), None);
+        assert_eq!(ex.leading_tile(OpCode::Exponential, &ty(&[40, 64])), None);
+        // A rank no semantics has is a batch: tiles of one.
+        assert_eq!(ex.leading_tile(OpCode::Exponential, &ty(&[4, 64, 64])), Some(1));
+        // An operator no semantics computes is not tiled.
+        assert_eq!(ex.leading_tile(OpCode::Add, &ty(&[256, 64])), None);
+    }
+
+    #[test]
+    fn an_unbounded_extent_is_never_split() {
+        let ex = Extents::from_entries([(OpCode::Add, vec![None, Some(16)])]);
+        assert_eq!(ex.leading_tile(OpCode::Add, &ty(&[4096, 16])), None);
+    }
+
+    #[test]
+    fn a_dimension_too_large_for_every_instruction_is_named() {
+        let ex = Extents::from_entries([
+            (OpCode::Exponential, vec![Some(64), Some(64)]),
+            (OpCode::Exponential, vec![Some(32), Some(32)]),
+        ]);
+        assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[64, 128])), Some((1, 64)));
+        assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[128, 64])), None);
+    }
+
+    fn table(name: &str) -> Isa {
+        let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+        Isa::from_json(&std::fs::read_to_string(&path).expect("test table")).expect("valid table")
+    }
+
+    #[test]
+    fn extents_come_from_constants_constraints_and_buffers() {
+        // QKV: gemm is 64x64 by constants; softmax takes `n` rows of a 64-row buffer.
+        let qkv = Extents::of(&table("qkv_isa.json"));
+        assert_eq!(qkv.by_op[&OpCode::Dot], vec![vec![Some(64), Some(64)]]);
+        assert_eq!(qkv.by_op[&OpCode::Exponential], vec![vec![Some(64), Some(64)]]);
+        // Gemmini: the array's `DIM_I <= 16`, `DIM_J <= 16` constraints bound its products.
+        let gemmini = Extents::of(&table("gemmini_isa.json"));
+        assert!(gemmini.by_op[&OpCode::Dot].iter().all(|d| d == &vec![Some(16), Some(16)]));
+        assert_eq!(gemmini.leading_tile(OpCode::Dot, &Ty::new(DType::S32, vec![64, 16])), Some(16));
+    }
+}
