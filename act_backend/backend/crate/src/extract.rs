@@ -31,6 +31,10 @@ struct StateKey {
     class: Id,
     buffer: usize,
     sizes: Vec<i64>,
+    /// A part of an HBM concatenation: written there by an instruction, never a view or a
+    /// kernel input (which already lie elsewhere). Its providers are the instructions of its
+    /// unwritten twin.
+    written: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +139,7 @@ impl Extractor {
                     Op::Input(param) => {
                         let bytes = class.data.bytes();
                         let s =
-                            state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
+                            state(StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false }, &mut keys, &mut providers);
                         providers[s]
                             .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
                     }
@@ -143,7 +147,7 @@ impl Extractor {
                     Op::Reshape if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
                         for (dtype, shape, bits) in literal_bytes(eg, node.children[0]) {
                             let s = state(
-                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false },
                                 &mut keys,
                                 &mut providers,
                             );
@@ -160,10 +164,10 @@ impl Extractor {
                         if stride != 1 || hi - lo >= whole {
                             continue;
                         }
-                        let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole] };
+                        let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole], written: false };
                         let from = state(from, &mut keys, &mut providers);
                         let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo] },
+                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo], written: false },
                             &mut keys,
                             &mut providers,
                         );
@@ -175,11 +179,12 @@ impl Extractor {
                     {
                         let mut inputs = Vec::new();
                         for &child in &node.children {
-                            let key = StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()] };
+                            let key =
+                                StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()], written: true };
                             inputs.push(state(key, &mut keys, &mut providers));
                         }
                         let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false },
                             &mut keys,
                             &mut providers,
                         );
@@ -197,6 +202,7 @@ impl Extractor {
                             class: id,
                             buffer: isa.buffer_index(&out_slice.buffer).expect("checked table"),
                             sizes: sized(out_slice)?,
+                            written: false,
                         };
                         let mut inputs = Vec::new();
                         for (slice, &child) in ins.inputs.iter().zip(&node.children) {
@@ -204,6 +210,7 @@ impl Extractor {
                                 class: eg.find(child),
                                 buffer: isa.buffer_index(&slice.buffer).expect("checked table"),
                                 sizes: sized(slice)?,
+                                written: false,
                             };
                             inputs.push(state(key, &mut keys, &mut providers));
                         }
@@ -214,7 +221,18 @@ impl Extractor {
                 }
             }
         }
-        let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()] };
+        // Parts of concatenations are written by instructions: their twins' instructions.
+        for s in 0..keys.len() {
+            if keys[s].written {
+                let twin = StateKey { written: false, ..keys[s].clone() };
+                if let Some(&t) = index.get(&twin) {
+                    let instrs: Vec<Provider> =
+                        providers[t].iter().filter(|p| matches!(p.how, How::Instr { .. })).cloned().collect();
+                    providers[s] = instrs;
+                }
+            }
+        }
+        let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()], written: false };
         let root = index.get(&root_key).copied();
         let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
         let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place };

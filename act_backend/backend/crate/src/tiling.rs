@@ -127,7 +127,8 @@ impl Extents {
     }
 
     /// The tile size of the leading dimension of an operation of operator `op` and type
-    /// `ty`, when it must be split: 1 for a rank no semantics of `op` has (a batch), else the
+    /// `ty`, when it must be split: 1 for a rank no semantics of `op` has (a batch; computing
+/// operators only), else the
     /// largest leading extent any semantics of `op` of that rank gives, when `ty`'s is larger.
     pub fn leading_tile(&self, op: OpCode, ty: &Ty) -> Option<i64> {
         let entries = self.by_op.get(&op)?;
@@ -137,7 +138,10 @@ impl Extents {
             return None;
         }
         if entries.iter().all(|dims| dims.len() < rank) {
-            return Some(1);
+            // Only computations: layout operators of high rank are the byte plumbing of
+            // loads and stores (`u8[rows, cols, 2]`), which tiles of one would shred.
+            let layout = matches!(op, OpCode::Transpose | OpCode::Copy | OpCode::Convert | OpCode::Broadcast);
+            return (!layout).then_some(1);
         }
         let same_rank: Vec<&Vec<Option<i64>>> = entries.iter().filter(|d| d.len() == rank).collect();
         if same_rank.iter().any(|d| d[0].is_none()) {

@@ -251,10 +251,10 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Missing("dot", 5),
         ),
         (
-            "a value larger than the buffer is copied in row tiles through the matrix unit",
+            "a value larger than the buffer is copied in row tiles: a load and a store per 64 rows",
             "HloModule k\nENTRY e {\n  a = bf16[256,64] parameter(0)\n  ROOT c = bf16[256,64] copy(a)\n}\n".into(),
             qkv(),
-            Count(17),
+            Count(8),
         ),
         (
             "an operation on a constant is what has no instruction",
