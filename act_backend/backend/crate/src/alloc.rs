@@ -269,6 +269,9 @@ fn value_starts(
                     }
                     (layout.output.addr, layout.output.addr)
                 }
+                // Uninitialised HBM is where a strided store writes its output: anywhere,
+                // the output region included (non-overlap in time keeps it apart).
+                PiiNode::Uninit { .. } => (0, hbm_limit - size),
                 _ => (out_end, hbm_limit - size),
             };
             let var = b.var(format!("{name}.start"), lo, hi);

@@ -47,6 +47,8 @@ enum How {
     Concat,
     /// A literal's bytes, placed in HBM before the program runs.
     Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
+    /// HBM whose contents do not matter.
+    Uninit { bytes: u64 },
 }
 
 /// Cost of one instruction. Views and concatenations cost one, kernel inputs nothing, so
@@ -136,6 +138,15 @@ impl Extractor {
             let class = &eg[id];
             for node in &class.nodes {
                 match &node.op {
+                    Op::Uninit(_) => {
+                        let bytes = class.data.bytes();
+                        let s = state(
+                            StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false },
+                            &mut keys,
+                            &mut providers,
+                        );
+                        providers[s].push(Provider { how: How::Uninit { bytes: bytes as u64 }, inputs: vec![] });
+                    }
                     Op::Input(param) => {
                         let bytes = class.data.bytes();
                         let s =
@@ -242,7 +253,7 @@ impl Extractor {
 
     fn provider_cost(&self, p: &Provider) -> u64 {
         let base = match p.how {
-            How::Input { .. } | How::Constant { .. } => 0,
+            How::Input { .. } | How::Constant { .. } | How::Uninit { .. } => 0,
             How::Instr { .. } => INSTR_COST,
             How::View { .. } | How::Concat => 1,
         };
@@ -333,7 +344,7 @@ impl Extractor {
                         // copy), made by provider `rank - 1` (the best one included: a second
                         // load of an input); what it reads is shared as usual.
                         let q = &self.ex.providers[i][*self.ex.alts[i].get(rank - 1)?];
-                        if matches!(q.how, How::Input { .. } | How::Constant { .. }) {
+                        if matches!(q.how, How::Input { .. } | How::Constant { .. } | How::Uninit { .. }) {
                             // Kernel inputs and literals are given once.
                             return None;
                         }
@@ -346,6 +357,7 @@ impl Extractor {
                 }
                 self.nodes.push(match &p.how {
                     How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
+                    How::Uninit { bytes } => PiiNode::Uninit { bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
                     How::View { offset, size } => {
                         PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }

@@ -281,6 +281,12 @@ impl<'a> Finder<'a> {
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, &self.rules.tiles, n)) {
                 self.push("split-leading", id, term);
             }
+            let products = self.nodes(id).iter().map(|n| tiling::split_product(eg, &self.rules.tiles, n));
+            if let Some(splits) = products.into_iter().find(|s| !s.is_empty()) {
+                for (rule, term) in splits {
+                    self.push(rule, id, term);
+                }
+            }
         }
         for node in self.nodes(id) {
             self.node(id, node);
@@ -361,6 +367,14 @@ impl<'a> Finder<'a> {
                                 })
                                 .collect();
                             self.push("reshape-of-concat", id, Term::Node(Op::Concatenate(0), node.ty.clone(), parts));
+                        }
+                        // Flattening bytes concatenated along a later dimension writes each
+                        // part over the rows it lies in (see `tiling::write_columns`).
+                        Op::Concatenate(d)
+                            if *d >= 1 && node.ty.rank() == 1 && node.ty.dtype == DType::U8 && inner.children.len() > 1 =>
+                        {
+                            let term = tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), *d, &inner.children);
+                            self.push("flatten-by-strided-writes", id, term);
                         }
                         // Reshaping elements that were read from bytes is reshaping the bytes.
                         Op::BitcastConvert => {
@@ -511,7 +525,13 @@ impl<'a> Finder<'a> {
                     let x_shape = &class_ty(eg, x).shape;
                     let whole_rest = ranges.iter().zip(x_shape).skip(1).all(|(r, &d)| *r == (0, d, 1));
                     let Some(&(lo, hi, stride)) = ranges.first() else { continue };
-                    if !whole_rest || stride != 1 {
+                    if stride != 1 {
+                        continue;
+                    }
+                    if !whole_rest {
+                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty) {
+                            self.push(rule, id, term);
+                        }
                         continue;
                     }
                     let row: i64 = x_shape[1..].iter().product();

@@ -132,6 +132,14 @@ pub fn from_order(
     for (n, node) in graph.nodes.iter().enumerate() {
         begin[n] = match (node, step_of[n]) {
             (PiiNode::Input { .. } | PiiNode::Constant { .. }, _) => 0,
+            // Uninitialised HBM exists from just before its first reader runs.
+            (PiiNode::Uninit { .. }, _) => values[n]
+                .users
+                .iter()
+                .filter_map(|&(u, _)| step_of[u])
+                .map(|p| 2 * p as i64)
+                .min()
+                .unwrap_or(0),
             (PiiNode::Instr { .. }, Some(p)) => 2 * p as i64 + 1,
             (PiiNode::Instr { .. }, None) => continue,
             (PiiNode::View { of, .. }, _) => begin[*of],

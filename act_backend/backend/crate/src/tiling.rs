@@ -20,7 +20,7 @@
 
 use crate::egraph::SelGraph;
 use crate::isa::{CmpOp, Expr, Instruction, Isa};
-use crate::lang::{DotDims, Node, Op, OpCode, Ty};
+use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::Term;
 use egg::Id;
 use std::collections::BTreeMap;
@@ -30,6 +30,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Extents {
     by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
+    /// The largest contraction of each product the semantics compute.
+    contraction: Vec<Option<i64>>,
 }
 
 /// The upper bound of `c.<attr>` that `instr`'s constraints state (`attr <= N`, `attr < N`,
@@ -98,8 +100,19 @@ impl Extents {
     /// What `isa`'s semantics take, per operator.
     pub fn of(isa: &Isa) -> Extents {
         let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
+        let mut contraction = Vec::new();
         for instr in &isa.instructions {
             for op in &instr.semantics {
+                if op.op == OpCode::Dot {
+                    let lhs = op.operands.first().and_then(|name| instr.semantics.iter().find(|o| &o.name == name));
+                    let dim = op.attrs.get("lhs_contracting_dims").and_then(|d| d.as_array()?.first()?.as_u64());
+                    if let (Some(lhs), Some(dim)) = (lhs, dim) {
+                        let k = lhs.shape.get(dim as usize).and_then(|e| largest(isa, instr, e));
+                        if !contraction.contains(&k) {
+                            contraction.push(k);
+                        }
+                    }
+                }
                 if op.shape.is_empty() {
                     continue;
                 }
@@ -110,7 +123,7 @@ impl Extents {
                 }
             }
         }
-        Extents { by_op }
+        Extents { by_op, contraction }
     }
 
     /// Extents from explicit entries (for tests).
@@ -119,7 +132,13 @@ impl Extents {
         for (op, dims) in entries {
             by_op.entry(op).or_default().push(dims);
         }
-        Extents { by_op }
+        Extents { by_op, contraction: Vec::new() }
+    }
+
+    /// The same extents, with products whose largest contractions are `ks` (for tests).
+    pub fn with_contractions(mut self, ks: &[i64]) -> Extents {
+        self.contraction = ks.iter().map(|&k| Some(k)).collect();
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -229,6 +248,70 @@ pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
 }
 
+/// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
+/// every one is bounded.
+fn widest(extents: &Extents, op: OpCode, rank: usize, dim: usize) -> Option<i64> {
+    let entries = extents.by_op.get(&op)?;
+    entries.iter().filter(|d| d.len() == rank).map(|d| d[dim]).try_fold(None, |acc: Option<i64>, x| {
+        let x = x?;
+        Some(Some(acc.map_or(x, |a| a.max(x))))
+    })?
+}
+
+/// Tiles `[0, t), [t, 2t), ...` of `0..n` (the last one shorter where `t` does not divide).
+fn tiles(n: i64, t: i64) -> Vec<(i64, i64)> {
+    (0..n).step_by(t as usize).map(|lo| (lo, (lo + t).min(n))).collect()
+}
+
+/// Splits of a matrix product `[m, k] . [k, n]` (no batch) wider than every product the ISA
+/// computes: along its result columns, `concatenate_1(dot(a, b[:, tile]) ...)`, exact for
+/// every type; and along its contraction, for integers only (their sums wrap and do not
+/// depend on the order), `add(dot(a[:, tile_j], b[tile_j, :]), ... add(dot(a[:, tile_1],
+/// b[tile_1, :]), dot(a[:, tile_0], b[tile_0, :])))`, the partial product first in each add
+/// as multiply-accumulate semantics write it. A float contraction is never split: it would
+/// change the rounding.
+pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'static str, Term)> {
+    let mut out = Vec::new();
+    let Op::Dot(dd) = &node.op else { return out };
+    let (a, b) = (node.children[0], node.children[1]);
+    let (a_ty, b_ty) = (&eg[a].data, &eg[b].data);
+    if a_ty.rank() != 2 || b_ty.rank() != 2 || !dd.lhs_batch.is_empty() || dd.lhs_contracting.len() != 1 {
+        return out;
+    }
+    let (lc, rc) = (dd.lhs_contracting[0], dd.rhs_contracting[0]);
+    let rf = 1 - rc;
+    let n = node.ty.shape[1];
+    if let Some(t) = widest(extents, OpCode::Dot, 2, 1).filter(|&t| t > 0 && n > t) {
+        let parts = tiles(n, t)
+            .into_iter()
+            .map(|(lo, hi)| {
+                let cols = slice_along(b, b_ty, rf, lo, hi);
+                Term::Node(node.op.clone(), node.ty.with_shape(vec![node.ty.shape[0], hi - lo]), vec![Term::Class(a), cols])
+            })
+            .collect();
+        out.push(("split-columns", Term::Node(Op::Concatenate(1), node.ty.clone(), parts)));
+    }
+    let k = a_ty.shape[lc];
+    let integers = [&node.ty, a_ty, b_ty].iter().all(|t| t.dtype.is_int());
+    let largest = extents.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)));
+    if let (true, Some(t)) = (integers, largest.filter(|&t| t > 0 && k > t)) {
+        let mut sum: Option<Term> = None;
+        for (lo, hi) in tiles(k, t) {
+            let part = Term::Node(
+                node.op.clone(),
+                node.ty.clone(),
+                vec![slice_along(a, a_ty, lc, lo, hi), slice_along(b, b_ty, rc, lo, hi)],
+            );
+            sum = Some(match sum {
+                None => part,
+                Some(acc) => Term::Node(Op::Add, node.ty.clone(), vec![part, acc]),
+            });
+        }
+        out.extend(sum.map(|s| ("split-contraction", s)));
+    }
+    out
+}
+
 /// `slice(op(x...), rows [lo, hi))` is `op(slice(x, rows [lo, hi))...)` for an operation whose
 /// result rows depend on the matching operand rows only (and for a reshape that keeps the
 /// leading dimension): the slice moves towards the operands, so the tile of a tiled result
@@ -258,6 +341,75 @@ pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: 
         })
         .collect();
     Some(Term::Node(inner.op.clone(), ty.clone(), operands))
+}
+
+/// A window `[r0, r1) x [c0, c1)` (further dimensions whole) of a row-major matrix read from
+/// the flat bytes `y` (`x = reshape(y) : [m, n, ...]`) is a strided view of those bytes, in
+/// the two ways strided loads are written: the whole rows it lies in, reshaped and sliced at
+/// its columns (`slice-of-row-run`), and, where it stays inside `y`, the span from its first
+/// element of its row count times the row pitch, reshaped and sliced at column 0 (TAIDL's
+/// strided load, `slice-of-strided-span`).
+pub fn strided_views(
+    y: Id,
+    y_ty: &Ty,
+    x_shape: &[i64],
+    ranges: &[(i64, i64, i64)],
+    ty: &Ty,
+) -> Vec<(&'static str, Term)> {
+    let mut out = Vec::new();
+    if x_shape.len() < 2 || ranges.iter().any(|r| r.2 != 1) {
+        return out;
+    }
+    let whole_after = ranges.iter().zip(x_shape).skip(2).all(|(r, &d)| *r == (0, d, 1));
+    if !whole_after {
+        return out;
+    }
+    let ((r0, r1, _), (c0, c1, _)) = (ranges[0], ranges[1]);
+    let rows = r1 - r0;
+    let pitch: i64 = x_shape[1..].iter().product();
+    let inner: i64 = x_shape[2..].iter().product();
+    let flat = |len: i64| y_ty.with_shape(vec![len]);
+    let run_of = |start: i64| {
+        if (start, rows * pitch) == (0, y_ty.shape[0]) {
+            Term::Class(y)
+        } else {
+            Term::Node(Op::Slice(vec![(start, start + rows * pitch, 1)]), flat(rows * pitch), vec![Term::Class(y)])
+        }
+    };
+    let mut grid_shape = x_shape.to_vec();
+    grid_shape[0] = rows;
+    let grid = |run: Term| Term::Node(Op::Reshape, y_ty.with_shape(grid_shape.clone()), vec![run]);
+    let window = |cols: (i64, i64)| {
+        let mut w = vec![(0, rows, 1), (cols.0, cols.1, 1)];
+        w.extend(x_shape[2..].iter().map(|&d| (0, d, 1)));
+        w
+    };
+    out.push(("slice-of-row-run", Term::Node(Op::Slice(window((c0, c1))), ty.clone(), vec![grid(run_of(r0 * pitch))])));
+    let start = r0 * pitch + c0 * inner;
+    if c0 > 0 && start + rows * pitch <= y_ty.shape[0] {
+        let term = Term::Node(Op::Slice(window((0, c1 - c0))), ty.clone(), vec![grid(run_of(start))]);
+        out.push(("slice-of-strided-span", term));
+    }
+    out
+}
+
+/// The flat bytes of `concatenate_d(parts) : grid` (`d >= 1`) as strided stores write them:
+/// starting from HBM whose contents do not matter (tagged `tag`), each part is written over
+/// its place with `dynamic_update_slice` into the rows it lies in, read and written back
+/// whole, which is how TAIDL writes a strided store. The parts cover the grid, so the result
+/// is the concatenation's bytes whatever the region held.
+pub fn write_columns(eg: &SelGraph, tag: usize, flat: &Ty, grid: &Ty, d: usize, parts: &[Id]) -> Term {
+    let index = |v: i64| Term::Node(Op::Constant(Literal::from_values(&[v as f64])), Ty::new(DType::S32, vec![]), vec![]);
+    let mut bytes = Term::Node(Op::Uninit(tag), flat.clone(), vec![]);
+    let mut at = 0;
+    for &part in parts {
+        let mut operands = vec![Term::Node(Op::Reshape, grid.clone(), vec![bytes]), Term::Class(part)];
+        operands.extend((0..grid.rank()).map(|k| index(if k == d { at } else { 0 })));
+        let written = Term::Node(Op::DynamicUpdateSlice, grid.clone(), operands);
+        bytes = Term::Node(Op::Reshape, flat.clone(), vec![written]);
+        at += eg[part].data.shape[d];
+    }
+    bytes
 }
 
 /// A slice that falls inside one part of a concatenation along `dim` is a slice of that part
@@ -292,7 +444,6 @@ pub fn slice_of_concat(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, dim: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::DType;
 
     fn ty(shape: &[i64]) -> Ty {
         Ty::new(DType::BF16, shape.to_vec())

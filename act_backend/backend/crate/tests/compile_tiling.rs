@@ -76,3 +76,16 @@ fn a_dimension_wider_than_every_instruction_is_named_in_the_refusal() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+#[test]
+fn a_contraction_longer_than_the_array_accumulates_its_partial_products() {
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_16x64x16");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4, "{calls:?}");
+}
+
+#[test]
+fn columns_wider_than_the_array_are_stored_into_their_place_by_strided_stores() {
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_16x16x64");
+    assert_eq!(count(&calls, "matmul32"), 4, "{calls:?}");
+    assert_eq!(count(&calls, "mvout_acc_strided"), 4, "{calls:?}");
+}

@@ -21,9 +21,12 @@ def shape(*dims: int, dtype=BF16) -> jax.ShapeDtypeStruct:
 
 
 def row_softmax(x):
-    """A softmax along the last axis without the max subtraction, as QKV's unit computes it."""
+    """A softmax along the last axis without the max subtraction, summed in bf16 as QKV's unit
+    computes it (``jnp.sum`` would accumulate in f32: a different rounding, which XLA's CPU
+    run itself applies at some shapes and not at others)."""
     e = jnp.exp(x)
-    return e / jnp.sum(e, axis=-1, keepdims=True)
+    sums = jax.lax.reduce(e, jnp.zeros((), e.dtype), jax.lax.add, (x.ndim - 1,))
+    return e / sums[..., None]
 
 
 def attention(q, k, v):
@@ -47,6 +50,10 @@ KERNELS = {
     "gemmini_matmul_batch_4": (int8_product, [shape(4, 16, 16, dtype=I8)] * 2),
     "gemmini_relu_matmul_128_rows": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
                                      [shape(128, 16, dtype=I8), shape(16, 16, dtype=I8)]),
+    # the contraction split, the columns split, and both with the rows: strided transfers
+    "gemmini_matmul_16x64x16": (int8_product, [shape(16, 64, dtype=I8), shape(64, 16, dtype=I8)]),
+    "gemmini_matmul_16x16x64": (int8_product, [shape(16, 16, dtype=I8), shape(16, 64, dtype=I8)]),
+    "gemmini_matmul_64x64x64": (int8_product, [shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
 }
 
 
