@@ -218,6 +218,17 @@ fn value_starts(
         .sum();
     let hbm_limit = out_end + scratch;
     b.loose = hbm_limit + isa.buffers.iter().filter_map(|bf| bf.capacity()).sum::<i64>();
+    // Uninitialised HBM, and what instructions write over it in place, may lie anywhere,
+    // the output region included: a strided store's chain ends in the output.
+    let mut anywhere = vec![false; values.len()];
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if matches!(node, PiiNode::Uninit { .. }) {
+            anywhere[n] = true;
+        }
+        if let Some(writer) = values[n].overwritten_by.filter(|_| anywhere[n]) {
+            anywhere[writer] = true;
+        }
+    }
     let mut seen_params = BTreeMap::new();
     let mut per_dim = vec![Vec::new(); values.len()];
     let mut scratch_vars = Vec::new();
@@ -269,9 +280,7 @@ fn value_starts(
                     }
                     (layout.output.addr, layout.output.addr)
                 }
-                // Uninitialised HBM is where a strided store writes its output: anywhere,
-                // the output region included (non-overlap in time keeps it apart).
-                PiiNode::Uninit { .. } => (0, hbm_limit - size),
+                _ if anywhere[n] => (0, hbm_limit - size),
                 _ => (out_end, hbm_limit - size),
             };
             let var = b.var(format!("{name}.start"), lo, hi);
