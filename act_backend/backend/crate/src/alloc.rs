@@ -208,7 +208,23 @@ fn value_starts(
     b: &mut Builder,
 ) -> Result<Starts, Stop> {
     let live = |n: usize| schedule.live[n].is_some();
-    let anchors = anchors(values, schedule);
+    // Uninitialised HBM, and what instructions write over it in place, are one storage with
+    // what the last of them writes: a strided store's chain ends in (a part of) the output.
+    let mut over_uninit = vec![false; values.len()];
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if matches!(node, PiiNode::Uninit { .. }) {
+            over_uninit[n] = true;
+        }
+        if let Some(writer) = values[n].overwritten_by.filter(|_| over_uninit[n]) {
+            over_uninit[writer] = true;
+        }
+    }
+    let mut anchors = anchors(values, schedule);
+    for n in (0..values.len()).rev() {
+        if let Some(writer) = values[n].overwritten_by.filter(|&w| over_uninit[n] && live(w)) {
+            anchors[n] = anchors[writer].clone();
+        }
+    }
     let out_end = layout.output.end();
     // Scratch HBM values go after the output; placed side by side they always fit below this.
     let scratch: i64 = (0..values.len())
@@ -218,17 +234,6 @@ fn value_starts(
         .sum();
     let hbm_limit = out_end + scratch;
     b.loose = hbm_limit + isa.buffers.iter().filter_map(|bf| bf.capacity()).sum::<i64>();
-    // Uninitialised HBM, and what instructions write over it in place, may lie anywhere,
-    // the output region included: a strided store's chain ends in the output.
-    let mut anywhere = vec![false; values.len()];
-    for (n, node) in graph.nodes.iter().enumerate() {
-        if matches!(node, PiiNode::Uninit { .. }) {
-            anywhere[n] = true;
-        }
-        if let Some(writer) = values[n].overwritten_by.filter(|_| anywhere[n]) {
-            anywhere[writer] = true;
-        }
-    }
     let mut seen_params = BTreeMap::new();
     let mut per_dim = vec![Vec::new(); values.len()];
     let mut scratch_vars = Vec::new();
@@ -280,7 +285,6 @@ fn value_starts(
                     }
                     (layout.output.addr, layout.output.addr)
                 }
-                _ if anywhere[n] => (0, hbm_limit - size),
                 _ => (out_end, hbm_limit - size),
             };
             let var = b.var(format!("{name}.start"), lo, hi);

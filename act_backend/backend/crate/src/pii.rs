@@ -53,6 +53,12 @@ impl PiiNode {
         matches!(self, PiiNode::Input { .. } | PiiNode::Constant { .. })
     }
 
+    /// Storage that no instruction produces: kernel inputs, constants and uninitialised HBM,
+    /// there before the first step.
+    pub fn is_source(&self) -> bool {
+        self.is_given() || matches!(self, PiiNode::Uninit { .. })
+    }
+
     /// Views and concatenations: nodes that name a value without computing it.
     pub fn is_identity(&self) -> bool {
         matches!(self, PiiNode::View { .. } | PiiNode::Concat { .. })

@@ -438,7 +438,7 @@ impl<'a> Ctx<'a> {
     fn list(&self, min_live: bool) -> Vec<usize> {
         let count = self.graph.nodes.len();
         let mut ran: Vec<bool> =
-            self.graph.nodes.iter().map(PiiNode::is_given).collect();
+            self.graph.nodes.iter().map(PiiNode::is_source).collect();
         let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
         let mut steps = Vec::new();
         loop {
@@ -468,7 +468,7 @@ impl<'a> Ctx<'a> {
     fn search(&self, capacity: &[Option<i64>], budget: usize) -> Option<Vec<usize>> {
         let count = self.graph.nodes.len();
         let mut state = SearchState {
-            ran: self.graph.nodes.iter().map(PiiNode::is_given).collect(),
+            ran: self.graph.nodes.iter().map(PiiNode::is_source).collect(),
             pending: self.readers.iter().map(Vec::len).collect(),
             used: vec![0; capacity.len()],
             steps: Vec::new(),

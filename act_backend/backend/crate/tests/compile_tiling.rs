@@ -89,3 +89,10 @@ fn columns_wider_than_the_array_are_stored_into_their_place_by_strided_stores() 
     assert_eq!(count(&calls, "matmul32"), 4, "{calls:?}");
     assert_eq!(count(&calls, "mvout_acc_strided"), 4, "{calls:?}");
 }
+
+#[test]
+fn a_product_larger_than_the_array_in_every_dimension_computes_each_tile_once() {
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_64x64x64");
+    // (64/16)^3 products, no tile computed twice.
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
+}
