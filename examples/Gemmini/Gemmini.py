@@ -86,7 +86,8 @@ def strided_load(name: str, buffer: str, addr: str, dtype: str) -> None:
         instr.add_constraints(ALIGNED_SPAD)
     grid = "`@c.rows`,`@c.stride`" + (f",{width}" if width > 1 else "")
     window = "`@c.rows`,`@c.cols`" + (f",{width}" if width > 1 else "")
-    slices = "[0:`@c.rows`], [`@c.col`:`@c.col + @c.cols`]" + (f", [0:{width}]" if width > 1 else "")
+    slices = "[0:`@c.rows`], [`@c.col`:`@c.col + @c.cols`]"
+    slices += f", [0:{width}]" if width > 1 else ""
     instr.add_semantics(f"""
 ENTRY {name} {{
     %In1 = u8[`@c.rows * @c.stride * {width}`] parameter(0);
