@@ -96,3 +96,10 @@ fn a_product_larger_than_the_array_in_every_dimension_computes_each_tile_once() 
     // (64/16)^3 products, no tile computed twice.
     assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
 }
+
+#[test]
+fn sizes_that_are_no_multiple_of_the_array_end_in_shorter_tiles() {
+    // Rows 16+16+8, columns 16+8, contraction 16+4: 3 x 2 tiles, each of two products.
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_40x20x24");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (6, 6), "{calls:?}");
+}
