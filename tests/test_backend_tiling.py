@@ -1,6 +1,8 @@
 """Tiling end to end: a product taller than QKV's 64-row matrix unit compiles, through views of
 its operand's bytes and an output written tile by tile in place, and the simulated result is
-the kernel's."""
+the kernel's; JAX-written kernels larger than one instruction along their leading or batch
+dimension (act_backend/backend/crate/tests/data/tiling) compile on QKV and Gemmini and equal
+XLA's run of the same HLO; a dimension no instruction takes is named in the refusal."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from helpers.examples import compile_kernel, instruction_calls, parse_kernel_file
+from helpers.differential import check_kernel
+from helpers.examples import ROOT, compile_kernel, instruction_calls, parse_kernel_file
 from helpers.oracle_harness import bf16_tolerance, run_assembly
 
 from act_backend.kernel import evaluate
@@ -54,3 +57,59 @@ def test_the_tiled_product_matches_the_reference(compiled):
     for rows in (slice(0, 64), slice(64, 128)):
         half = np.abs(out[rows].astype(np.float32) - reference[rows].astype(np.float32))
         assert np.max(half) <= bf16_tolerance(reference)
+
+
+TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
+
+# kernel -> (example ISA, {instruction: count in the compiled assembly})
+TILED = {
+    "qkv_attention_256_rows": ("QKV", {"gemm": 8, "softmax": 4}),
+    "qkv_attention_4_heads": ("QKV", {"gemm": 8, "softmax": 4}),
+    "qkv_softmax_512_rows": ("QKV", {"softmax": 8}),
+    "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
+    "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
+    "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 8}),
+    # strided loads of the operands' tiles; partial products accumulated by the array
+    "gemmini_matmul_16x64x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
+    # result columns written into their rows by strided stores
+    "gemmini_matmul_16x16x64": ("Gemmini", {"matmul32": 4, "mvout_acc_strided": 4}),
+    # every dimension: (64/16)^3 products, each once
+    "gemmini_matmul_64x64x64": ("Gemmini", {"matmul32": 16, "mac32": 48}),
+    # rows 16+16+8, columns 16+8, contraction 16+4: shorter last tiles
+    "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
+}
+
+
+def kernel_inputs(path: Path, seed: int) -> list[np.ndarray]:
+    """bf16 values in [-1, 1), or integers over the whole int8 range (products wrap)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in parse_kernel_file(path).entry.parameters():
+        shape = tuple(p.type.shape)
+        if p.type.dtype == "bf16":
+            out.append(random_bf16(rng, shape))
+        else:
+            out.append(rng.integers(-128, 127, shape, endpoint=True).astype(np.int8))
+    return out
+
+
+@pytest.mark.parametrize("name", list(TILED))
+def test_a_kernel_larger_than_its_instructions_compiles_and_equals_xla(example_build, tmp_path,
+                                                                      name):
+    example, counts = TILED[name]
+    path = TILING / f"{name}.hlo"
+    outcome = check_kernel(example_build(example), path.read_text(), kernel_inputs(path, 7),
+                           tmp_path, name)
+    assert outcome.compiled, outcome.refusal
+    assert not outcome.wrong, outcome.summary
+    calls = instruction_calls(tmp_path / f"{name}.py")
+    assert {i: calls.count(i) for i in counts} == counts, calls
+
+
+def test_a_softmax_wider_than_the_unit_is_refused_naming_the_dimension(example_build, tmp_path):
+    run = compile_kernel(example_build("QKV").backend, TILING / "qkv_softmax_128_columns.hlo",
+                         tmp_path / "softmax.py")
+    assert run.returncode != 0
+    wide = "dimension 1 (128) is larger than every instruction computing `exponential`"
+    assert wide in run.stderr
+    assert not (tmp_path / "softmax.py").exists()

@@ -69,26 +69,85 @@ ENTRY mvin_acc_s8 {
 }
 """)
 
-# --- stores: spad -> HBM (s8), acc -> HBM (s32, or s8 saturated), with or without ReLU ---
+# --- strided loads: a rows x cols window of a row-major HBM matrix whose rows are `stride`
+# elements long, from element column `col` of the rows it lies in; one burst per row -------
+
+WINDOW = "@c.col + @c.cols <= @c.stride"
+
+
+def strided_load(name: str, buffer: str, addr: str, dtype: str) -> None:
+    """A load of a window of a ``dtype`` matrix in HBM into ``buffer``, scaled like mvin."""
+    width = {"s8": 1, "s32": 4}[dtype]
+    instr = gemmini.add_instruction(name, ["rows", "cols", "stride", "col", "scale"],
+                                    ["hbm_addr", addr], cost="2", constraints=[WINDOW])
+    instr.set_inputs([["d0", ["@a.hbm_addr"], [f"@c.rows * @c.stride * {width}"]]])
+    instr.set_outputs([[buffer, [f"@a.{addr}", 0], ["@c.rows", "@c.cols"]]])
+    if buffer == "spad":
+        instr.add_constraints(ALIGNED_SPAD)
+    grid = "`@c.rows`,`@c.stride`" + (f",{width}" if width > 1 else "")
+    window = "`@c.rows`,`@c.cols`" + (f",{width}" if width > 1 else "")
+    slices = "[0:`@c.rows`], [`@c.col`:`@c.col + @c.cols`]"
+    slices += f", [0:{width}]" if width > 1 else ""
+    instr.add_semantics(f"""
+ENTRY {name} {{
+    %In1 = u8[`@c.rows * @c.stride * {width}`] parameter(0);
+    %grid = u8[{grid}] reshape(%In1);
+    %bytes = u8[{window}] slice(%grid), slice={{{slices}}};
+    %x = {dtype}[`@c.rows`,`@c.cols`] bitcast_convert(%bytes);
+    %scale = {dtype}[1] constant(`@c.scale`);
+    %scales = {dtype}[`@c.rows`,`@c.cols`] broadcast(%scale), dimensions={{}};
+    ROOT %Out0 = {dtype}[`@c.rows`,`@c.cols`] multiply(%x, %scales);
+}}
+""")
+
+
+strided_load("mvin_strided", "spad", "sp_addr", "s8")
+strided_load("mvin_acc_strided", "acc", "acc_addr", "s32")
+
+# --- stores: spad -> HBM (s8), acc -> HBM (s32, or s8 saturated), with or without ReLU;
+# each also strided: the window is written into the HBM rows it lies in, which are read and
+# written back (TAIDL's read-modify-write form) -----------------------------------------------
 
 
 def store(name: str, buffer: str, addr: str, dtype: str, body: str = "",
           out: str = "") -> None:
     """A store of ``rows x cols`` of ``buffer`` whose semantics compute ``body`` from
     ``%In1`` into ``%y`` of ``out`` (the HBM element type; ``dtype`` by default); without a
-    body the value is stored as it is."""
+    body the value is stored as it is. Also its strided form, ``<name>_strided``."""
     out = out or dtype
     width = {"s8": 1, "s32": 4}[out]
+    wide = f",{width}" if width > 1 else ""
+    value = "%y" if body else "%In1"
+    compute = chr(10) + body if body else ""
+
     instr = gemmini.add_instruction(name, ["rows", "cols"], ["hbm_addr", addr])
     instr.set_inputs([[buffer, [f"@a.{addr}", 0], ["@c.rows", "@c.cols"]]])
     instr.set_outputs([["d0", ["@a.hbm_addr"], [f"@c.rows * @c.cols * {width}"]]])
-    bytes_shape = "`@c.rows`,`@c.cols`" + (f",{width}" if width > 1 else "")
-    value = "%y" if body else "%In1"
     instr.add_semantics(f"""
 ENTRY {name} {{
-    %In1 = {dtype}[`@c.rows`,`@c.cols`] parameter(0);{chr(10) + body if body else ""}
-    %bytes = u8[{bytes_shape}] bitcast_convert({value});
+    %In1 = {dtype}[`@c.rows`,`@c.cols`] parameter(0);{compute}
+    %bytes = u8[`@c.rows`,`@c.cols`{wide}] bitcast_convert({value});
     ROOT %Out0 = u8[`@c.rows * @c.cols * {width}`] reshape(%bytes);
+}}
+""")
+
+    span = f"@c.rows * @c.stride * {width}"
+    instr = gemmini.add_instruction(f"{name}_strided", ["rows", "cols", "stride", "col"],
+                                    ["hbm_addr", addr], cost="2", constraints=[WINDOW])
+    instr.set_inputs([[buffer, [f"@a.{addr}", 0], ["@c.rows", "@c.cols"]],
+                      ["d0", ["@a.hbm_addr"], [span]]])
+    instr.set_outputs([["d0", ["@a.hbm_addr"], [span]]])
+    indices = "%origin, %col" + (", %origin" if width > 1 else "")
+    instr.add_semantics(f"""
+ENTRY {name}_strided {{
+    %In1 = {dtype}[`@c.rows`,`@c.cols`] parameter(0);{compute}
+    %bytes = u8[`@c.rows`,`@c.cols`{wide}] bitcast_convert({value});
+    %In2 = u8[`{span}`] parameter(1);
+    %grid = u8[`@c.rows`,`@c.stride`{wide}] reshape(%In2);
+    %origin = s32[] constant(0);
+    %col = s32[] constant(`@c.col`);
+    %written = u8[`@c.rows`,`@c.stride`{wide}] dynamic_update_slice(%grid, %bytes, {indices});
+    ROOT %Out0 = u8[`{span}`] reshape(%written);
 }}
 """)
 

@@ -208,7 +208,23 @@ fn value_starts(
     b: &mut Builder,
 ) -> Result<Starts, Stop> {
     let live = |n: usize| schedule.live[n].is_some();
-    let anchors = anchors(values, schedule);
+    // Uninitialised HBM, and what instructions write over it in place, are one storage with
+    // what the last of them writes: a strided store's chain ends in (a part of) the output.
+    let mut over_uninit = vec![false; values.len()];
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if matches!(node, PiiNode::Uninit { .. }) {
+            over_uninit[n] = true;
+        }
+        if let Some(writer) = values[n].overwritten_by.filter(|_| over_uninit[n]) {
+            over_uninit[writer] = true;
+        }
+    }
+    let mut anchors = anchors(values, schedule);
+    for n in (0..values.len()).rev() {
+        if let Some(writer) = values[n].overwritten_by.filter(|&w| over_uninit[n] && live(w)) {
+            anchors[n] = anchors[writer].clone();
+        }
+    }
     let out_end = layout.output.end();
     // Scratch HBM values go after the output; placed side by side they always fit below this.
     let scratch: i64 = (0..values.len())

@@ -31,6 +31,10 @@ struct StateKey {
     class: Id,
     buffer: usize,
     sizes: Vec<i64>,
+    /// A part of an HBM concatenation: written there by an instruction, never a view or a
+    /// kernel input (which already lie elsewhere). Its providers are the instructions of its
+    /// unwritten twin.
+    written: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +47,8 @@ enum How {
     Concat,
     /// A literal's bytes, placed in HBM before the program runs.
     Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
+    /// HBM whose contents do not matter.
+    Uninit { bytes: u64 },
 }
 
 /// Cost of one instruction. Views and concatenations cost one, kernel inputs nothing, so
@@ -132,10 +138,19 @@ impl Extractor {
             let class = &eg[id];
             for node in &class.nodes {
                 match &node.op {
+                    Op::Uninit(_) => {
+                        let bytes = class.data.bytes();
+                        let s = state(
+                            StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false },
+                            &mut keys,
+                            &mut providers,
+                        );
+                        providers[s].push(Provider { how: How::Uninit { bytes: bytes as u64 }, inputs: vec![] });
+                    }
                     Op::Input(param) => {
                         let bytes = class.data.bytes();
                         let s =
-                            state(StateKey { class: id, buffer: hbm, sizes: vec![bytes] }, &mut keys, &mut providers);
+                            state(StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false }, &mut keys, &mut providers);
                         providers[s]
                             .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
                     }
@@ -143,7 +158,7 @@ impl Extractor {
                     Op::Reshape if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
                         for (dtype, shape, bits) in literal_bytes(eg, node.children[0]) {
                             let s = state(
-                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false },
                                 &mut keys,
                                 &mut providers,
                             );
@@ -160,10 +175,10 @@ impl Extractor {
                         if stride != 1 || hi - lo >= whole {
                             continue;
                         }
-                        let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole] };
+                        let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole], written: false };
                         let from = state(from, &mut keys, &mut providers);
                         let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo] },
+                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo], written: false },
                             &mut keys,
                             &mut providers,
                         );
@@ -175,11 +190,12 @@ impl Extractor {
                     {
                         let mut inputs = Vec::new();
                         for &child in &node.children {
-                            let key = StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()] };
+                            let key =
+                                StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()], written: true };
                             inputs.push(state(key, &mut keys, &mut providers));
                         }
                         let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()] },
+                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false },
                             &mut keys,
                             &mut providers,
                         );
@@ -197,6 +213,7 @@ impl Extractor {
                             class: id,
                             buffer: isa.buffer_index(&out_slice.buffer).expect("checked table"),
                             sizes: sized(out_slice)?,
+                            written: false,
                         };
                         let mut inputs = Vec::new();
                         for (slice, &child) in ins.inputs.iter().zip(&node.children) {
@@ -204,6 +221,7 @@ impl Extractor {
                                 class: eg.find(child),
                                 buffer: isa.buffer_index(&slice.buffer).expect("checked table"),
                                 sizes: sized(slice)?,
+                                written: false,
                             };
                             inputs.push(state(key, &mut keys, &mut providers));
                         }
@@ -214,7 +232,18 @@ impl Extractor {
                 }
             }
         }
-        let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()] };
+        // Parts of concatenations are written by instructions: their twins' instructions.
+        for s in 0..keys.len() {
+            if keys[s].written {
+                let twin = StateKey { written: false, ..keys[s].clone() };
+                if let Some(&t) = index.get(&twin) {
+                    let instrs: Vec<Provider> =
+                        providers[t].iter().filter(|p| matches!(p.how, How::Instr { .. })).cloned().collect();
+                    providers[s] = instrs;
+                }
+            }
+        }
+        let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()], written: false };
         let root = index.get(&root_key).copied();
         let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
         let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place };
@@ -224,7 +253,7 @@ impl Extractor {
 
     fn provider_cost(&self, p: &Provider) -> u64 {
         let base = match p.how {
-            How::Input { .. } | How::Constant { .. } => 0,
+            How::Input { .. } | How::Constant { .. } | How::Uninit { .. } => 0,
             How::Instr { .. } => INSTR_COST,
             How::View { .. } | How::Concat => 1,
         };
@@ -315,7 +344,7 @@ impl Extractor {
                         // copy), made by provider `rank - 1` (the best one included: a second
                         // load of an input); what it reads is shared as usual.
                         let q = &self.ex.providers[i][*self.ex.alts[i].get(rank - 1)?];
-                        if matches!(q.how, How::Input { .. } | How::Constant { .. }) {
+                        if matches!(q.how, How::Input { .. } | How::Constant { .. } | How::Uninit { .. }) {
                             // Kernel inputs and literals are given once.
                             return None;
                         }
@@ -328,6 +357,7 @@ impl Extractor {
                 }
                 self.nodes.push(match &p.how {
                     How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
+                    How::Uninit { bytes } => PiiNode::Uninit { bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
                     How::View { offset, size } => {
                         PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }

@@ -103,7 +103,7 @@ fn dtype_in_class(name: &str, operands: &[&Ty], i: usize, class: OperandClass) -
 pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> {
     let name = op.hlo_name();
     let inferred = match op {
-        Op::Parameter(_) | Op::Input(_) | Op::Constant(_) | Op::Pii { .. } => declared.clone(),
+        Op::Parameter(_) | Op::Input(_) | Op::Constant(_) | Op::Uninit(_) | Op::Pii { .. } => declared.clone(),
         Op::Other { name, attrs } => match OpCode::parse(name) {
             Some(code) => infer_by_family(code, attrs, operands, declared)?,
             None => declared.clone(),

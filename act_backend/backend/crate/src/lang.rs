@@ -240,6 +240,10 @@ pub enum Op {
     /// Kernel parameter `i` as the bytes it occupies in HBM: `u8[bytes]`, available in d0.
     Input(usize),
     Constant(Literal),
+    /// Bytes of HBM whose contents do not matter: the region an output is written into piece
+    /// by piece, read and written back by strided stores (`u8[bytes]`).
+    /// The tag tells regions apart: each is written over once.
+    Uninit(usize),
     Reshape,
     BitcastConvert,
     Convert,
@@ -315,6 +319,7 @@ impl Op {
             Op::Parameter(_) => "parameter",
             Op::Input(_) => "parameter",
             Op::Constant(_) => "constant",
+            Op::Uninit(_) => "uninitialised",
             Op::Reshape => "reshape",
             Op::BitcastConvert => "bitcast-convert",
             Op::Convert => "convert",

@@ -31,6 +31,7 @@ pub mod rewrites;
 pub mod schedule;
 pub mod select;
 pub mod solve;
+pub mod tiling;
 pub mod value;
 pub mod vocabulary;
 

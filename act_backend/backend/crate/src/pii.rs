@@ -31,13 +31,17 @@ pub enum PiiNode {
     /// `constant` list): `bits` are the values' f64 bit patterns, row-major, or one value
     /// that every element holds.
     Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
+    /// `bytes` of HBM whose contents do not matter, placed by the allocator: the region an
+    /// instruction that reads and writes back its output span (a strided store) starts from.
+    /// It exists from just before its first reader.
+    Uninit { bytes: u64 },
 }
 
 impl PiiNode {
     /// The nodes whose values this node reads or stands for.
     pub fn operands(&self) -> &[usize] {
         match self {
-            PiiNode::Input { .. } | PiiNode::Constant { .. } => &[],
+            PiiNode::Input { .. } | PiiNode::Constant { .. } | PiiNode::Uninit { .. } => &[],
             PiiNode::Instr { operands, .. } => operands,
             PiiNode::View { of, .. } => std::slice::from_ref(of),
             PiiNode::Concat { parts, .. } => parts,
@@ -47,6 +51,12 @@ impl PiiNode {
     /// Kernel inputs and constants: in d0 from the start, live to the end.
     pub fn is_given(&self) -> bool {
         matches!(self, PiiNode::Input { .. } | PiiNode::Constant { .. })
+    }
+
+    /// Storage that no instruction produces: kernel inputs, constants and uninitialised HBM,
+    /// there before the first step.
+    pub fn is_source(&self) -> bool {
+        self.is_given() || matches!(self, PiiNode::Uninit { .. })
     }
 
     /// Views and concatenations: nodes that name a value without computing it.

@@ -14,8 +14,9 @@ use crate::identities::{self, Identities};
 use crate::infer;
 use crate::isa::Isa;
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
+use crate::tiling::{self, Extents};
 use egg::Id;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// A term to add to the e-graph: an existing class or a new node over terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,11 +45,9 @@ pub struct RuleSet {
     /// `x = transpose(transpose(x))` for computed values: lets an instruction that transposes
     /// (a transposing store or move) finish a value computed in the other layout.
     pub transpose: bool,
-    /// Row counts of the products the ISA's matrix units take (constant lhs rows of `dot`s
-    /// in the semantics), ascending. A product with more rows, a multiple of one of them, is
-    /// split into row tiles of the largest such count and the tiles concatenated: the tiles
-    /// of the operand and result then become views and concatenations of byte ranges.
-    pub dot_tiles: Vec<i64>,
+    /// What the ISA's semantics take along each dimension of each operator: operations larger
+    /// than that along their leading dimension are split into tiles (see `tiling.rs`).
+    pub tiles: Extents,
     /// Mixed-precision rules (`precision.rs`), for the types the ISA computes in.
     pub precision: crate::precision::Widenings,
     /// Operators the ISA computes within one element type, through which identity and
@@ -64,7 +63,7 @@ impl RuleSet {
             dot: ops.contains(&OpCode::Dot),
             reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
             transpose: ops.contains(&OpCode::Transpose),
-            dot_tiles: Vec::new(),
+            tiles: Extents::default(),
             precision: Default::default(),
             identities: Identities::default(),
         }
@@ -76,21 +75,9 @@ impl RuleSet {
         self
     }
 
-    /// The same rules, with products split into row tiles of the sizes `isa`'s matrix units
-    /// take (see `dot_tiles`).
-    pub fn with_dot_tiles_of(mut self, isa: &Isa) -> RuleSet {
-        let mut tiles: Vec<i64> = isa
-            .instructions
-            .iter()
-            .flat_map(|i| &i.semantics)
-            .filter(|op| op.op == OpCode::Dot)
-            .filter(|op| op.attrs.get("lhs_batch_dims").is_none_or(|b| b.as_array().is_some_and(Vec::is_empty)))
-            .filter_map(|op| op.shape.first()?.eval(&BTreeMap::new()).ok())
-            .filter(|&rows| rows > 0)
-            .collect();
-        tiles.sort_unstable();
-        tiles.dedup();
-        self.dot_tiles = tiles;
+    /// The same rules, with operations split into tiles of what `isa`'s semantics take.
+    pub fn with_tiles_of(mut self, isa: &Isa) -> RuleSet {
+        self.tiles = Extents::of(isa);
         self
     }
 
@@ -101,7 +88,7 @@ impl RuleSet {
             dot: true,
             reduce: true,
             transpose: true,
-            dot_tiles: Vec::new(),
+            tiles: Extents::default(),
             precision: Default::default(),
             identities: Identities::default(),
         }
@@ -289,6 +276,18 @@ impl<'a> Finder<'a> {
             // A literal is placed in HBM and read by the ISA's loads: `c = from_bytes(to_bytes(c))`.
             self.push("constant-in-hbm", id, from_bytes_term(to_bytes_term(Term::Class(id), &ty), &ty));
         }
+        if !self.rules.tiles.is_empty() {
+            // One split per class: the tiles are operations too, and take the other rules.
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, &self.rules.tiles, n)) {
+                self.push("split-leading", id, term);
+            }
+            let products = self.nodes(id).iter().map(|n| tiling::split_product(eg, &self.rules.tiles, n));
+            if let Some(splits) = products.into_iter().find(|s| !s.is_empty()) {
+                for (rule, term) in splits {
+                    self.push(rule, id, term);
+                }
+            }
+        }
         for node in self.nodes(id) {
             self.node(id, node);
             if !self.rules.identities.is_empty() {
@@ -369,12 +368,28 @@ impl<'a> Finder<'a> {
                                 .collect();
                             self.push("reshape-of-concat", id, Term::Node(Op::Concatenate(0), node.ty.clone(), parts));
                         }
+                        // Flattening bytes concatenated along a later dimension writes each
+                        // part over the rows it lies in (see `tiling::write_columns`).
+                        Op::Concatenate(d)
+                            if *d >= 1 && node.ty.rank() == 1 && node.ty.dtype == DType::U8 && inner.children.len() > 1 =>
+                        {
+                            let term = tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), *d, &inner.children);
+                            self.push("flatten-by-strided-writes", id, term);
+                        }
                         // Reshaping elements that were read from bytes is reshaping the bytes.
                         Op::BitcastConvert => {
                             let y = inner.children[0];
                             let y_ty = class_ty(eg, y);
                             let (a, b) = (y_ty.dtype.bytes(), node.ty.dtype.bytes());
-                            if a < b && y_ty.shape.last() == Some(&i64::from(b / a)) {
+                            if a == b {
+                                // Same width: one element per element, in the same order.
+                                let bytes = reshape_term(Term::Class(y), y_ty, y_ty.with_shape(node.ty.shape.clone()));
+                                self.push(
+                                    "reshape-of-bitcast",
+                                    id,
+                                    Term::Node(Op::BitcastConvert, node.ty.clone(), vec![bytes]),
+                                );
+                            } else if a < b && y_ty.shape.last() == Some(&i64::from(b / a)) {
                                 let mut raw = node.ty.shape.clone();
                                 raw.push(i64::from(b / a));
                                 let raw_ty = Ty::new(y_ty.dtype, raw);
@@ -467,47 +482,11 @@ impl<'a> Finder<'a> {
             // A sum over size-1 dimensions is not a reshape: the init +0 turns -0 into +0.
             Op::ReduceAdd(dims) => self.reduce_layouts(id, node, dims),
             Op::Reduce { dims, .. } => self.reduce_layouts(id, node, dims),
-            Op::Dot(dd) if self.rules.dot => {
-                self.dot(id, node, dd);
-                self.split_rows(id, node, dd);
-            }
+            Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
             Op::Slice(ranges) => self.slice(id, node, ranges),
             _ => {}
         }
         self.squeeze(id, node);
-    }
-
-    /// `dot(a, b) = concatenate_0(dot(slice(a, rows of tile i), b) ...)` for a plain matrix
-    /// product `[m, k] . [k, n]` whose `m` no matrix unit takes but a multiple of one that does:
-    /// each result row depends on the same lhs row only, so the tiles compute the same bits.
-    fn split_rows(&mut self, id: Id, node: &Node, dd: &DotDims) {
-        let eg = self.eg;
-        let (a, b) = (node.children[0], node.children[1]);
-        let (a_ty, b_ty) = (class_ty(eg, a), class_ty(eg, b));
-        let plain = a_ty.rank() == 2
-            && b_ty.rank() == 2
-            && dd.lhs_batch.is_empty()
-            && dd.rhs_batch.is_empty()
-            && dd.lhs_contracting == [1];
-        let m = node.ty.shape.first().copied().unwrap_or(0);
-        if !plain || self.rules.dot_tiles.contains(&m) {
-            return;
-        }
-        let Some(&tile) = self.rules.dot_tiles.iter().rev().find(|&&t| t < m && m % t == 0) else { return };
-        let k = a_ty.shape[1];
-        let parts = (0..m / tile)
-            .map(|i| {
-                let rows = Term::Node(
-                    Op::Slice(vec![(i * tile, (i + 1) * tile, 1), (0, k, 1)]),
-                    a_ty.with_shape(vec![tile, k]),
-                    vec![Term::Class(a)],
-                );
-                let mut shape = node.ty.shape.clone();
-                shape[0] = tile;
-                Term::Node(Op::Dot(dd.clone()), node.ty.with_shape(shape), vec![rows, Term::Class(b)])
-            })
-            .collect();
-        self.push("dot-split-rows", id, Term::Node(Op::Concatenate(0), node.ty.clone(), parts));
     }
 
     /// Slices of values read from bytes are reads of fewer bytes: through a bit cast (the
@@ -522,7 +501,17 @@ impl<'a> Finder<'a> {
                 None => continue,
             };
             let y_ty = class_ty(eg, y);
+            if !self.rules.tiles.is_empty() {
+                if let Some(term) = tiling::slice_through(eg, ranges, &node.ty, inner) {
+                    self.push("slice-through-rows", id, term);
+                }
+            }
             match &inner.op {
+                Op::Concatenate(dim) => {
+                    if let Some(term) = tiling::slice_of_concat(eg, ranges, &node.ty, *dim, &inner.children) {
+                        self.push("slice-of-concat", id, term);
+                    }
+                }
                 Op::BitcastConvert if y_ty.rank() == node.ty.rank() + 1 || y_ty.rank() == node.ty.rank() => {
                     let mut wide = ranges.to_vec();
                     if y_ty.rank() > node.ty.rank() {
@@ -536,7 +525,13 @@ impl<'a> Finder<'a> {
                     let x_shape = &class_ty(eg, x).shape;
                     let whole_rest = ranges.iter().zip(x_shape).skip(1).all(|(r, &d)| *r == (0, d, 1));
                     let Some(&(lo, hi, stride)) = ranges.first() else { continue };
-                    if !whole_rest || stride != 1 {
+                    if stride != 1 {
+                        continue;
+                    }
+                    if !whole_rest {
+                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty) {
+                            self.push(rule, id, term);
+                        }
                         continue;
                     }
                     let row: i64 = x_shape[1..].iter().product();
@@ -1002,9 +997,13 @@ mod tests {
         let b = eg.add(Node::leaf(Op::Input(1), ty(&[4, 3])));
         let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
         let d = eg.add(Node::new(Op::Dot(std.clone()), ty(&[8, 3]), vec![a, b]));
-        let rules = RuleSet { dot: true, dot_tiles: vec![2, 4], ..RuleSet::default() };
+        let rules = RuleSet {
+            dot: true,
+            tiles: Extents::from_entries([(OpCode::Dot, vec![Some(2), Some(3)]), (OpCode::Dot, vec![Some(4), Some(3)])]),
+            ..RuleSet::default()
+        };
         saturate(&mut eg, &rules);
-        // Tiles of the largest size that divides the rows: two of four rows each.
+        // Tiles of the largest extent: two of four rows each.
         let tile = |lo: i64| {
             let rows = eg.lookup(Node::new(Op::Slice(vec![(lo, lo + 4, 1), (0, 4, 1)]), ty(&[4, 4]), vec![a]))?;
             eg.lookup(Node::new(Op::Dot(std.clone()), ty(&[4, 3]), vec![rows, b]))

@@ -132,6 +132,14 @@ pub fn from_order(
     for (n, node) in graph.nodes.iter().enumerate() {
         begin[n] = match (node, step_of[n]) {
             (PiiNode::Input { .. } | PiiNode::Constant { .. }, _) => 0,
+            // Uninitialised HBM exists from just before its first reader runs.
+            (PiiNode::Uninit { .. }, _) => values[n]
+                .users
+                .iter()
+                .filter_map(|&(u, _)| step_of[u])
+                .map(|p| 2 * p as i64)
+                .min()
+                .unwrap_or(0),
             (PiiNode::Instr { .. }, Some(p)) => 2 * p as i64 + 1,
             (PiiNode::Instr { .. }, None) => continue,
             (PiiNode::View { of, .. }, _) => begin[*of],
@@ -430,7 +438,7 @@ impl<'a> Ctx<'a> {
     fn list(&self, min_live: bool) -> Vec<usize> {
         let count = self.graph.nodes.len();
         let mut ran: Vec<bool> =
-            self.graph.nodes.iter().map(PiiNode::is_given).collect();
+            self.graph.nodes.iter().map(PiiNode::is_source).collect();
         let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
         let mut steps = Vec::new();
         loop {
@@ -460,7 +468,7 @@ impl<'a> Ctx<'a> {
     fn search(&self, capacity: &[Option<i64>], budget: usize) -> Option<Vec<usize>> {
         let count = self.graph.nodes.len();
         let mut state = SearchState {
-            ran: self.graph.nodes.iter().map(PiiNode::is_given).collect(),
+            ran: self.graph.nodes.iter().map(PiiNode::is_source).collect(),
             pending: self.readers.iter().map(Vec::len).collect(),
             used: vec![0; capacity.len()],
             steps: Vec::new(),

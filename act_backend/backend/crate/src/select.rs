@@ -107,7 +107,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
-    let mut rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa).with_identities_of(isa);
+    let mut rules = RuleSet::for_ops(&patterns.ops).with_tiles_of(isa).with_identities_of(isa);
     rules.precision = crate::precision::Widenings::of(isa);
     let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
@@ -222,6 +222,26 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
             Op::Parameter(_) => false,
             _ => !node.operands.is_empty() && node.operands.iter().all(|&o| constant[o]),
         };
+    }
+    // An operation wider than every instruction of its operator, along a dimension tiling
+    // does not split, is the proof by itself: blame the first one (program order).
+    let extents = crate::tiling::Extents::of(isa);
+    let too_wide = |k: usize| {
+        let node = &kernel.nodes[k];
+        crate::tiling::opcode(&node.op).and_then(|code| extents.too_large(code, &node.ty))
+    };
+    if let Some(k) = (0..kernel.nodes.len()).find(|&k| !ok(k) && too_wide(k).is_some()) {
+        let node = &kernel.nodes[k];
+        let (dim, widest) = too_wide(k).expect("found above");
+        let name = node.op.hlo_name();
+        return error(
+            k,
+            format!(
+                "computes `{name}` of type {}: its dimension {dim} ({}) is larger than every instruction \
+                 computing `{name}` takes (at most {widest}), and only the leading dimension is tiled",
+                node.ty, node.ty.shape[dim]
+            ),
+        );
     }
     let mut seen = vec![false; kernel.nodes.len()];
     let mut stack = vec![root];

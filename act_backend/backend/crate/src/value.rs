@@ -112,6 +112,14 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
                     identity: false,
                 }
             }
+            PiiNode::Uninit { bytes } => Value {
+                buffer: hbm,
+                size: vec![to_i64(*bytes, n)?],
+                users: Vec::new(),
+                overwritten_by: None,
+                within: None,
+                identity: false,
+            },
             PiiNode::View { of, offset, size } => view_value(n, *of, offset, size, isa, &values)?,
             PiiNode::Concat { parts, dim } => concat_value(n, parts, *dim, graph, isa, &mut values)?,
             PiiNode::Instr { instr, comp, operands } => {

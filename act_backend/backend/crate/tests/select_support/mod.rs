@@ -456,6 +456,8 @@ pub fn eval_candidate(isa: &Isa, g: &PiiGraph, inputs: &[Vec<u8>]) -> Vec<u8> {
                 }
                 out
             }
+            // Contents that must not matter: a pattern, so that reading them shows.
+            PiiNode::Uninit { bytes } => vec![0xa5; *bytes as usize],
             PiiNode::Input { param, bytes } => {
                 assert_eq!(inputs[*param].len() as u64, *bytes);
                 inputs[*param].clone()

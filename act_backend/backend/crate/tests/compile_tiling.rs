@@ -1,0 +1,105 @@
+//! Tiling through the whole pipeline: kernels larger than one instruction along their leading
+//! or batch dimension compile into one instruction per tile, every candidate computes the
+//! kernel bit for bit (reference interpreter), and a dimension no instruction can take is
+//! named in the refusal.
+
+mod select_support;
+
+use act_compiler::compile::{compile, CompileError, CompileOptions, Target};
+use select_support::{assert_candidates_compute_kernel, data, isa, kernel_text, run};
+use std::sync::Arc;
+
+fn target(table: &str) -> Arc<Target> {
+    Arc::new(Target::from_json(&data(table)).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Instruction names of an assembly, in program order.
+fn calls(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("api."))
+        .map(|l| l.split('(').next().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `kernel` (under tests/data/tiling) compiles for `table`; the calls of its assembly.
+fn compiled(table: &str, kernel: &str) -> Vec<String> {
+    let text = data(&format!("tiling/{kernel}.hlo"));
+    let isa = isa(table);
+    let selection = run(&kernel_text(&text), &isa).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    assert_candidates_compute_kernel(&isa, &kernel_text(&text), &selection);
+    let opts = CompileOptions::new(target(table), &format!("{kernel}.hlo"));
+    let asm = compile(&text, &opts).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    calls(&asm.text)
+}
+
+fn count(calls: &[String], name: &str) -> usize {
+    calls.iter().filter(|c| c.as_str() == name).count()
+}
+
+#[test]
+fn attention_with_256_query_rows_runs_one_softmax_and_two_products_per_64_rows() {
+    let calls = compiled("qkv_isa.json", "qkv_attention_256_rows");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "softmax")), (8, 4), "{calls:?}");
+}
+
+#[test]
+fn attention_over_a_batch_of_four_heads_runs_each_head() {
+    let calls = compiled("qkv_isa.json", "qkv_attention_4_heads");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "softmax")), (8, 4), "{calls:?}");
+}
+
+#[test]
+fn a_softmax_of_512_rows_runs_eight_64_row_softmaxes() {
+    let calls = compiled("qkv_isa.json", "qkv_softmax_512_rows");
+    assert_eq!(count(&calls, "softmax"), 8, "{calls:?}");
+}
+
+#[test]
+fn int8_products_taller_than_the_array_or_batched_run_one_product_per_tile() {
+    let tall = compiled("gemmini_isa.json", "gemmini_matmul_64_rows");
+    assert_eq!(count(&tall, "matmul32"), 4, "{tall:?}");
+    let batch = compiled("gemmini_isa.json", "gemmini_matmul_batch_4");
+    assert_eq!(count(&batch, "matmul32"), 4, "{batch:?}");
+    let relu = compiled("gemmini_isa.json", "gemmini_relu_matmul_128_rows");
+    assert_eq!(count(&relu, "matmul32"), 8, "{relu:?}");
+}
+
+#[test]
+fn a_dimension_wider_than_every_instruction_is_named_in_the_refusal() {
+    let text = data("tiling/qkv_softmax_128_columns.hlo");
+    let opts = CompileOptions::new(target("qkv_isa.json"), "softmax.hlo");
+    match compile(&text, &opts) {
+        Err(CompileError::Inexpressible { message, .. }) => {
+            assert!(message.contains("dimension 1 (128)"), "{message}");
+            assert!(message.contains("at most 64"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_contraction_longer_than_the_array_accumulates_its_partial_products() {
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_16x64x16");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4, "{calls:?}");
+}
+
+#[test]
+fn columns_wider_than_the_array_are_stored_into_their_place_by_strided_stores() {
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_16x16x64");
+    assert_eq!(count(&calls, "matmul32"), 4, "{calls:?}");
+    assert_eq!(count(&calls, "mvout_acc_strided"), 4, "{calls:?}");
+}
+
+#[test]
+fn a_product_larger_than_the_array_in_every_dimension_computes_each_tile_once() {
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_64x64x64");
+    // (64/16)^3 products, no tile computed twice.
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
+}
+
+#[test]
+fn sizes_that_are_no_multiple_of_the_array_end_in_shorter_tiles() {
+    // Rows 16+16+8, columns 16+8, contraction 16+4: 3 x 2 tiles, each of two products.
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_40x20x24");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (6, 6), "{calls:?}");
+}

@@ -1,0 +1,69 @@
+"""Writes the tiling kernels (``<name>.hlo`` beside this file) as JAX prints them.
+
+Each kernel is larger than one instruction of the ISA it targets along its leading or batch
+dimension, written with ``jax.numpy`` the way a user writes it. Rerun after a JAX upgrade
+with ``python make_kernels.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+HERE = Path(__file__).resolve().parent
+BF16, I8, I32 = jnp.bfloat16, jnp.int8, jnp.int32
+
+
+def shape(*dims: int, dtype=BF16) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(dims, dtype)
+
+
+def row_softmax(x):
+    """A softmax along the last axis without the max subtraction, summed in bf16 as QKV's unit
+    computes it (``jnp.sum`` would accumulate in f32: a different rounding, which XLA's CPU
+    run itself applies at some shapes and not at others)."""
+    e = jnp.exp(x)
+    sums = jax.lax.reduce(e, jnp.zeros((), e.dtype), jax.lax.add, (x.ndim - 1,))
+    return e / sums[..., None]
+
+
+def attention(q, k, v):
+    """softmax(Q.K^T).V with a row softmax, as the QKV examples write it."""
+    return jnp.matmul(row_softmax(jnp.matmul(q, jnp.swapaxes(k, -1, -2))), v)
+
+
+def int8_product(a, b):
+    return jnp.matmul(a, b, preferred_element_type=I32)
+
+
+KERNELS = {
+    # name: (function, argument shapes), for QKV (bf16, a 64x64 matrix unit)
+    "qkv_attention_256_rows": (attention, [shape(256, 64), shape(64, 64), shape(64, 64)]),
+    "qkv_attention_4_heads": (attention, [shape(4, 64, 64)] * 3),
+    "qkv_softmax_512_rows": (lambda x: row_softmax(x), [shape(512, 64)]),
+    # refused: a row softmax over 128 columns, on a 64-wide softmax unit
+    "qkv_softmax_128_columns": (lambda x: row_softmax(x), [shape(64, 128)]),
+    # for Gemmini (int8, a 16x16 systolic array)
+    "gemmini_matmul_64_rows": (int8_product, [shape(64, 16, dtype=I8), shape(16, 16, dtype=I8)]),
+    "gemmini_matmul_batch_4": (int8_product, [shape(4, 16, 16, dtype=I8)] * 2),
+    "gemmini_relu_matmul_128_rows": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
+                                     [shape(128, 16, dtype=I8), shape(16, 16, dtype=I8)]),
+    # the contraction split, the columns split, and both with the rows: strided transfers
+    "gemmini_matmul_16x64x16": (int8_product, [shape(16, 64, dtype=I8), shape(64, 16, dtype=I8)]),
+    "gemmini_matmul_16x16x64": (int8_product, [shape(16, 16, dtype=I8), shape(16, 64, dtype=I8)]),
+    "gemmini_matmul_64x64x64": (int8_product, [shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
+    # sizes that are no multiple of the array: shorter last tiles in every dimension
+    "gemmini_matmul_40x20x24": (int8_product, [shape(40, 20, dtype=I8), shape(20, 24, dtype=I8)]),
+}
+
+
+def main() -> None:
+    for name, (fn, args) in KERNELS.items():
+        text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
+        (HERE / f"{name}.hlo").write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
