@@ -15,8 +15,9 @@ DIM = 16  # the systolic array's side
 
 gemmini = Accelerator("Gemmini")
 
-gemmini.add_data_model("spad", [1024, DIM], [], "s8")
-gemmini.add_data_model("acc", [256, DIM], [], "s32")
+# The public Gemmini's sizes: a 256 KiB scratchpad and a 64 KiB accumulator.
+gemmini.add_data_model("spad", [1024 * DIM, DIM], [], "s8")
+gemmini.add_data_model("acc", [64 * DIM, DIM], [], "s32")
 
 # Scratchpad rows are read and written by the array 16 at a time: a loaded block starts at
 # a multiple of 16 rows.

@@ -13,6 +13,7 @@ pub mod egraph;
 pub mod emit;
 pub mod extract;
 pub mod fold;
+pub mod greedy;
 pub mod hlo_parse;
 pub mod identities;
 pub mod infer;

@@ -1,0 +1,308 @@
+//! A greedy placement for large allocation requests, verified before it is used.
+//!
+//! CP-SAT proves placements optimal, but its time grows with the number of live values; a
+//! tiled kernel of hundreds of instructions can take it tens of seconds. This places the
+//! same [`Request`] the way a linear-scan allocator would: block starts in order of the
+//! moment their values appear, each at the lowest address that keeps it apart from every
+//! block placed in the same buffer at an overlapping time, with every equality propagated
+//! as soon as it has one unknown left (so addressing attributes, alignment multiples and
+//! slacks follow from the starts, and a start that breaks one is skipped). Variables no
+//! equality determines take the lowest value that keeps their equalities solvable. The
+//! result is checked against every domain, equality and non-overlap condition; anything
+//! short of that returns `None` and the caller asks CP-SAT. Iteration orders are fixed, so
+//! the same request always gets the same placement.
+
+use crate::alloc::Request;
+
+/// Candidate starts tried per block before giving up on the greedy placement.
+const TRIES_PER_BLOCK: usize = 4096;
+
+struct State<'a> {
+    request: &'a Request,
+    values: Vec<Option<i64>>,
+    /// Per variable, the equalities that mention it.
+    uses: Vec<Vec<usize>>,
+}
+
+impl State<'_> {
+    /// Assigns `var = value` and everything that follows by propagation; on a contradiction
+    /// undoes what it assigned and returns false.
+    fn assign(&mut self, var: usize, value: i64) -> bool {
+        let mut trail = Vec::new();
+        if self.propagate(var, value, &mut trail) {
+            true
+        } else {
+            for v in trail {
+                self.values[v] = None;
+            }
+            false
+        }
+    }
+
+    /// Values worth trying for the unassigned `var`, ascending.
+    fn candidates(&self, var: usize) -> Vec<i64> {
+        let domain = &self.request.variables[var];
+        let mut out = vec![domain.lo];
+        for &e in &self.uses[var] {
+            let eq = &self.request.equalities[e];
+            let mut sum = i128::from(eq.constant);
+            let mut own = 0i128;
+            let mut others = Vec::new();
+            for &(u, coef) in &eq.terms {
+                match (u == var, self.values[u]) {
+                    (true, _) => own += i128::from(coef),
+                    (false, Some(val)) => sum += i128::from(coef) * i128::from(val),
+                    (false, None) => others.push((u, coef)),
+                }
+            }
+            if let ([(u, coef)], true) = (others.as_slice(), own != 0) {
+                let at_lowest = sum + i128::from(*coef) * i128::from(self.request.variables[*u].lo);
+                if at_lowest % own == 0 {
+                    out.extend(i64::try_from(-at_lowest / own).ok());
+                }
+            }
+        }
+        out.retain(|&x| x >= domain.lo && x <= domain.hi);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn propagate(&mut self, var: usize, value: i64, trail: &mut Vec<usize>) -> bool {
+        let mut queue = vec![(var, value)];
+        while let Some((v, x)) = queue.pop() {
+            match self.values[v] {
+                Some(old) if old == x => continue,
+                Some(_) => return false,
+                None => {}
+            }
+            let domain = &self.request.variables[v];
+            if x < domain.lo || x > domain.hi {
+                return false;
+            }
+            self.values[v] = Some(x);
+            trail.push(v);
+            for &e in &self.uses[v] {
+                let eq = &self.request.equalities[e];
+                let mut sum = i128::from(eq.constant);
+                let mut unknown: Option<(usize, i64)> = None;
+                let mut open = 0;
+                for &(u, coef) in &eq.terms {
+                    match self.values[u] {
+                        Some(val) => sum += i128::from(coef) * i128::from(val),
+                        None => {
+                            open += 1;
+                            unknown = Some((u, coef));
+                        }
+                    }
+                }
+                match (open, unknown) {
+                    (0, _) if sum != 0 => return false,
+                    (1, Some((u, coef))) => {
+                        // coef * u + sum == 0
+                        if sum % i128::from(coef) != 0 {
+                            return false;
+                        }
+                        let Ok(solved) = i64::try_from(-sum / i128::from(coef)) else { return false };
+                        queue.push((u, solved));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+}
+
+/// A placement of every variable of `request`, or `None` when the greedy pass does not find
+/// one that [`verify`] accepts.
+pub fn place(request: &Request) -> Option<Vec<i64>> {
+    let count = request.variables.len();
+    let mut uses = vec![Vec::new(); count];
+    for (e, eq) in request.equalities.iter().enumerate() {
+        for &(v, _) in &eq.terms {
+            if v >= count {
+                return None;
+            }
+            uses[v].push(e);
+        }
+    }
+    let mut st = State { request, values: vec![None; count], uses };
+    // Fixed variables first (kernel inputs and outputs in HBM).
+    for (v, var) in request.variables.iter().enumerate() {
+        if var.lo == var.hi && st.values[v].is_none() && !st.assign(v, var.lo) {
+            return None;
+        }
+    }
+    let mut order: Vec<usize> = (0..request.blocks.len()).collect();
+    order.sort_by_key(|&b| (request.blocks[b].time.0, request.blocks[b].start));
+    let mut placed: Vec<usize> = Vec::new();
+    for b in order {
+        let block = &request.blocks[b];
+        if st.values[block.start].is_none() {
+            let var = &request.variables[block.start];
+            // Busy address ranges of this buffer at overlapping times, sorted.
+            let mut busy: Vec<(i64, i64)> = placed
+                .iter()
+                .map(|&p| &request.blocks[p])
+                .filter(|p| p.buffer == block.buffer && p.time.0 < block.time.1 && block.time.0 < p.time.1)
+                .filter_map(|p| st.values[p.start].map(|s| (s, s + p.size)))
+                .collect();
+            busy.sort_unstable();
+            let mut at = var.lo;
+            let mut done = false;
+            for _ in 0..TRIES_PER_BLOCK {
+                if let Some(&(_, end)) = busy.iter().find(|&&(s, e)| s < at + block.size && at < e) {
+                    at = end;
+                    continue;
+                }
+                if at > var.hi || block.capacity.is_some_and(|c| at + block.size > c) {
+                    break;
+                }
+                if st.assign(block.start, at) {
+                    done = true;
+                    break;
+                }
+                at += 1;
+            }
+            if !done {
+                return None;
+            }
+        }
+        placed.push(b);
+    }
+    // What no start determined (slacks, the end of HBM in use): the lowest of the values that
+    // put another unknown of one of its equalities at its own lowest, or its domain's lowest.
+    for v in 0..count {
+        if st.values[v].is_none() && !st.candidates(v).into_iter().any(|x| st.assign(v, x)) {
+            return None;
+        }
+    }
+    let values: Vec<i64> = st.values.into_iter().collect::<Option<Vec<i64>>>()?;
+    verify(request, &values).ok()?;
+    Some(values)
+}
+
+/// Checks `values` against every domain, equality, capacity and non-overlap condition of
+/// `request`; the first one broken, named.
+pub fn verify(request: &Request, values: &[i64]) -> Result<(), String> {
+    if values.len() != request.variables.len() {
+        return Err(format!("{} values for {} variables", values.len(), request.variables.len()));
+    }
+    for (var, &x) in request.variables.iter().zip(values) {
+        if x < var.lo || x > var.hi {
+            return Err(format!("{} = {x} is outside [{}, {}]", var.name, var.lo, var.hi));
+        }
+    }
+    for (e, eq) in request.equalities.iter().enumerate() {
+        let sum: i128 = eq.terms.iter().map(|&(v, c)| i128::from(c) * i128::from(values[v])).sum::<i128>()
+            + i128::from(eq.constant);
+        if sum != 0 {
+            return Err(format!("equality {e} does not hold"));
+        }
+    }
+    let mut by_buffer: Vec<(&str, i64, i64, i64, i64)> = request
+        .blocks
+        .iter()
+        .map(|b| (b.buffer.as_str(), values[b.start], values[b.start] + b.size, b.time.0, b.time.1))
+        .collect();
+    for (b, (_, start, end, _, _)) in request.blocks.iter().zip(&by_buffer) {
+        if *start < 0 || b.capacity.is_some_and(|c| *end > c) {
+            return Err(format!("a block of {} lies outside it", b.buffer));
+        }
+    }
+    // Sweep each buffer by start address: a block overlaps in space only blocks that start
+    // before it ends.
+    by_buffer.sort_unstable();
+    for (i, a) in by_buffer.iter().enumerate() {
+        for b in &by_buffer[i + 1..] {
+            if b.0 != a.0 || b.1 >= a.2 {
+                break;
+            }
+            let space = a.1 < b.2 && b.1 < a.2 && a.2 > a.1 && b.2 > b.1;
+            let time = a.3 < b.4 && b.3 < a.4;
+            if space && time {
+                return Err(format!("two blocks of {} overlap in space and time", a.0));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::{Block, Equality, Limits, Variable};
+
+    fn var(name: &str, lo: i64, hi: i64) -> Variable {
+        Variable { name: name.into(), lo, hi }
+    }
+
+    fn block(start: usize, size: i64, time: (i64, i64)) -> Block {
+        Block { buffer: "spad".into(), capacity: Some(64), start, size, time }
+    }
+
+    fn request(variables: Vec<Variable>, equalities: Vec<Equality>, blocks: Vec<Block>) -> Request {
+        Request { variables, equalities, blocks, objective: Vec::new(), limits: Limits::default() }
+    }
+
+    #[test]
+    fn values_live_together_get_disjoint_addresses_and_later_ones_reuse_freed_space() {
+        let r = request(
+            vec![var("a", 0, 48), var("b", 0, 48), var("c", 0, 48)],
+            vec![],
+            vec![block(0, 16, (0, 4)), block(1, 16, (1, 5)), block(2, 16, (5, 9))],
+        );
+        let values = place(&r).expect("placed");
+        assert_eq!(values, [0, 16, 0]);
+        verify(&r, &values).unwrap();
+    }
+
+    #[test]
+    fn alignment_and_attribute_equalities_follow_from_the_starts() {
+        // b's start is a multiple of 16 (b - 16 k == 0) and an attribute x equals b + 2.
+        let r = request(
+            vec![var("a", 0, 60), var("b", 0, 60), var("k", -10, 10), var("x", -100, 100)],
+            vec![
+                Equality { terms: vec![(1, 1), (2, -16)], constant: 0 },
+                Equality { terms: vec![(3, 1), (1, -1)], constant: -2 },
+            ],
+            vec![block(0, 4, (0, 4)), block(1, 8, (1, 5))],
+        );
+        let values = place(&r).expect("placed");
+        assert_eq!(values, [0, 16, 1, 18]);
+    }
+
+    #[test]
+    fn an_end_above_every_block_is_found_through_its_slacks() {
+        // end - start_i - size_i - slack_i == 0, slacks >= 0: end is the highest block end.
+        let r = request(
+            vec![var("a", 0, 60), var("b", 0, 60), var("end", 0, 64), var("s0", 0, 64), var("s1", 0, 64)],
+            vec![
+                Equality { terms: vec![(2, 1), (0, -1), (3, -1)], constant: -8 },
+                Equality { terms: vec![(2, 1), (1, -1), (4, -1)], constant: -8 },
+            ],
+            vec![block(0, 8, (0, 4)), block(1, 8, (1, 5))],
+        );
+        let values = place(&r).expect("placed");
+        assert_eq!(values[2], 16);
+    }
+
+    #[test]
+    fn more_than_the_buffer_holds_at_once_is_left_to_the_solver() {
+        let r = request(
+            vec![var("a", 0, 64), var("b", 0, 64)],
+            vec![],
+            vec![block(0, 40, (0, 4)), block(1, 40, (1, 5))],
+        );
+        assert_eq!(place(&r), None);
+    }
+
+    #[test]
+    fn verification_names_what_a_placement_breaks() {
+        let r = request(vec![var("a", 0, 48), var("b", 0, 48)], vec![], vec![block(0, 16, (0, 4)), block(1, 16, (1, 5))]);
+        assert!(verify(&r, &[0, 8]).unwrap_err().contains("overlap"));
+        assert!(verify(&r, &[0, 50]).unwrap_err().contains("outside"));
+        verify(&r, &[0, 32]).unwrap();
+    }
+}
