@@ -19,6 +19,10 @@ use crate::rewrites::{self, RuleSet};
 use std::fmt;
 use std::time::Instant;
 
+/// E-nodes the search may grow to per tile of the kernel (see `tiling::Extents::tile_count`):
+/// a 128x128x128 int8 product on a 16x16 array (512 tiles) saturates near 72,000.
+pub const NODES_PER_TILE: usize = 160;
+
 /// Budgets of the search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SelectLimits {
@@ -125,6 +129,8 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         match_ms: 0.0,
         extract_ms: 0.0,
     };
+    // A tiled kernel needs room for every tile: the limit grows with their number.
+    let node_limit = limits.node_limit.max(rules.tiles.tile_count(kernel).saturating_mul(NODES_PER_TILE));
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
     stats.stop_reason = loop {
@@ -143,7 +149,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         if !rewrote && !matched {
             break StopReason::Saturated;
         }
-        if eg.total_number_of_nodes() >= limits.node_limit {
+        if eg.total_number_of_nodes() >= node_limit {
             break StopReason::NodeLimit;
         }
     };
@@ -178,7 +184,18 @@ pub fn select_with(
     stats.extract_ms = ms(t);
     match found {
         Ok(candidates) => Ok(Selection { candidates, stats }),
-        Err(ExtractFailure::RootUnreachable) => Err(no_instruction(kernel, isa, &kg, &ex)),
+        Err(ExtractFailure::RootUnreachable) => {
+            let mut error = no_instruction(kernel, isa, &kg, &ex);
+            // A search cut short proves nothing: say so.
+            if let (StopReason::NodeLimit, SelectError::NoInstruction { message, .. }) = (stats.stop_reason, &mut error) {
+                message.push_str(&format!(
+                    "; the search stopped at its node limit ({} e-nodes) before saturating, so a \
+                     larger search might find a program",
+                    stats.egraph_nodes
+                ));
+            }
+            Err(error)
+        }
     }
 }
 
@@ -238,7 +255,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
             k,
             format!(
                 "computes `{name}` of type {}: its dimension {dim} ({}) is larger than every instruction \
-                 computing `{name}` takes (at most {widest}), and only the leading dimension is tiled",
+                 computing `{name}` takes (at most {widest}), and tiling does not split that dimension",
                 node.ty, node.ty.shape[dim]
             ),
         );

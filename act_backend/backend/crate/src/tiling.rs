@@ -170,16 +170,43 @@ impl Extents {
         (lead > largest && largest > 0).then_some(largest)
     }
 
+    /// How many tiles the split rules make of `kernel`'s operations, at least one each: the
+    /// scale of the search the kernel needs.
+    pub fn tile_count(&self, kernel: &crate::kernel::Kernel) -> usize {
+        let ceil = |n: i64, t: Option<i64>| t.filter(|&t| t > 0 && n > t).map_or(1, |t| (n + t - 1) / t);
+        kernel
+            .nodes
+            .iter()
+            .map(|node| {
+                let Some(code) = opcode(&node.op) else { return 1 };
+                let lead = node.ty.shape.first().map_or(1, |&m| ceil(m, self.leading_tile(code, &node.ty)));
+                let more = match (&node.op, node.ty.rank()) {
+                    (Op::Dot(dd), 2) => {
+                        let k = kernel.nodes[node.operands[0]].ty.shape.get(dd.lhs_contracting[0]).copied();
+                        let largest = self.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)));
+                        let split_k = node.ty.dtype.is_int().then_some(largest).flatten();
+                        ceil(node.ty.shape[1], widest(self, OpCode::Dot, 2, 1)) * k.map_or(1, |k| ceil(k, split_k))
+                    }
+                    _ => 1,
+                };
+                (lead * more).max(1) as usize
+            })
+            .sum()
+    }
+
     /// Why no instruction can compute an operation of operator `op` and type `ty` in one
-    /// piece: the first dimension (other than the leading one, which tiling splits) that is
-    /// larger than every semantics of `op` of that rank takes.
+    /// piece: the first dimension tiling does not split (the leading one is split, and a
+    /// matrix product's columns) that is larger than every semantics of `op` of that rank
+    /// takes.
     pub fn too_large(&self, op: OpCode, ty: &Ty) -> Option<(usize, i64)> {
         let entries: Vec<&Vec<Option<i64>>> =
             self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank()).collect();
         if entries.is_empty() {
             return None;
         }
-        (1..ty.rank()).find_map(|d| {
+        // A matrix product's columns are split too (`split_product`).
+        let first_untiled = if op == OpCode::Dot && ty.rank() == 2 { 2 } else { 1 };
+        (first_untiled..ty.rank()).find_map(|d| {
             let widest = entries.iter().map(|dims| dims[d]).try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))?;
             (ty.shape[d] > widest).then_some((d, widest))
         })
