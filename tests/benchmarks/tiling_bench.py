@@ -53,25 +53,22 @@ def hlo(fn, *shapes) -> str:
 
 
 def compile_measured(backend: Path, kernel: Path, out: Path, timeout: float):
-    """Runs the backend; its wall time (s), peak resident memory (MiB) and, when it fails,
-    its stderr. The child is reaped with ``wait4`` for its own resource usage."""
+    """Runs the backend under GNU time; its wall time (s), peak resident memory (MiB, NaN
+    without ``/usr/bin/time``) and, when it fails, its stderr."""
+    timer = Path("/usr/bin/time")
+    prefix = [str(timer), "-f", "peak-kib %M"] if timer.exists() else []
     start = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([str(backend), "--input", str(kernel), "--output", str(out), "-q"],
-                                stdout=subprocess.DEVNULL, stderr=err, text=True)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - start > timeout:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                return None, None, f"timed out after {timeout:.0f} s"
-            time.sleep(0.01)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - start
-        err.seek(0)
-        return wall, usage.ru_maxrss / 1024, err.read() if proc.returncode else ""
+    try:
+        done = subprocess.run([*prefix, str(backend), "--input", str(kernel), "--output", str(out),
+                               "-q"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, f"timed out after {timeout:.0f} s"
+    wall = time.perf_counter() - start
+    lines = done.stderr.splitlines()
+    peak = float("nan")
+    if prefix and lines and lines[-1].startswith("peak-kib "):
+        peak = int(lines.pop().split()[1]) / 1024
+    return wall, peak, "\n".join(lines) if done.returncode else ""
 
 
 def inputs_for(text: str, seed: int) -> list[np.ndarray]:
