@@ -5,11 +5,14 @@ The kernel compiled is the editor's text (written to a scratch copy with the sam
 when the document is open), so that error locations match what the user sees. The output
 goes next to the kernel, with a ``.py`` suffix, unless ``outputPath`` says where. Errors
 the backend prints as ``file:line:col: message`` become diagnostics on the kernel. The
-backend's ``report.json`` (kept in the scratch folder) gives the emitted candidate's cost.
+backend's report folder (``--report-dir``) is kept beside the output, ``<name>.report/``:
+its ``report.json`` gives the emitted candidate's cost, and the result names it
+(``report``) and the memory picture (``memory_svg``) for the editor's compile report view.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -62,6 +65,28 @@ def located_errors(output: list[str], compiled: str, kernel_text: str) -> list[F
     return findings
 
 
+def report_dir_for(output: str) -> str:
+    """The backend's report folder for the assembly ``output``: ``<output stem>.report``."""
+    return os.path.splitext(output)[0] + ".report"
+
+
+REPORT_FILES = {"report": "report.json", "memory_svg": "memory.svg"}
+
+
+def report_files(report_dir: str) -> dict[str, str]:
+    """The report and the memory picture the backend left in ``report_dir``, by result key."""
+    return {key: os.path.join(report_dir, name) for key, name in REPORT_FILES.items()
+            if os.path.isfile(os.path.join(report_dir, name))}
+
+
+def clear_report(report_dir: str) -> None:
+    """Removes an earlier compile's report, so that one this compile did not write is never
+    taken for its own."""
+    for name in REPORT_FILES.values():
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(report_dir, name))
+
+
 def read_report(report_dir: str) -> dict[str, Any]:
     """The backend's ``report.json`` (what it tried, what it chose), if it wrote one."""
     try:
@@ -82,13 +107,15 @@ async def run(server: Any, values: list[Any] | None, token: types.ProgressToken 
         source = os.path.join(scratch, os.path.basename(kernel))
         with open(source, "w", encoding="utf-8") as handle:
             handle.write(text)
-        report_dir = os.path.join(scratch, "report")
+        report_dir = report_dir_for(output)
+        clear_report(report_dir)
         async with CommandRun(server, NAME, title, token) as running:
             status = await running.process(
                 [backend, "--input", source, "--output", output, "--report-dir", report_dir],
                 cwd=os.path.dirname(kernel))
         lines = [line.replace(source, kernel) for line in running.lines]
-        report = read_report(report_dir)
+    report = read_report(report_dir)
+    files = report_files(report_dir)
     if status == 0:
         server.set_command_findings(uri, NAME, [])
         summary = {"ok": True, "output": output,
@@ -99,12 +126,13 @@ async def run(server: Any, values: list[Any] | None, token: types.ProgressToken 
             summary["candidates"] = report.get("candidates_tried")
             summary["message"] += f" (cost {cost:g}, {report.get('candidates_tried')} " \
                                   "candidates tried)"
+        summary.update(files)
     else:
         findings = located_errors(lines, kernel, text)
         server.set_command_findings(uri, NAME, findings)
         detail = "\n".join(line for line in lines if line.strip())[-2000:]
         summary = {"ok": False, "status": status, "errors": [f.message for f in findings],
                    "message": f"Compiling {os.path.basename(kernel)} failed (exit status "
-                              f"{status})" + (f":\n{detail}" if detail else "")}
+                              f"{status})" + (f":\n{detail}" if detail else ""), **files}
     server.show(summary["message"], ok=summary["ok"])
     return summary
