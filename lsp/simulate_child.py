@@ -161,30 +161,28 @@ def heatmap(values: Any, reduce: str) -> dict[str, Any]:
 
 
 def difference_view(got: Any, want: Any) -> dict[str, Any]:
-    """The largest difference in ulps (integer difference for integers), where it is, and
-    heatmaps of the output and of the difference, element by element."""
+    """The largest difference in ulps (integer difference for integers), where it is, the
+    largest absolute difference in ulps of the largest reference magnitude (the measure that
+    does not blow up where values near zero differ in sign), and heatmaps of the output and of
+    the difference, element by element; as ``act_backend.jax.check`` measures them."""
     import numpy as np
 
-    from act_backend.jax.check import distances, is_float
+    from act_backend.jax.check import difference, distances, is_float
 
     want = np.asarray(want)
     got = np.asarray(got).astype(want.dtype)
-    distance = distances(want, got)
-    where = None
-    largest = 0.0
-    if distance.size and np.any(distance):
-        index = np.unravel_index(int(np.argmax(distance)), distance.shape)
-        where = [int(i) for i in index]
-        largest = float(distance[index])
-    at = tuple(where) if where is not None else None
+    measured = difference(0, want, got)
+    at = measured.where
     return {
         "dtype": str(want.dtype),
         "difference_unit": "ulps" if is_float(want.dtype) else "integer difference",
-        "max_ulps": _finite(largest),
-        "where": where,
+        "max_ulps": _finite(measured.max_ulps),
+        "where": None if at is None else list(at),
         "oracle_at": None if at is None else _finite(float(got[at])),
         "reference_at": None if at is None else _finite(float(want[at])),
-        "heatmaps": {"output": heatmap(got, "mean"), "difference": heatmap(distance, "max")},
+        "max_abs_ulps_of_largest": _finite(measured.max_abs_ulps_of_largest),
+        "heatmaps": {"output": heatmap(got, "mean"),
+                     "difference": heatmap(distances(want, got), "max")},
     }
 
 

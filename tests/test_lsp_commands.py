@@ -123,11 +123,13 @@ def test_generation_summaries_say_what_happened():
 
 def test_simulation_summary_reports_the_largest_difference():
     result = {"max_abs_diff": 0.0078125, "max_abs_reference": 0.98, "shape": [64, 64],
-              "run_ms": 12.5, "max_ulps": 2.0, "difference_unit": "ulps", "dtype": "bfloat16"}
+              "run_ms": 12.5, "max_ulps": 2.0, "difference_unit": "ulps", "dtype": "bfloat16",
+              "max_abs_ulps_of_largest": 2.0}
     summary = simulate_command.summarize({"result": result}, "", "/w/attention.py")
     assert summary["ok"] and summary["message"] == (
         "Simulated attention.py: largest difference 2 ulps (bfloat16), max |oracle - "
-        "reference| = 0.0078125 (largest reference magnitude 0.98, shape [64, 64], 12.5 ms)")
+        "reference| = 0.0078125 = 2 ulps of the largest magnitude (largest reference magnitude "
+        "0.98, shape [64, 64], 12.5 ms)")
     assert summary["max_ulps"] == 2.0
     for ulps, unit, said in [(1.0, "ulps", "1 ulp"), (None, "ulps", "infinitely many ulps"),
                              (3.0, "integer difference", "3 integer difference")]:
@@ -213,6 +215,8 @@ def test_the_difference_is_counted_in_ulps_of_the_output_type():
     assert (view["dtype"], view["difference_unit"]) == ("bfloat16", "ulps")
     assert (view["max_ulps"], view["where"]) == (2.0, [0, 1])
     assert (view["oracle_at"], view["reference_at"]) == (2.03125, 2.0)
+    # 0.03125 in ulps of the largest magnitude, 4.0 (spacing 2^-5): one.
+    assert view["max_abs_ulps_of_largest"] == 1.0
     assert view["heatmaps"]["difference"]["values"] == [[0.0, 2.0], [0.0, 0.0]]
     assert view["heatmaps"]["output"]["values"][0] == [1.0, 2.03125]
     got[1, 1] = np.nan

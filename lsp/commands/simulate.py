@@ -46,9 +46,17 @@ def summarize(payload: dict[str, Any] | None, stderr_tail: str, compiled: str
     result = payload["result"]
     return {"ok": True, **result,
             "message": f"Simulated {name}: {largest_difference(result)}, max |oracle - "
-                       f"reference| = {result['max_abs_diff']:.6g} (largest reference "
-                       f"magnitude {result['max_abs_reference']:.6g}, shape "
-                       f"{result['shape']}, {result['run_ms']:.1f} ms)"}
+                       f"reference| = {result['max_abs_diff']:.6g}{of_largest(result)} "
+                       f"(largest reference magnitude {result['max_abs_reference']:.6g}, "
+                       f"shape {result['shape']}, {result['run_ms']:.1f} ms)"}
+
+
+def of_largest(result: dict[str, Any]) -> str:
+    """`` = 2 ulps of the largest magnitude`` for a float output, else nothing."""
+    ulps = result.get("max_abs_ulps_of_largest")
+    if result.get("difference_unit") != "ulps" or ulps is None:
+        return ""
+    return f" = {ulps:g} ulps of the largest magnitude"
 
 
 def largest_difference(result: dict[str, Any]) -> str:
