@@ -80,6 +80,8 @@ export interface SimulateSuccess {
   where?: number[] | null;
   oracle_at?: number | null;
   reference_at?: number | null;
+  /** The largest absolute difference in ulps of the largest reference magnitude. */
+  max_abs_ulps_of_largest?: number | null;
   heatmaps?: { output: Heatmap; difference: Heatmap };
 }
 export type SimulateResult = SimulateSuccess | Failure;

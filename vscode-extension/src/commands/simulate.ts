@@ -8,7 +8,7 @@ import { backendsAmong, oracleDirFor } from "../backends";
 import { describeDocument } from "../documentDescription";
 import { type KernelParameter, matchDataFiles } from "../kernelParameters";
 import { SIMULATE, simulateArguments } from "../serverCommands";
-import { largestDifference } from "../views/simulationView";
+import { largestDifference, ulpsOfLargest } from "../views/simulationView";
 import { type CommandDeps, exists, failureMessage, isKernel, isPython, run, saveIfDirty, targetUri } from "./common";
 
 async function pickKernel(): Promise<string | undefined> {
@@ -157,8 +157,7 @@ export async function simulateKernel(deps: CommandDeps, arg: vscode.Uri | undefi
   const result = outcome.result;
   deps.views.showSimulation({ assemblyName, kernelName: path.basename(kernelPath), result }, assemblyPath);
   // The view has the rest; the server's message is in the build log too.
-  const time = result.run_ms === undefined ? "" : `, ${result.run_ms.toFixed(1)} ms`;
-  void vscode.window.showInformationMessage(
-    `ACT: simulated ${assemblyName}: largest difference from the reference ${largestDifference(result)}${time}.`,
-  );
+  const extra = [ulpsOfLargest(result), result.run_ms === undefined ? undefined : `${result.run_ms.toFixed(1)} ms`];
+  const said = [largestDifference(result), ...extra.filter((e) => e !== undefined)].join(", ");
+  void vscode.window.showInformationMessage(`ACT: simulated ${assemblyName}: largest difference from the reference ${said}.`);
 }

@@ -85,7 +85,7 @@ ${rows.join("\n")}
 function candidatesTable(r: CompileReport): string {
   const rows = r.candidates.map((c) => {
     const chosen = c.index === r.chosen ? ' class="chosen"' : "";
-    return `<tr${chosen}><td class="num">${c.index}</td><td class="num">${c.instructions}</td><td>${escapeHtml(c.status)}</td><td class="num">${c.cost ?? "–"}</td><td>${escapeHtml(c.order ?? "")}</td><td>${escapeHtml(c.message)}</td></tr>`;
+    return `<tr${chosen}><td class="num">${c.index}</td><td class="num">${c.instructions}</td><td>${escapeHtml(c.status)}</td><td class="num">${c.cost ?? "–"}</td><td>${escapeHtml(c.order ?? "")}</td><td class="note">${escapeHtml(c.message)}</td></tr>`;
   });
   return `<table class="candidates"><thead><tr><th>#</th><th>instructions</th><th>status</th><th>cost</th><th>order</th><th>note</th></tr></thead><tbody>
 ${rows.join("\n")}
@@ -170,7 +170,11 @@ document.addEventListener("mouseover", (event) => {
   }
 });
 document.addEventListener("mousemove", (event) => {
-  tip.style.left = Math.min(event.clientX + 14, window.innerWidth - tip.offsetWidth - 8) + "px";
-  tip.style.top = (event.clientY + 16) + "px";
+  // Beside the pointer, inside the window: below it, or above it near the bottom.
+  const left = Math.min(event.clientX + 14, window.innerWidth - tip.offsetWidth - 8);
+  const below = event.clientY + 16;
+  const top = below + tip.offsetHeight > window.innerHeight ? event.clientY - tip.offsetHeight - 8 : below;
+  tip.style.left = Math.max(8, left) + "px";
+  tip.style.top = Math.max(8, top) + "px";
 });
 `;

@@ -38,6 +38,8 @@ h2 { font-size: 1.1em; margin: 20px 0 6px; }
 .error { color: var(--vscode-errorForeground); white-space: pre-wrap; }
 table { border-collapse: collapse; }
 th, td { text-align: left; padding: 2px 10px 2px 0; vertical-align: top; }
+td { white-space: nowrap; }
+td.note { white-space: normal; }
 th { color: var(--vscode-descriptionForeground); font-weight: normal; border-bottom: 1px solid var(--vscode-panel-border, #8884); }
 td.num { text-align: right; color: var(--vscode-descriptionForeground); }
 code, .call { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
@@ -48,7 +50,7 @@ tr.chosen td { font-weight: bold; }
 .picture { overflow: auto; max-width: 100%; }
 .picture svg { background: #fff; border-radius: 4px; }
 svg g.value.hl rect { stroke: #000; stroke-width: 2.5; }
-.tip { position: fixed; z-index: 10; pointer-events: none; white-space: pre; max-width: 640px;
+.tip { position: fixed; z-index: 10; pointer-events: none; white-space: pre-wrap; max-width: min(640px, calc(100vw - 24px));
   background: var(--vscode-editorHoverWidget-background, #252526); color: var(--vscode-editorHoverWidget-foreground, #ccc);
   border: 1px solid var(--vscode-editorHoverWidget-border, #454545); padding: 4px 8px; border-radius: 3px;
   font-family: var(--vscode-editor-font-family); font-size: 12px; }

@@ -44,7 +44,11 @@ function hex([r, g, b]: Rgb): string {
   return `#${[r, g, b].map((c) => Math.round(c).toString(16).padStart(2, "0")).join("")}`;
 }
 
-/** The colour of `value` on `scale` from `min` to `max` (a difference scale starts at 0). */
+/**
+ * The colour of `value` on `scale` from `min` to `max`. A difference scale starts at 0 and is
+ * logarithmic (`log(1 + d)`), so that one ulp still shows beside a difference of thousands
+ * (two values of opposite sign near zero are that many ulps apart).
+ */
 export function colourOf(value: number | null, min: number, max: number, scale: Scale): string {
   if (value === null || !Number.isFinite(value)) {
     return NO_VALUE;
@@ -55,7 +59,8 @@ export function colourOf(value: number | null, min: number, max: number, scale: 
     // One value everywhere: the scale's start (white for "no difference").
     return hex(stops[scale === "output" ? stops.length - 1 : 0]);
   }
-  const t = Math.min(1, Math.max(0, (value - low) / (max - low))) * (stops.length - 1);
+  const fraction = scale === "output" ? (value - low) / (max - low) : Math.log1p(Math.max(0, value)) / Math.log1p(max);
+  const t = Math.min(1, Math.max(0, fraction)) * (stops.length - 1);
   const i = Math.min(stops.length - 2, Math.floor(t));
   const f = t - i;
   const a = stops[i];
@@ -137,6 +142,18 @@ export function largestDifference(result: SimulateSuccess): string {
   return `${formatNumber(result.max_ulps)} ${said}${result.dtype === undefined ? "" : ` (${result.dtype})`}`;
 }
 
+/**
+ * The largest absolute difference in ulps of the largest reference magnitude ("2 ulps of the
+ * largest magnitude"), for a float output whose server measured it.
+ */
+export function ulpsOfLargest(result: SimulateSuccess): string | undefined {
+  const ulps = result.max_abs_ulps_of_largest;
+  if (ulps === undefined || ulps === null || (result.difference_unit ?? "ulps") !== "ulps") {
+    return undefined;
+  }
+  return `${formatNumber(ulps)} ${ulps === 1 ? "ulp" : "ulps"} of the largest magnitude`;
+}
+
 /** The page's body. */
 export function simulationBody(c: SimulationContent): string {
   const r = c.result;
@@ -144,7 +161,7 @@ export function simulationBody(c: SimulationContent): string {
     `<tr><td>${escapeHtml(name)}</td><td${big ? ' class="big"' : ""}>${escapeHtml(value)}</td></tr>`;
   const rows = [
     metric("largest difference", largestDifference(r) + where(r), true),
-    metric("largest |oracle − reference|", formatNumber(r.max_abs_diff)),
+    metric("largest |oracle − reference|", formatNumber(r.max_abs_diff) + (ulpsOfLargest(r) === undefined ? "" : ` (${ulpsOfLargest(r)})`)),
   ];
   if (r.max_abs_reference !== undefined) {
     rows.push(metric("largest |reference|", formatNumber(r.max_abs_reference)));
@@ -164,7 +181,7 @@ export function simulationBody(c: SimulationContent): string {
       }</figcaption></figure>`;
     maps = `<div class="maps">
 ${figure(r.heatmaps.output, "output", "output", "Output (oracle)")}
-${figure(r.heatmaps.difference, "difference", "difference", `Difference from the reference (${unit})`)}
+${figure(r.heatmaps.difference, "difference", "difference", `Difference from the reference (${unit}, log scale)`)}
 </div>
 <p class="readout" id="readout">Hover a cell for its value.</p>`;
   }

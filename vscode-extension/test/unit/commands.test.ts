@@ -325,10 +325,13 @@ describe("Simulate Kernel", () => {
       dtype: "bfloat16",
       difference_unit: "ulps",
       max_ulps: 1,
+      max_abs_ulps_of_largest: 0.5,
       heatmaps: { output: heatmap, difference: heatmap },
     }));
     await w.run("act.simulateKernel");
-    expect(fake.shown[0].message).toBe("ACT: simulated attention.py: largest difference from the reference 1 ulp (bfloat16), 12.5 ms.");
+    expect(fake.shown[0].message).toBe(
+      "ACT: simulated attention.py: largest difference from the reference 1 ulp (bfloat16), 0.5 ulps of the largest magnitude, 12.5 ms.",
+    );
     expect(fake.panels.map((p) => [p.viewType, p.title])).toEqual([["act.simulation", "Simulation: attention.py"]]);
     expect(fake.panels[0].showOptions).toMatchObject({ preserveFocus: true });
     expect(fake.panels[0].html).toContain('<td class="big">1 ulp (bfloat16)</td>');

@@ -111,6 +111,7 @@ const SIMULATED: SimulateSuccess = {
   dtype: "bfloat16",
   difference_unit: "ulps",
   max_ulps: 2,
+  max_abs_ulps_of_largest: 1,
   where: [1, 2],
   oracle_at: 0.5,
   reference_at: 0.4921875,
@@ -135,6 +136,7 @@ describe("the simulation page", () => {
   it("leads with the largest difference in ulps, where it is, and the run time", () => {
     expect(body).toContain('<td class="big">2 ulps (bfloat16) at [1, 2] (oracle 0.5, reference 0.492188)</td>');
     expect(body).toContain("<td>12.5 ms</td>");
+    expect(body).toContain("<td>0.0078125 (1 ulp of the largest magnitude)</td>");
     expect(body).toContain("<td>bfloat16[2, 3]</td>");
   });
 
@@ -145,13 +147,16 @@ describe("the simulation page", () => {
     // The non-finite cell is grey and counted in the caption.
     expect(body).toContain(`fill="${NO_VALUE}" data-r="1" data-c="1" data-v=""`);
     expect(body).toContain("1 not finite (grey)");
-    expect(body).toContain("Difference from the reference (ulps); 2 x 3, one cell per element");
+    expect(body).toContain("Difference from the reference (ulps, log scale); 2 x 3, one cell per element");
   });
 
-  it("colours differences from white at zero to dark red at the largest", () => {
+  it("colours differences from white at zero to dark red at the largest, on a log scale", () => {
     expect(colourOf(0, 0, 2, "difference")).toBe("#ffffff");
     expect(colourOf(2, 0, 2, "difference")).toBe("#800026");
-    expect(colourOf(1, 0, 2, "difference")).toBe("#fd8d3c");
+    // log(1 + 3) / log(1 + 15) = 1/2: the middle stop.
+    expect(colourOf(3, 0, 15, "difference")).toBe("#fd8d3c");
+    // One ulp beside thousands is still not white.
+    expect(colourOf(1, 0, 30000, "difference")).not.toBe("#ffffff");
     expect(colourOf(0, 0, 0, "difference")).toBe("#ffffff");
     expect(colourOf(-1, -1, 1, "output")).toBe("#440154");
     expect(colourOf(null, 0, 1, "output")).toBe(NO_VALUE);
