@@ -137,6 +137,9 @@ def test_report_dir_draws_the_chosen_program_s_memory(qkv, tmp_path):
         for other, (x2, y2, w2, h2) in boxes[i + 1:]:
             overlap = x < x2 + w2 and x2 < x + w and y < y2 + h2 and y2 < y + h
             assert lane != other or not overlap, (boxes[i], (other, (x2, y2, w2, h2)))
+    # The README shows this very picture.
+    picture = Path(__file__).resolve().parents[1] / "docs" / "images" / "attention-memory.svg"
+    assert (report_dir / "memory.svg").read_text() == picture.read_text()
 
 
 def test_a_failed_compile_leaves_no_memory_picture(qkv, tmp_path):
