@@ -20,8 +20,20 @@ pub struct HloInstruction {
     pub op: String,
     /// Where it is written (1-based), in the kernel file or the computation a `call` applies.
     pub line: usize,
-    /// Its HLO text.
+    /// Its HLO text, cut at [`HLO_TEXT_CHARS`] characters (a literal can be long).
     pub text: String,
+}
+
+/// The most characters of an instruction's text the report keeps.
+pub const HLO_TEXT_CHARS: usize = 240;
+
+/// `text` trimmed, and cut to `HLO_TEXT_CHARS` characters with an ellipsis.
+fn shortened(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(HLO_TEXT_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 impl HloInstruction {
@@ -34,7 +46,7 @@ impl HloInstruction {
                 name: n.name.clone(),
                 op: n.op.hlo_name().to_string(),
                 line: n.line,
-                text: n.text.trim().to_string(),
+                text: shortened(&n.text),
             })
             .collect()
     }
@@ -309,5 +321,19 @@ fn unit(buffer: &crate::isa::Buffer) -> String {
     } else {
         let dims: Vec<String> = buffer.unit_dims.iter().map(i64::to_string).collect();
         format!("{}[{}]", buffer.dtype, dims.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_instruction_texts_are_cut_with_an_ellipsis() {
+        assert_eq!(shortened("  %a = f32[2] add(%x, %y)\n"), "%a = f32[2] add(%x, %y)");
+        let literal = format!("%c = f32[100] constant({{{}}})", vec!["1.5"; 100].join(", "));
+        let cut = shortened(&literal);
+        assert_eq!(cut.chars().count(), HLO_TEXT_CHARS + 1);
+        assert!(cut.starts_with("%c = f32[100] constant({1.5, 1.5") && cut.ends_with('…'));
     }
 }
