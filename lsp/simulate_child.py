@@ -5,6 +5,13 @@ Started as ``python -m lsp.simulate_child``; reads one JSON request line
 (``{"compiled", "oracle_dir", "data_files", "hlo"}``) and writes one result line, like
 ``lsp.spec.child``. The data files are raw little-endian arrays, one per kernel parameter
 in order, each of the parameter's shape and element type.
+
+The result says how far the oracle's output is from the reference: the largest absolute
+difference, the largest difference in ulps of the output's element type (counted as
+``act_backend.jax.check`` counts them; the integer difference for integers), where it is, and
+heatmaps of the output and of the difference for the editor's simulation view. Values JSON
+cannot carry (NaN, infinities) are ``null``: ``max_ulps`` is ``null`` when a NaN meets a
+number, which is infinitely many ulps.
 """
 
 from __future__ import annotations
@@ -13,8 +20,10 @@ import importlib
 import importlib.util
 import inspect
 import json
+import math
 import os
 import sys
+import warnings
 from typing import Any
 
 from lsp.spec.child import RESULT_PREFIX
@@ -101,6 +110,82 @@ def compare(got: Any, want: Any) -> dict[str, Any]:
             "shape": list(want64.shape)}
 
 
+# A heatmap has at most this many cells a side; larger outputs are shown in blocks.
+HEATMAP_CELLS = 128
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def as_matrix(values: Any) -> Any:
+    """``values`` as rows and columns: a vector is one row, higher ranks keep their last
+    dimension as columns and stack the others as rows."""
+    import numpy as np
+
+    array = np.asarray(values)
+    if array.ndim == 0:
+        return array.reshape(1, 1)
+    if array.ndim == 1:
+        return array.reshape(1, -1)
+    return array.reshape(-1, array.shape[-1])
+
+
+def heatmap(values: Any, reduce: str) -> dict[str, Any]:
+    """A heatmap of ``values`` (as :func:`as_matrix` lays them out), in blocks of cells when a
+    side exceeds ``HEATMAP_CELLS``: each block shows the ``"mean"`` or the ``"max"`` of its
+    finite cells (``null`` when it has none)."""
+    import numpy as np
+
+    matrix = as_matrix(values).astype(np.float64)
+    rows, cols = matrix.shape
+    block = (max(1, -(-rows // HEATMAP_CELLS)), max(1, -(-cols // HEATMAP_CELLS)))
+    out_rows, out_cols = -(-rows // block[0]), -(-cols // block[1])
+    padded = np.full((out_rows * block[0], out_cols * block[1]), np.nan)
+    finite = np.where(np.isfinite(matrix), matrix, np.nan)
+    padded[:rows, :cols] = finite
+    blocks = padded.reshape(out_rows, block[0], out_cols, block[1])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN blocks become NaN: null
+        cells = np.nanmean(blocks, axis=(1, 3)) if reduce == "mean" else \
+            np.nanmax(blocks, axis=(1, 3))
+    shown = cells[np.isfinite(cells)]
+    return {
+        "rows": out_rows, "cols": out_cols, "shape": [rows, cols], "block": list(block),
+        "reduce": reduce,
+        "min": float(shown.min()) if shown.size else None,
+        "max": float(shown.max()) if shown.size else None,
+        "non_finite": int(np.count_nonzero(~np.isfinite(matrix))),
+        "values": [[_finite(float(v)) for v in row] for row in cells],
+    }
+
+
+def difference_view(got: Any, want: Any) -> dict[str, Any]:
+    """The largest difference in ulps (integer difference for integers), where it is, the
+    largest absolute difference in ulps of the largest reference magnitude (the measure that
+    does not blow up where values near zero differ in sign), and heatmaps of the output and of
+    the difference, element by element; as ``act_backend.jax.check`` measures them."""
+    import numpy as np
+
+    from act_backend.jax.check import difference, distances, is_float
+
+    want = np.asarray(want)
+    got = np.asarray(got).astype(want.dtype)
+    measured = difference(0, want, got)
+    at = measured.where
+    return {
+        "dtype": str(want.dtype),
+        "difference_unit": "ulps" if is_float(want.dtype) else "integer difference",
+        "max_ulps": _finite(measured.max_ulps),
+        "where": None if at is None else list(at),
+        "oracle_at": None if at is None else _finite(float(got[at])),
+        "reference_at": None if at is None else _finite(float(want[at])),
+        "max_abs_ulps_of_largest": _finite(measured.max_abs_ulps_of_largest),
+        "heatmaps": {"output": heatmap(got, "mean"),
+                     "difference": heatmap(distances(want, got), "max")},
+    }
+
+
 def simulate(compiled: str, oracle_dir: str, data_files: list[str], hlo: str) -> dict[str, Any]:
     from act_backend.kernel import parse_hlo
     from act_backend.kernel.reference import evaluate
@@ -114,7 +199,11 @@ def simulate(compiled: str, oracle_dir: str, data_files: list[str], hlo: str) ->
     kernel = outer(decorator.kernel, api)
     outputs, run_ms = kernel("fsim")(*inputs)
     got = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
-    result = compare(got, evaluate(module, inputs))
+    want = evaluate(module, inputs)
+    # Several results: the first one, as the oracle's output above.
+    want = want[0] if isinstance(want, tuple) else want
+    result = compare(got, want)
+    result.update(difference_view(got, want))
     result["run_ms"] = float(run_ms)
     return result
 

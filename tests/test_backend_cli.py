@@ -1,13 +1,14 @@
 """The backend's command line, on the QKV example's compiler: exit codes (0 compiled, 1
 compile error, 2 usage error), messages that say what is wrong and where, an output file
 written whole or not at all, candidates in a private directory unless --report-dir asks for
-them, report.json, and the -v / -q / --time-limit options."""
+them, report.json and the memory picture, and the -v / -q / --time-limit options."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,63 @@ def test_report_dir_keeps_candidates_and_a_report(qkv, tmp_path):
     assert (report_dir / chosen["file"]).read_bytes() == out.read_bytes()
     for c in report["candidates"]:
         assert (c["file"] is not None) == (c["status"] == "solved")
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_report_dir_draws_the_chosen_program_s_memory(qkv, tmp_path):
+    """memory.svg parses as XML; it has one lane per on-chip buffer and one rectangle per
+    value an instruction made on chip, each with its story for hover, and no two rectangles
+    of a lane overlap; report.json's program names every step and value."""
+    report_dir = tmp_path / "report"
+    done = run(qkv, *compile_args(qkv, tmp_path / "attention.py", "--report-dir", str(report_dir)))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    program = report["program"]
+    assert [s["implements"] for s in program["assembly"]][:4] == [
+        ["Q"], ["Kt"], ["S"], ["E", "rowsum", "denom", "P"]]
+    assert {h["name"]: h["line"] for h in report["hlo"]}["Kt"] == 13
+    on_chip = [v for v in program["values"] if v["made"] == "step" and v["on_chip"]]
+    assert {v["label"] for v in on_chip} == {"Q", "Kt", "S", "P", "V", "O"}
+
+    root = ET.parse(report_dir / "memory.svg").getroot()
+    assert root.tag == f"{SVG}svg"
+    lanes = root.findall(f".//{SVG}g[@class='lane']")
+    assert [g.get("data-buffer") for g in lanes] == ["d1", "d2"]
+    groups = root.findall(f".//{SVG}g[@class='value']")
+    assert sorted(int(g.get("data-value")) for g in groups) == sorted(v["id"] for v in on_chip)
+    by_id = {v["id"]: v for v in on_chip}
+    boxes = []
+    for g in groups:
+        [rect] = g.findall(f"{SVG}rect")
+        assert rect.get("class") == "value"
+        value = by_id[int(g.get("data-value"))]
+        hover = g.find(f"{SVG}title").text
+        assert hover.startswith(value["label"]) and f"made by step {value['made_by']}" in hover
+        box = [float(rect.get(k)) for k in ("x", "y", "width", "height")]
+        boxes.append((value["buffer"], box))
+    for i, (lane, (x, y, w, h)) in enumerate(boxes):
+        for other, (x2, y2, w2, h2) in boxes[i + 1:]:
+            overlap = x < x2 + w2 and x2 < x + w and y < y2 + h2 and y2 < y + h
+            assert lane != other or not overlap, (boxes[i], (other, (x2, y2, w2, h2)))
+    # The README shows this very picture.
+    picture = Path(__file__).resolve().parents[1] / "docs" / "images" / "attention-memory.svg"
+    assert (report_dir / "memory.svg").read_text() == picture.read_text()
+
+
+def test_a_failed_compile_leaves_no_memory_picture(qkv, tmp_path):
+    report_dir = tmp_path / "report"
+    report_dir.mkdir()
+    (report_dir / "memory.svg").write_text("<svg/>")
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n  oops\n}\n")
+    done = run(qkv, *compile_args(qkv, tmp_path / "bad.py", "--report-dir", str(report_dir),
+                                  kernel=bad))
+    assert done.returncode == 1
+    report = json.loads((report_dir / "report.json").read_text())
+    assert (report["status"], report["program"]) == ("error", None)
+    assert not (report_dir / "memory.svg").exists()
 
 
 def test_verbose_prints_phases_and_candidates_and_quiet_prints_nothing(qkv, tmp_path):

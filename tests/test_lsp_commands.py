@@ -1,5 +1,6 @@
-"""The commands' plain parts: argument checking, reading the backend's errors, and the
-summaries shown to the user; and the simulation child's input loading and comparison."""
+"""The commands' plain parts: argument checking, reading the backend's errors and report, and
+the summaries shown to the user; and the simulation child's input loading, comparison and
+heatmaps."""
 
 from __future__ import annotations
 
@@ -14,8 +15,17 @@ from lsp.commands import compile as compile_command
 from lsp.commands import generate as generate_command
 from lsp.commands import simulate as simulate_command
 from lsp.commands.arguments import ArgumentError
+from lsp.compiled import report_dir_for
 from lsp.documents import uri_of
-from lsp.simulate_child import SimulationError, compare, load_inputs
+from lsp.simulate_child import (
+    HEATMAP_CELLS,
+    SimulationError,
+    as_matrix,
+    compare,
+    difference_view,
+    heatmap,
+    load_inputs,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -113,12 +123,34 @@ def test_generation_summaries_say_what_happened():
 
 
 def test_simulation_summary_reports_the_largest_difference():
-    summary = simulate_command.summarize({"result": {
-        "max_abs_diff": 0.0078125, "max_abs_reference": 0.98, "shape": [64, 64],
-        "run_ms": 12.5}}, "", "/w/attention.py")
+    result = {"max_abs_diff": 0.0078125, "max_abs_reference": 0.98, "shape": [64, 64],
+              "run_ms": 12.5, "max_ulps": 2.0, "difference_unit": "ulps", "dtype": "bfloat16",
+              "max_abs_ulps_of_largest": 2.0}
+    summary = simulate_command.summarize({"result": result}, "", "/w/attention.py")
     assert summary["ok"] and summary["message"] == (
-        "Simulated attention.py: max |oracle - reference| = 0.0078125 (largest reference "
-        "magnitude 0.98, shape [64, 64], 12.5 ms)")
+        "Simulated attention.py: largest difference 2 ulps (bfloat16), max |oracle - "
+        "reference| = 0.0078125 = 2 ulps of the largest magnitude (largest reference magnitude "
+        "0.98, shape [64, 64], 12.5 ms)")
+    assert summary["max_ulps"] == 2.0
+    for ulps, unit, said in [(1.0, "ulps", "1 ulp"), (None, "ulps", "infinitely many ulps"),
+                             (3.0, "integer difference", "3 integer difference")]:
+        text = simulate_command.largest_difference(
+            {**result, "max_ulps": ulps, "difference_unit": unit})
+        assert text == f"largest difference {said} (bfloat16)"
+
+
+def test_the_report_lives_beside_the_assembly_and_names_its_picture(tmp_path):
+    output = tmp_path / "kernels" / "attention.py"
+    report_dir = Path(report_dir_for(str(output)))
+    assert report_dir == tmp_path / "kernels" / "attention.report"
+    assert compile_command.report_files(str(report_dir)) == {}
+    report_dir.mkdir(parents=True)
+    (report_dir / "report.json").write_text("{}")
+    (report_dir / "candidate_0.py").write_text("")
+    assert compile_command.report_files(str(report_dir)) == {
+        "report": str(report_dir / "report.json")}
+    (report_dir / "memory.svg").write_text("<svg/>")
+    assert set(compile_command.report_files(str(report_dir))) == {"report", "memory_svg"}
 
 
 # ---- the simulation child's plain parts --------------------------------------------------
@@ -149,3 +181,46 @@ def test_comparison_is_the_largest_absolute_difference():
     assert compare(np.array([np.nan]), np.array([1.0]))["max_abs_diff"] == float("inf")
     with pytest.raises(SimulationError, match="shape"):
         compare(np.zeros((2, 2)), np.zeros((4,)))
+
+
+def test_outputs_are_drawn_as_rows_and_columns():
+    for shape, rows_cols in [((), (1, 1)), ((5,), (1, 5)), ((3, 4), (3, 4)), ((2, 3, 4), (6, 4))]:
+        assert as_matrix(np.zeros(shape)).shape == rows_cols, shape
+
+
+def test_a_heatmap_shows_each_cell_or_blocks_of_them_and_null_for_non_finite():
+    small = heatmap(np.array([[1.0, np.nan], [np.inf, -2.0]]), "mean")
+    assert small == {"rows": 2, "cols": 2, "shape": [2, 2], "block": [1, 1], "reduce": "mean",
+                     "min": -2.0, "max": 1.0, "non_finite": 2,
+                     "values": [[1.0, None], [None, -2.0]]}
+    # Twice as many columns as cells: blocks of 1 x 2, the largest of each for differences.
+    wide = np.arange(2 * HEATMAP_CELLS, dtype=float).reshape(1, -1)
+    blocks = heatmap(wide, "max")
+    assert (blocks["rows"], blocks["cols"], blocks["block"]) == (1, HEATMAP_CELLS, [1, 2])
+    assert blocks["values"][0][:3] == [1.0, 3.0, 5.0]
+    # A side that does not divide evenly: the last block holds what is left.
+    odd = heatmap(np.ones((HEATMAP_CELLS + 1, 1)), "mean")
+    assert (odd["rows"], odd["block"], odd["values"][-1]) == (
+        HEATMAP_CELLS // 2 + 1, [2, 1], [1.0])
+
+
+def test_the_difference_is_counted_in_ulps_of_the_output_type():
+    bf16 = ml_dtypes.bfloat16
+    want = np.array([[1.0, 2.0], [0.5, 4.0]], dtype=bf16)
+    got = want.copy()
+    got[0, 1] = bf16(2.03125)  # two bf16 steps above 2.0 (spacing 2^-6)
+    view = difference_view(got, want)
+    assert (view["dtype"], view["difference_unit"]) == ("bfloat16", "ulps")
+    assert (view["max_ulps"], view["where"]) == (2.0, [0, 1])
+    assert (view["oracle_at"], view["reference_at"]) == (2.03125, 2.0)
+    # 0.03125 in ulps of the largest magnitude, 4.0 (spacing 2^-5): one.
+    assert view["max_abs_ulps_of_largest"] == 1.0
+    assert view["heatmaps"]["difference"]["values"] == [[0.0, 2.0], [0.0, 0.0]]
+    assert view["heatmaps"]["output"]["values"][0] == [1.0, 2.03125]
+    got[1, 1] = np.nan
+    assert difference_view(got, want)["max_ulps"] is None  # a NaN against a number
+    equal = difference_view(want, want)
+    assert (equal["max_ulps"], equal["where"]) == (0.0, None)
+    ints = difference_view(np.array([3, 9], dtype=np.int8), np.array([3, 5], dtype=np.int8))
+    assert (ints["difference_unit"], ints["max_ulps"], ints["where"]) == (
+        "integer difference", 4.0, [1])

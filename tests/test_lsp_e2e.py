@@ -8,6 +8,7 @@ editor does, and waits (with a timeout, never a sleep) for the notifications it 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import textwrap
@@ -534,6 +535,12 @@ async def test_generate_compile_and_simulate_from_the_editor(static_client, tmp_
     assert "api.gemm(" in assembly.read_text()
     # The default cost model counts instructions; the result carries the emitted one's cost.
     assert compiled["cost"] == assembly.read_text().count("api.")
+    # The backend's report and memory picture are kept beside the assembly.
+    report_dir = kernel.with_suffix(".report")
+    assert compiled["report"] == str(report_dir / "report.json")
+    assert compiled["memory_svg"] == str(report_dir / "memory.svg")
+    report = json.loads((report_dir / "report.json").read_text())
+    assert len(report["program"]["assembly"]) == compiled["cost"]
 
     data = [str(example / "data" / f"{name}.dat") for name in "QKV"]
     simulated = await execute(static_client, "act.simulateKernel",
@@ -543,3 +550,9 @@ async def test_generate_compile_and_simulate_from_the_editor(static_client, tmp_
     # Within two bf16 ulps of the largest reference magnitude (bf16 keeps 8 bits).
     ulp = 2.0 ** (math.floor(math.log2(simulated["max_abs_reference"])) - 7)
     assert simulated["max_abs_diff"] <= 2 * ulp
+    # The same comparison in ulps of bf16, and heatmaps of the output and the difference.
+    assert (simulated["dtype"], simulated["difference_unit"]) == ("bfloat16", "ulps")
+    assert simulated["max_ulps"] is not None and simulated["max_ulps"] >= 0
+    for name in ("output", "difference"):
+        heatmap = simulated["heatmaps"][name]
+        assert (heatmap["rows"], heatmap["cols"], heatmap["block"]) == (64, 64, [1, 1])

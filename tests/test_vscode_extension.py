@@ -105,9 +105,10 @@ def _e2e_tools_missing() -> str | None:
 def test_end_to_end_in_code_server(npm: str) -> None:
     """Restricted Mode hides the build commands and a missing interpreter is explained; in
     a trusted window a refused instruction shows in the Problems panel, Generate Backend can
-    be cancelled and then builds backends/QKV, Compile Kernel compiles the attention kernel
-    and Simulate Kernel runs it on the oracle. Screenshots of each step go to
-    vscode-extension/test-results/."""
+    be cancelled and then builds backends/QKV, Compile Kernel compiles the attention kernel,
+    Show Compile Report shows its assembly linked to the HLO and its memory picture, and
+    Simulate Kernel runs it on the oracle and shows the difference in ulps and heatmaps.
+    Screenshots of each step go to vscode-extension/test-results/."""
     missing = _e2e_tools_missing()
     if missing is not None:
         _unavailable(missing)

@@ -39,7 +39,7 @@ class ResultDifference:
     actual: Any
 
     def __str__(self) -> str:
-        floating = _is_float(self.dtype)
+        floating = is_float(self.dtype)
         unit = "ulps" if floating else "(integer difference)"
         text = (f"result {self.index} ({self.dtype}{list(self.shape)}): "
                 f"max {_num(self.max_ulps)} {unit}")
@@ -95,14 +95,12 @@ def difference(index: int, expected: np.ndarray, actual: np.ndarray) -> ResultDi
     if expected.dtype != actual.dtype or expected.shape != actual.shape:
         raise ValueError(f"result {index}: JAX gives {expected.dtype}{list(expected.shape)}, "
                          f"the accelerator {actual.dtype}{list(actual.shape)}")
-    distance = (ulp_distance(expected, actual) if _is_float(expected.dtype)
-                else np.abs(expected.astype(object) - actual.astype(object)).astype(float))
-    distance = np.asarray(distance, dtype=float)
+    distance = distances(expected, actual)
     with np.errstate(invalid="ignore"):
         absolute = np.abs(expected.astype(np.float64) - actual.astype(np.float64))
     max_abs = float(np.nanmax(absolute)) if absolute.size and not np.all(np.isnan(absolute)) \
         else 0.0
-    scaled = (max_abs / ulp_of_largest(expected) if _is_float(expected.dtype) and max_abs
+    scaled = (max_abs / ulp_of_largest(expected) if is_float(expected.dtype) and max_abs
               else max_abs)
     if distance.size == 0 or not np.any(distance):
         return ResultDifference(index, expected.dtype, expected.shape, 0.0, max_abs, scaled,
@@ -110,6 +108,14 @@ def difference(index: int, expected: np.ndarray, actual: np.ndarray) -> ResultDi
     where = tuple(int(i) for i in np.unravel_index(int(np.argmax(distance)), distance.shape))
     return ResultDifference(index, expected.dtype, expected.shape, float(distance[where]),
                             max_abs, scaled, where, expected, actual)
+
+
+def distances(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """Elementwise difference of two arrays of one type and shape (float64): ulps for floats,
+    the absolute difference for integers and booleans."""
+    if is_float(expected.dtype):
+        return np.asarray(ulp_distance(expected, actual), dtype=float)
+    return np.asarray(np.abs(expected.astype(object) - actual.astype(object)), dtype=float)
 
 
 def ulp_of_largest(values: np.ndarray) -> float:
@@ -146,7 +152,8 @@ def _ordered(bits: np.ndarray, width: int) -> np.ndarray:
     return np.where((wide & sign) != 0, -magnitude, magnitude)
 
 
-def _is_float(dtype: np.dtype) -> bool:
+def is_float(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a floating-point type, NumPy's or ml_dtypes' (bf16, fp8...)."""
     if np.issubdtype(dtype, np.floating):
         return True
     try:

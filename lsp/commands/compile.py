@@ -6,11 +6,13 @@ when the document is open), so that error locations match what the user sees. Th
 goes next to the kernel, with a ``.py`` suffix, unless ``outputPath`` says where. Errors
 the backend prints as ``file:line:col: message`` become diagnostics on the kernel.
 
-The backend's report folder (``--report-dir``: ``report.json`` and what else the backend
-writes there) is kept beside the assembly, ``kernel.report/`` for ``kernel.py``, replacing the
-one of the previous compile; a compile that fails leaves the previous one. The report gives
-the emitted candidate's cost, and the server remembers the compile (``lsp.compiled``) for
-navigation between the kernel and the assembly.
+The backend's report folder (``--report-dir``: ``report.json``, the memory picture
+``memory.svg`` and what else the backend writes there) is kept beside the assembly,
+``kernel.report/`` for ``kernel.py``, replacing the one of the previous compile; a compile that
+fails leaves the previous one. The report gives the emitted candidate's cost, the result names
+the report and the picture (``report``, ``memory_svg``) for the editor's compile report view,
+and the server remembers the compile (``lsp.compiled``) for navigation between the kernel and
+the assembly.
 """
 
 from __future__ import annotations
@@ -79,6 +81,15 @@ def read_report(report_dir: str) -> dict[str, Any]:
     return report if isinstance(report, dict) else {}
 
 
+REPORT_FILES = {"report": REPORT_FILE, "memory_svg": "memory.svg"}
+
+
+def report_files(report_dir: str) -> dict[str, str]:
+    """The report and the memory picture the backend left in ``report_dir``, by result key."""
+    return {key: os.path.join(report_dir, name) for key, name in REPORT_FILES.items()
+            if os.path.isfile(os.path.join(report_dir, name))}
+
+
 def keep_report(written: str, kept: str) -> str | None:
     """Move the report folder the backend ``written`` to ``kept`` (replacing a report folder
     there, never anything else); the kept ``report.json``, or None."""
@@ -117,7 +128,7 @@ async def run(server: Any, values: list[Any] | None, token: types.ProgressToken 
         summary = {"ok": True, "output": output,
                    "message": f"Compiled {os.path.basename(kernel)} -> {output}"}
         if kept is not None:
-            summary["report"] = kept
+            summary.update(report_files(os.path.dirname(kept)))
             server.compilations.record(kernel, output, kept)
         cost = report.get("chosen_cost")
         if isinstance(cost, (int, float)):

@@ -1,7 +1,9 @@
 """``act.simulateKernel [compiledPath, oracleDir, dataFiles, hloPath?]``: run a compiled
-kernel on the generated oracle with the given input files and report the largest absolute
-difference from the NumPy reference of the kernel's HLO (``hloPath``, by default the
-``.hlo`` file beside the compiled one)."""
+kernel on the generated oracle with the given input files and compare its output with the
+NumPy reference of the kernel's HLO (``hloPath``, by default the ``.hlo`` file beside the
+compiled one). The result carries what the simulation child measured (``lsp.simulate_child``):
+the largest difference in ulps and in absolute value, where it is, the run time, and
+heatmaps of the output and of the difference, which the editor's simulation view draws."""
 
 from __future__ import annotations
 
@@ -43,10 +45,30 @@ def summarize(payload: dict[str, Any] | None, stderr_tail: str, compiled: str
         return {"ok": False, "message": f"Simulating {name} failed: {payload['error']}"}
     result = payload["result"]
     return {"ok": True, **result,
-            "message": f"Simulated {name}: max |oracle - reference| = "
-                       f"{result['max_abs_diff']:.6g} (largest reference magnitude "
-                       f"{result['max_abs_reference']:.6g}, shape {result['shape']}, "
-                       f"{result['run_ms']:.1f} ms)"}
+            "message": f"Simulated {name}: {largest_difference(result)}, max |oracle - "
+                       f"reference| = {result['max_abs_diff']:.6g}{of_largest(result)} "
+                       f"(largest reference magnitude {result['max_abs_reference']:.6g}, "
+                       f"shape {result['shape']}, {result['run_ms']:.1f} ms)"}
+
+
+def of_largest(result: dict[str, Any]) -> str:
+    """`` = 2 ulps of the largest magnitude`` for a float output, else nothing."""
+    ulps = result.get("max_abs_ulps_of_largest")
+    if result.get("difference_unit") != "ulps" or ulps is None:
+        return ""
+    return f" = {ulps:g} ulps of the largest magnitude"
+
+
+def largest_difference(result: dict[str, Any]) -> str:
+    """``largest difference 2 ulps (bfloat16)``; a NaN against a number is infinitely many."""
+    if "max_ulps" not in result:
+        return "largest difference not measured"
+    unit = result.get("difference_unit", "ulps")
+    ulps = result["max_ulps"]
+    amount = "infinitely many" if ulps is None else f"{ulps:g}"
+    if ulps == 1 and unit == "ulps":
+        unit = "ulp"
+    return f"largest difference {amount} {unit} ({result.get('dtype', '?')})"
 
 
 async def run(server: Any, values: list[Any] | None, token: types.ProgressToken | None

@@ -11,6 +11,7 @@ import { ServerController } from "./server";
 import { SECTION } from "./settings";
 import { StatusItem } from "./statusItem";
 import { createTraceChannel } from "./traceChannel";
+import { ViewPanels } from "./views/panels";
 
 let controller: ServerController | undefined;
 
@@ -22,8 +23,9 @@ export function activate(context: vscode.ExtensionContext): void {
   const status = new StatusItem(context.workspaceState);
   const router = new ProgressRouter(orphanProgress);
   const server = new ServerController(context.extensionPath, output, trace, router);
+  const views = new ViewPanels();
   controller = server;
-  context.subscriptions.push(output, trace, status, server);
+  context.subscriptions.push(output, trace, status, server, views);
 
   context.subscriptions.push(
     server.onDidChangeState((state) => {
@@ -38,6 +40,7 @@ export function activate(context: vscode.ExtensionContext): void {
     memory: new WorkspaceMemory(context.workspaceState),
     status,
     output,
+    views,
   });
 
   context.subscriptions.push(

@@ -15,6 +15,8 @@ export interface KernelRecord {
   backend?: string;
   /** Path of the assembly that compile wrote. */
   output?: string;
+  /** Path of the backend's report.json of that compile. */
+  report?: string;
   /** Input data files, in parameter order, of the last simulation. */
   data?: string[];
 }

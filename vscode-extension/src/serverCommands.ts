@@ -3,13 +3,16 @@
 //! notification. The server's contract: workspace/executeCommand answers
 //! `{"ok": bool, "message": str, ...}` with, on success, the backends built (generate:
 //! `backends: [{accelerator, backend}]`, or a single `backend` path), `output` and optionally
-//! `cost` (compile) or `max_abs_diff` (simulate).
+//! `cost`, `report` and `memory_svg` (compile), or `max_abs_diff` and what the simulation
+//! view draws (simulate).
 
 import type { ProgressSink } from "./progress";
 
 export const GENERATE = "act.generateBackend";
 export const COMPILE = "act.compileKernel";
 export const SIMULATE = "act.simulateKernel";
+/** The extension's own command that opens a kernel's compile report (no server command). */
+export const SHOW_REPORT = "act.showCompileReport";
 
 export type ServerCommand = typeof GENERATE | typeof COMPILE | typeof SIMULATE;
 
@@ -38,9 +41,50 @@ export interface GeneratedBackend {
   backend?: string;
 }
 export type GenerateResult = { ok: true; message: string; backends: GeneratedBackend[] } | Failure;
-/** `cost` is the emitted candidate's cost, when the server reports it. */
-export type CompileResult = { ok: true; message: string; output: string; cost?: number } | Failure;
-export type SimulateResult = { ok: true; message: string; max_abs_diff: number } | Failure;
+/**
+ * `cost` is the emitted candidate's cost, when the server reports it; `report` and
+ * `memory_svg` are the backend's report and memory picture, kept beside the assembly.
+ */
+export type CompileResult =
+  | { ok: true; message: string; output: string; cost?: number; report?: string; memory_svg?: string }
+  | (Failure & { report?: string });
+
+/** A heatmap as the simulation child sends it: `null` for cells without a finite value. */
+export interface Heatmap {
+  rows: number;
+  cols: number;
+  /** The output laid out as rows and columns, before blocks. */
+  shape: number[];
+  /** Elements per cell, rows and columns. */
+  block: number[];
+  reduce: string;
+  min: number | null;
+  max: number | null;
+  non_finite: number;
+  values: Array<Array<number | null>>;
+}
+
+/** A simulation's measurements; all but `max_abs_diff` are optional for older servers. */
+export interface SimulateSuccess {
+  ok: true;
+  message: string;
+  max_abs_diff: number;
+  max_abs_reference?: number;
+  shape?: number[];
+  run_ms?: number;
+  dtype?: string;
+  /** "ulps", or "integer difference" for integer outputs. */
+  difference_unit?: string;
+  /** `null`: a NaN against a number, infinitely many ulps. */
+  max_ulps?: number | null;
+  where?: number[] | null;
+  oracle_at?: number | null;
+  reference_at?: number | null;
+  /** The largest absolute difference in ulps of the largest reference magnitude. */
+  max_abs_ulps_of_largest?: number | null;
+  heatmaps?: { output: Heatmap; difference: Heatmap };
+}
+export type SimulateResult = SimulateSuccess | Failure;
 
 export interface ResultTypes {
   [GENERATE]: GenerateResult;
@@ -83,6 +127,26 @@ function generatedBackends(obj: Record<string, unknown>, where: string): Generat
 
 export class MalformedResult extends Error {}
 
+function heatmapOk(value: unknown): boolean {
+  const m = value as Heatmap | null;
+  return (
+    typeof m === "object" &&
+    m !== null &&
+    Number.isInteger(m.rows) &&
+    Number.isInteger(m.cols) &&
+    Array.isArray(m.values) &&
+    m.values.length === m.rows &&
+    m.values.every((row) => Array.isArray(row) && row.length === m.cols && row.every((v) => v === null || typeof v === "number")) &&
+    Array.isArray(m.block) &&
+    Array.isArray(m.shape)
+  );
+}
+
+function heatmapsOk(value: unknown): boolean {
+  const maps = value as { output?: unknown; difference?: unknown } | null;
+  return typeof maps === "object" && maps !== null && heatmapOk(maps.output) && heatmapOk(maps.difference);
+}
+
 /** Checks the server's answer against the contract; throws `MalformedResult` naming the gap. */
 export function parseResult<C extends ServerCommand>(command: C, raw: unknown): ResultTypes[C] {
   const where = `The language server's answer to ${command}`;
@@ -104,6 +168,16 @@ export function parseResult<C extends ServerCommand>(command: C, raw: unknown): 
     }
     if (command === COMPILE && obj.cost !== undefined && typeof obj.cost !== "number") {
       throw new MalformedResult(`${where} reports a "cost" that is not a number`);
+    }
+    if (command === COMPILE) {
+      for (const key of ["report", "memory_svg"]) {
+        if (obj[key] !== undefined && typeof obj[key] !== "string") {
+          throw new MalformedResult(`${where} reports a "${key}" that is not a path`);
+        }
+      }
+    }
+    if (command === SIMULATE && obj.heatmaps !== undefined && !heatmapsOk(obj.heatmaps)) {
+      throw new MalformedResult(`${where} reports "heatmaps" that are not an output and a difference map`);
     }
     if (command === GENERATE) {
       return { ok: true, message: obj.message, backends: generatedBackends(obj, where) } as ResultTypes[C];

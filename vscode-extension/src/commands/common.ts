@@ -17,6 +17,7 @@ import {
 } from "../serverCommands";
 import { revealOutput, SECTION } from "../settings";
 import type { StatusItem } from "../statusItem";
+import type { ViewPanels } from "../views/panels";
 
 export interface CommandDeps {
   server: ServerController;
@@ -24,6 +25,7 @@ export interface CommandDeps {
   memory: WorkspaceMemory;
   status: StatusItem;
   output: vscode.LogOutputChannel;
+  views: ViewPanels;
 }
 
 export const SHOW_LOG = "Show Build Log";

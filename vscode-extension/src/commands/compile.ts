@@ -5,7 +5,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 
 import { type Backend, backendsAmong, decideBackend } from "../backends";
-import { COMPILE, compileArguments, SIMULATE } from "../serverCommands";
+import { COMPILE, compileArguments, SHOW_REPORT, SIMULATE } from "../serverCommands";
 import { type CommandDeps, failureMessage, isKernel, run, saveIfDirty, targetUri } from "./common";
 
 async function workspaceBackends(): Promise<Backend[]> {
@@ -104,16 +104,20 @@ export async function compileKernel(
     await failureMessage(deps, `ACT: compiling ${kernelName} with ${backend.name} failed: ${message}`);
     return;
   }
-  const { output, cost } = outcome.result;
-  await deps.memory.updateKernel(kernel.fsPath, { backend: backend.path, output });
+  const { output, cost, report } = outcome.result;
+  await deps.memory.updateKernel(kernel.fsPath, { backend: backend.path, output, report });
+  const show = "Show Report";
   const open = "Open Assembly";
   const simulate = "Simulate";
   const picked = await vscode.window.showInformationMessage(
     `ACT: compiled ${kernelName} with ${backend.name}${cost === undefined ? "" : ` (cost ${cost})`} into ${vscode.workspace.asRelativePath(output)}.`,
+    ...(report === undefined ? [] : [show]),
     open,
     simulate,
   );
-  if (picked === open) {
+  if (picked === show) {
+    await vscode.commands.executeCommand(SHOW_REPORT, kernel);
+  } else if (picked === open) {
     await vscode.window.showTextDocument(vscode.Uri.file(output));
   } else if (picked === simulate) {
     await vscode.commands.executeCommand(SIMULATE, kernel);

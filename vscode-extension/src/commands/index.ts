@@ -1,14 +1,16 @@
 //! The extension's commands: Generate Backend, Compile Kernel, Simulate Kernel (each a thin UI
-//! around the server command of the same name), Select Backend, and the Restricted Mode
-//! explanation. Each build command checks trust first, saves its file, reports through the
-//! status item and the ACT output channel, and ends in one message saying what happened.
+//! around the server command of the same name), Show Compile Report, Select Backend, and the
+//! Restricted Mode explanation. Each build command checks trust first, saves its file, reports
+//! through the status item and the ACT output channel, and ends in one message saying what
+//! happened (and, for Simulate, a view of the results).
 
 import * as vscode from "vscode";
 
-import { COMPILE, GENERATE, SIMULATE } from "../serverCommands";
+import { COMPILE, GENERATE, SHOW_REPORT, SIMULATE } from "../serverCommands";
 import type { CommandDeps } from "./common";
 import { compileKernel, selectBackend } from "./compile";
 import { generateBackend } from "./generate";
+import { showCompileReport } from "./report";
 import { simulateKernel } from "./simulate";
 
 export type { CommandDeps } from "./common";
@@ -32,6 +34,8 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Command
     guarded(deps, () => compileKernel(deps, asUri(arg), asText(backend))),
   );
   register(SIMULATE, (arg) => guarded(deps, () => simulateKernel(deps, asUri(arg))));
+  // Reports come from compiles, which need trust; the report view shows the backend's files.
+  register(SHOW_REPORT, (arg) => guarded(deps, () => showCompileReport(deps, asUri(arg))));
   register("act.selectBackend", () => guarded(deps, () => selectBackend(deps)));
   register("act.showOutput", () => deps.output.show(true));
   register("act.restartServer", () => deps.server.restart());

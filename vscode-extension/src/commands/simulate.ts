@@ -8,6 +8,7 @@ import { backendsAmong, oracleDirFor } from "../backends";
 import { describeDocument } from "../documentDescription";
 import { type KernelParameter, matchDataFiles } from "../kernelParameters";
 import { SIMULATE, simulateArguments } from "../serverCommands";
+import { largestDifference, ulpsOfLargest } from "../views/simulationView";
 import { type CommandDeps, exists, failureMessage, isKernel, isPython, run, saveIfDirty, targetUri } from "./common";
 
 async function pickKernel(): Promise<string | undefined> {
@@ -153,8 +154,10 @@ export async function simulateKernel(deps: CommandDeps, arg: vscode.Uri | undefi
     return;
   }
   await deps.memory.updateKernel(kernelPath, { data });
-  // The server's message (reference magnitude, shape, run time) is in the build log.
-  void vscode.window.showInformationMessage(
-    `ACT: simulated ${assemblyName}: largest difference from the reference ${outcome.result.max_abs_diff}.`,
-  );
+  const result = outcome.result;
+  deps.views.showSimulation({ assemblyName, kernelName: path.basename(kernelPath), result }, assemblyPath);
+  // The view has the rest; the server's message is in the build log too.
+  const extra = [ulpsOfLargest(result), result.run_ms === undefined ? undefined : `${result.run_ms.toFixed(1)} ms`];
+  const said = [largestDifference(result), ...extra.filter((e) => e !== undefined)].join(", ");
+  void vscode.window.showInformationMessage(`ACT: simulated ${assemblyName}: largest difference from the reference ${said}.`);
 }

@@ -5,13 +5,16 @@
 //   1. opens QKV.py and waits for the refusal in the Problems panel, then deletes the line;
 //   2. runs "ACT: Generate Backend", cancels it, runs it again and waits for backends/QKV;
 //   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
-//   4. runs the spec for its oracle (`python QKV.py`), then "ACT: Simulate Kernel";
+//   4. runs "ACT: Show Compile Report": checks the assembly listing against report.json, hovers
+//      a value of the memory picture, and follows a link from the listing to the HLO;
+//   5. runs the spec for its oracle (`python QKV.py`), then "ACT: Simulate Kernel", and checks
+//      the simulation view (largest difference in ulps, run time, the two heatmaps);
 // and, in windows of their own, checks that Restricted Mode hides the build commands (while
 // kernels are still checked) and that a missing interpreter is reported with its fix.
 // Each step saves a screenshot into the results folder; a failure saves one more and the logs.
 //
 // Configuration (environment): ACT_E2E_CODE_SERVER, ACT_E2E_CHROMIUM, ACT_E2E_PYTHON,
-// ACT_E2E_VSIX, ACT_E2E_RESULTS, ACT_E2E_UNTIL (diagnostic|generate|compile|simulate),
+// ACT_E2E_VSIX, ACT_E2E_RESULTS, ACT_E2E_UNTIL (diagnostic|generate|compile|report|simulate),
 // ACT_E2E_SIDE_CHECKS (1 runs those two checks), ACT_E2E_KEEP (1 keeps the temp dir),
 // ACT_E2E_GENERATE_TIMEOUT_S. scripts/e2e.sh fills them in.
 
@@ -21,9 +24,9 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Frame, type Page } from "playwright-core";
 
-const STEPS = ["diagnostic", "generate", "compile", "simulate"] as const;
+const STEPS = ["diagnostic", "generate", "compile", "report", "simulate"] as const;
 type Step = (typeof STEPS)[number];
 
 interface Options {
@@ -215,7 +218,8 @@ async function openFile(page: Page, relative: string): Promise<void> {
   await input.fill(relative);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: path.basename(relative) }).first().waitFor({ timeout: 15_000 });
   await page.keyboard.press("Enter");
-  await page.locator(".tabs-container .tab.active", { hasText: path.basename(relative) }).waitFor({ timeout: 15_000 });
+  // By the file's name: a webview's tab may mention it too ("Compile Report: attention.hlo").
+  await page.locator(`.tabs-container .tab.active[data-resource-name="${path.basename(relative)}"]`).waitFor({ timeout: 15_000 });
 }
 
 /** Runs a palette command by its full title ("ACT: Generate Backend"). */
@@ -307,7 +311,9 @@ async function diagnosticStep(page: Page, opts: Options, refusedLine: number): P
   await screenshot(page, opts, "01-refused-instruction.png");
   await page.keyboard.press("Escape");
 
-  // Fix the spec: delete the refused line and save; the problem goes away.
+  // Fix the spec: delete the refused line and save; the problem goes away. (Where the
+  // language server offers a quick fix for the refusal, applying it belongs here, before the
+  // line is deleted: the fix's own step, between this one and generate.)
   await page.keyboard.press("Control+Shift+K");
   await page.keyboard.press("Control+S");
   await problem.first().waitFor({ state: "detached", timeout: 180_000 });
@@ -366,6 +372,100 @@ async function compileStep(page: Page, opts: Options, folder: string): Promise<v
   await screenshot(page, opts, "04-kernel-compiled.png");
 }
 
+/**
+ * Gives the webview in front the whole window for its picture: the panel hidden, its editor
+ * group maximized (toggled back with "View: Toggle Maximize Editor Group").
+ */
+async function widen(page: Page, view: Frame): Promise<void> {
+  if (await page.locator(".part.panel").isVisible()) {
+    await runCommand(page, "View: Hide Panel");
+    await page.locator(".part.panel").waitFor({ state: "hidden", timeout: 15_000 });
+  }
+  await runCommand(page, "View: Toggle Maximize Editor Group");
+  await view.waitForFunction("window.innerWidth > 1000 && window.innerHeight > 700", undefined, { timeout: 15_000 });
+}
+
+/** The page of the webview whose document is titled `title` (webviews nest two frames deep). */
+async function webview(page: Page, title: string, timeoutMs: number): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const frame of page.frames()) {
+      const named = await frame.title().catch(() => "");
+      if (named === title && (await frame.locator("body").count().catch(() => 0)) > 0) {
+        return frame;
+      }
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`no webview titled '${title}' within ${timeoutMs / 1000} s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function expectCount(what: string, count: Promise<number>, expected: number): Promise<void> {
+  const found = await count;
+  if (found !== expected) {
+    throw new Error(`${what}: expected ${expected}, found ${found}`);
+  }
+}
+
+interface ReportJson {
+  hlo: Array<{ name: string; line: number }>;
+  program: {
+    assembly: Array<{ call: string; implements: string[] }>;
+    values: Array<{ label: string; made: string; on_chip: boolean }>;
+  };
+}
+
+async function reportStep(page: Page, opts: Options, folder: string): Promise<void> {
+  const reportPath = path.join(folder, "kernels", "attention.report", "report.json");
+  await waitForFile(reportPath, 10_000, "Compile Kernel's report");
+  const report = JSON.parse(fs.readFileSync(reportPath, "utf8")) as ReportJson;
+  await openFile(page, "QKV/kernels/attention.hlo");
+  await clearNotifications(page);
+  await runCommand(page, "ACT: Show Compile Report");
+  const view = await webview(page, "Compile Report: attention.hlo", 60_000);
+  await view.locator("tr[data-step]").first().waitFor({ timeout: 30_000 });
+  await widen(page, view);
+
+  // The listing is report.json's program, each step with the HLO it implements.
+  const steps = report.program.assembly;
+  await expectCount("assembly rows", view.locator("tr[data-step]").count(), steps.length);
+  for (const [i, step] of steps.entries()) {
+    const row = (await view.locator(`tr[data-step="${i}"]`).textContent()) ?? "";
+    for (const needle of [step.call, ...step.implements]) {
+      if (!row.includes(needle)) {
+        throw new Error(`assembly row ${i} lacks '${needle}': ${row}`);
+      }
+    }
+  }
+  const softmax = steps.findIndex((s) => s.call.startsWith("api.softmax("));
+  if (softmax < 0 || !steps[softmax].implements.includes("rowsum")) {
+    throw new Error(`the softmax step does not implement the fused row sum: ${JSON.stringify(steps[softmax])}`);
+  }
+  // The memory picture: one rectangle per value an instruction made on chip.
+  const drawn = report.program.values.filter((v) => v.made === "step" && v.on_chip);
+  await expectCount("values drawn", view.locator("svg g.value").count(), drawn.length);
+  await expectCount("lanes drawn", view.locator("svg g.lane").count(), 2);
+  // Hovering a value tells its story and highlights the step that made it.
+  const s = view.locator("svg g.value", { hasText: /^S$/ }).first();
+  await s.hover();
+  await view.locator("#tip", { hasText: "made by step" }).waitFor({ state: "visible", timeout: 10_000 });
+  await view.locator("tr.hl", { hasText: "api.gemm(" }).waitFor({ timeout: 10_000 });
+  await screenshot(page, opts, "05-compile-report.png");
+  await runCommand(page, "View: Toggle Maximize Editor Group");
+
+  // A link from the listing goes to the HLO instruction it names.
+  const kt = report.hlo.find((h) => h.name === "Kt");
+  if (kt === undefined) {
+    throw new Error("report.json lists no HLO instruction Kt");
+  }
+  await view.locator("a.hlo", { hasText: /^Kt$/ }).first().click();
+  await page.locator('.tabs-container .tab.active[data-resource-name="attention.hlo"]').waitFor({ timeout: 15_000 });
+  await page.locator(".statusbar-item", { hasText: `Ln ${kt.line},` }).first().waitFor({ timeout: 15_000 });
+  log(`report: ${steps.length} steps, ${drawn.length} values drawn; Kt link opened line ${kt.line}`);
+}
+
 async function simulateStep(page: Page, opts: Options, folder: string): Promise<void> {
   // The oracle comes from the spec's generate_oracle call: run the spec as its docstring says.
   log("running the spec for its oracle (python QKV.py)");
@@ -374,7 +474,28 @@ async function simulateStep(page: Page, opts: Options, folder: string): Promise<
   await clearNotifications(page);
   await runCommand(page, "ACT: Simulate Kernel");
   await waitForOutcome(page, "ACT: simulated attention.py", 600_000);
-  await screenshot(page, opts, "05-kernel-simulated.png");
+  await screenshot(page, opts, "06-kernel-simulated.png");
+
+  // The results view: the largest difference in ulps, the run time, and both heatmaps.
+  const view = await webview(page, "Simulation: attention.py", 60_000);
+  await clearNotifications(page);
+  await runCommand(page, "View: Focus Right Editor Group");
+  await widen(page, view);
+  const largest = (await view.locator("td.big").textContent({ timeout: 30_000 })) ?? "";
+  if (!/^\d+ ulps? \(bfloat16\)/.test(largest)) {
+    throw new Error(`the largest difference is not in bf16 ulps: ${largest}`);
+  }
+  const metrics = (await view.locator("table.metrics").textContent()) ?? "";
+  if (!/run time\s*[\d.]+ ms/.test(metrics) || !/ulps? of the largest magnitude/.test(metrics)) {
+    throw new Error(`no run time or difference in ulps of the largest magnitude among the metrics: ${metrics}`);
+  }
+  for (const map of ["output", "difference"]) {
+    await expectCount(`${map} heatmap cells`, view.locator(`svg.heatmap[data-map="${map}"] rect[data-r]`).count(), 64 * 64);
+  }
+  await view.locator('svg.heatmap[data-map="difference"] rect[data-r="20"][data-c="30"]').hover();
+  await view.locator("#readout", { hasText: "difference at row 20, column 30:" }).waitFor({ timeout: 10_000 });
+  await screenshot(page, opts, "07-simulation-results.png");
+  log(`simulation: largest difference ${largest}`);
 }
 
 /** Runs `check` in a code-server window of its own, with `settings` as the user's settings. */
@@ -505,6 +626,8 @@ async function main(): Promise<void> {
         await generateStep(page, opts, folder);
       } else if (current === "compile") {
         await compileStep(page, opts, folder);
+      } else if (current === "report") {
+        await reportStep(page, opts, folder);
       } else {
         await simulateStep(page, opts, folder);
       }

@@ -1,5 +1,7 @@
 // The ACT commands end to end against a scripted editor and language server: what they send,
 // what they remember, and what the user sees.
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import * as vscode from "vscode";
 
@@ -7,6 +9,7 @@ import { type CommandDeps, registerCommands, RESTRICTED_EXPLANATION } from "../.
 import { WorkspaceMemory } from "../../src/memory";
 import { ProgressRouter } from "../../src/progress";
 import type { GenerationState } from "../../src/status";
+import { ViewPanels } from "../../src/views/panels";
 import { fake } from "./fakes/vscode";
 
 const ATTENTION = [
@@ -58,6 +61,7 @@ function world() {
       error: (m: string) => logged.push(`error ${m}`),
       show: () => logged.push("show"),
     },
+    views: new ViewPanels(),
   } as unknown as CommandDeps;
   const context = { subscriptions: [] as unknown[] } as unknown as vscode.ExtensionContext;
   registerCommands(context, deps);
@@ -78,11 +82,12 @@ describe("in an untrusted workspace", () => {
     fake.trusted = false;
     const w = world();
     fake.activeUri = vscode.Uri.file("/ws/QKV/QKV.py");
-    for (const id of ["act.generateBackend", "act.compileKernel", "act.simulateKernel", "act.selectBackend"]) {
+    for (const id of ["act.generateBackend", "act.compileKernel", "act.simulateKernel", "act.selectBackend", "act.showCompileReport"]) {
       await w.run(id);
     }
     expect(w.sent).toEqual([]);
-    expect(fake.shown.map((s) => s.message)).toEqual(Array(4).fill(RESTRICTED_EXPLANATION));
+    expect(fake.panels).toEqual([]);
+    expect(fake.shown.map((s) => s.message)).toEqual(Array(5).fill(RESTRICTED_EXPLANATION));
     expect(fake.shown[0].items).toEqual(["Manage Workspace Trust"]);
   });
 
@@ -306,7 +311,37 @@ describe("Simulate Kernel", () => {
         "/ws/QKV/kernels/attention.hlo",
       ],
     });
-    expect(fake.shown[0].message).toBe("ACT: simulated attention.py: largest difference from the reference 0.0078125.");
+    expect(fake.shown[0].message).toBe("ACT: simulated attention.py: largest difference from the reference 0.0078125 (absolute).");
+  });
+
+  it("opens the results beside the editor: the difference in ulps, the run time and heatmaps", async () => {
+    const w = await compiledWorld();
+    const heatmap = { rows: 1, cols: 2, shape: [1, 2], block: [1, 1], reduce: "mean", min: 0, max: 1, non_finite: 0, values: [[0, 1]] };
+    w.answers.push(described, async () => ({
+      ok: true,
+      message: "m",
+      max_abs_diff: 0.0078125,
+      run_ms: 12.5,
+      dtype: "bfloat16",
+      difference_unit: "ulps",
+      max_ulps: 1,
+      max_abs_ulps_of_largest: 0.5,
+      heatmaps: { output: heatmap, difference: heatmap },
+    }));
+    await w.run("act.simulateKernel");
+    expect(fake.shown[0].message).toBe(
+      "ACT: simulated attention.py: largest difference from the reference 1 ulp (bfloat16), 0.5 ulps of the largest magnitude, 12.5 ms.",
+    );
+    expect(fake.panels.map((p) => [p.viewType, p.title])).toEqual([["act.simulation", "Simulation: attention.py"]]);
+    expect(fake.panels[0].showOptions).toMatchObject({ preserveFocus: true });
+    expect(fake.panels[0].html).toContain('<td class="big">1 ulp (bfloat16)</td>');
+    expect(fake.panels[0].html.match(/<svg class="heatmap"/g)).toHaveLength(2);
+    // Simulating again refreshes the same view.
+    w.answers.push(async () => ({ ok: true, message: "m", max_abs_diff: 0, max_ulps: 0, dtype: "bfloat16" }));
+    await w.run("act.simulateKernel");
+    expect(fake.panels).toHaveLength(1);
+    expect(fake.panels[0].reveals).toBe(1);
+    expect(fake.panels[0].html).toContain('<td class="big">0 ulps (bfloat16)</td>');
   });
 
   it("finds the kernel from its compiled assembly", async () => {
@@ -343,5 +378,93 @@ describe("Simulate Kernel", () => {
     await w.run("act.simulateKernel");
     expect(w.sent).toEqual([]);
     expect(fake.shown[0].message).toMatch(/has not been compiled .* Run 'ACT: Compile Kernel' first/);
+  });
+});
+
+describe("Show Compile Report", () => {
+  const fixture = (name: string) => fs.readFileSync(path.join(__dirname, "fixtures", name), "utf8");
+  const REPORT = "/ws/QKV/kernels/attention.report/report.json";
+
+  async function compiled(withReport = true) {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.files.set(REPORT, fixture("attention.report.json"));
+    fake.files.set("/ws/QKV/kernels/attention.report/memory.svg", fixture("attention.memory.svg"));
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    fake.messageAnswers.push(undefined);
+    w.answers.push(async () => ({
+      ok: true,
+      message: "m",
+      output: "/ws/QKV/kernels/attention.py",
+      cost: 9,
+      ...(withReport ? { report: REPORT, memory_svg: "/ws/QKV/kernels/attention.report/memory.svg" } : {}),
+    }));
+    await w.run("act.compileKernel");
+    return w;
+  }
+
+  it("is offered after a compile, and remembered with the kernel", async () => {
+    const w = await compiled();
+    expect(fake.shown[0].items).toEqual(["Show Report", "Open Assembly", "Simulate"]);
+    expect(w.deps.memory.kernel("/ws/QKV/kernels/attention.hlo").report).toBe(REPORT);
+  });
+
+  it("shows the assembly linked to the HLO, the memory picture and the candidates", async () => {
+    const w = await compiled();
+    await w.run("act.showCompileReport");
+    expect(fake.panels.map((p) => [p.viewType, p.title])).toEqual([["act.compileReport", "Compile Report: attention.hlo"]]);
+    const html = fake.panels[0].html;
+    expect(html).toContain("api.gemm(addr_1=0, addr_2=64, addr_out=0)");
+    expect(html).toMatch(/data-hlo-line="13"[^>]*>Kt<\/a>/);
+    expect(html.match(/<g class="value"/g)).toHaveLength(8);
+    expect(html).toContain('<table class="candidates">');
+    expect(fake.panels[0].options).toMatchObject({ enableScripts: true, localResourceRoots: [] });
+  });
+
+  it("opens the kernel or the assembly at the line a link names", async () => {
+    const w = await compiled();
+    await w.run("act.showCompileReport");
+    fake.panels[0].post({ type: "revealKernel", line: 13 });
+    fake.panels[0].post({ type: "revealAssembly", line: 12 });
+    fake.panels[0].post({ type: "revealKernel", line: "13" });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(fake.openedAt).toEqual([
+      { path: "/ws/QKV/kernels/attention.hlo", line: 12 },
+      { path: "/ws/QKV/kernels/attention.py", line: 11 },
+    ]);
+  });
+
+  it("opens from the notification's button, and from the assembly", async () => {
+    const w = world();
+    fake.files.set("/ws/QKV/backends/QKV", "");
+    fake.files.set(REPORT, fixture("attention.report.json"));
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    fake.messageAnswers.push("Show Report");
+    w.answers.push(async () => ({ ok: true, message: "m", output: "/ws/QKV/kernels/attention.py", report: REPORT }));
+    await w.run("act.compileKernel");
+    expect(fake.panels).toHaveLength(1);
+    // Without the picture, the page says why there is none.
+    expect(fake.panels[0].html).toContain("No memory picture");
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.py");
+    await w.run("act.showCompileReport");
+    expect(fake.panels).toHaveLength(1);
+    expect(fake.panels[0].reveals).toBe(1);
+  });
+
+  it("finds the report beside the assembly when the compile did not say where", async () => {
+    const w = await compiled(false);
+    await w.run("act.showCompileReport");
+    expect(fake.panels).toHaveLength(1);
+  });
+
+  it("asks to compile first when there is no report, and names a broken one", async () => {
+    const w = world();
+    fake.activeUri = vscode.Uri.file("/ws/QKV/kernels/attention.hlo");
+    await w.run("act.showCompileReport");
+    expect(fake.shown[0].message).toMatch(/attention.hlo has no compile report yet .* Run 'ACT: Compile Kernel' first/);
+    fake.files.set(REPORT, '{"format": "act-backend-report/1", "candidates": 3}');
+    await w.run("act.showCompileReport");
+    expect(fake.shown[1].message).toMatch(/cannot read the compile report .*: candidates is not a list/);
+    expect(fake.panels).toEqual([]);
   });
 });

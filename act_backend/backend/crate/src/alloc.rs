@@ -376,7 +376,7 @@ fn is_scratch_hbm(graph: &PiiGraph, isa: &Isa, values: &[Value], n: usize) -> bo
 /// Per node: the live node whose storage holds its value (itself for most), and its offset
 /// there per access dimension. Views and parts of live concatenations follow their links;
 /// a part whose concatenation the program leaves out keeps storage of its own.
-fn anchors(values: &[Value], schedule: &Schedule) -> Vec<(usize, Vec<i64>)> {
+pub(crate) fn anchors(values: &[Value], schedule: &Schedule) -> Vec<(usize, Vec<i64>)> {
     let mut out: Vec<(usize, Vec<i64>)> = Vec::with_capacity(values.len());
     for (n, v) in values.iter().enumerate() {
         out.push((n, vec![0; v.size.len()]));

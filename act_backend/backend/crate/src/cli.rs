@@ -8,6 +8,7 @@
 
 use crate::compile::{compile, Assembly, CompileOptions, Message, Target};
 use crate::driver::{Best, StopReason};
+use crate::isa::Isa;
 use crate::output::{write_atomically, ScratchDir};
 use crate::report::Progress;
 use std::ffi::OsString;
@@ -18,6 +19,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The memory picture's name in the report directory, beside `report.json`.
+pub const MEMORY_SVG: &str = "memory.svg";
 
 /// How long past the time limit the compile thread gets to hand back its best candidate.
 const GRACE: Duration = Duration::from_secs(2);
@@ -100,7 +104,8 @@ fn usage(prog: &str, isa: Option<&str>) -> String {
          options:\n  \
          --input FILE          the HLO kernel to compile\n  \
          --output FILE         where the assembly goes (written whole or not at all)\n  \
-         --report-dir DIR      keep every candidate's assembly and a report.json in DIR\n  \
+         --report-dir DIR      keep every candidate's assembly, a report.json and the\n                        \
+         chosen program's memory.svg in DIR\n  \
          --time-limit SECONDS  safety net: stop trying candidates after SECONDS and emit\n                        \
          the best one so far\n  \
          -v, --verbose         phase timings and one line per candidate on stderr\n  \
@@ -196,8 +201,7 @@ fn run(args: &Args, target: Arc<Target>) -> ExitCode {
             Err(e) => return fail(args, &format!("cannot create a scratch directory: {e}")),
         },
     };
-    let isa_name = target.isa.name.clone();
-    let mut options = CompileOptions::new(target, &args.input.display().to_string());
+    let mut options = CompileOptions::new(Arc::clone(&target), &args.input.display().to_string());
     options.candidates_dir = Some(dir);
     options.time_limit = args.time_limit;
     let (verbose, quiet) = (args.verbose, args.quiet);
@@ -242,7 +246,7 @@ fn run(args: &Args, target: Arc<Target>) -> ExitCode {
         Err(msg) => ("error", Some(msg.as_str())),
     };
     if let Some(dir) = &args.report_dir {
-        write_report(args, dir, &isa_name, &snapshot, status, error, total);
+        write_report(args, dir, &target.isa, &snapshot, status, error, total);
     }
     match written {
         Ok(warning) => {
@@ -297,11 +301,12 @@ fn given_up(p: &Progress, limit: Duration) -> Result<(&Best, String), String> {
     }
 }
 
-/// `report.json` in the report directory; failing to write it is only a warning.
+/// `report.json` and, when a candidate was placed, `memory.svg` in the report directory (a
+/// picture from an earlier run is removed otherwise); failing to write them is only a warning.
 fn write_report(
     args: &Args,
     dir: &Path,
-    isa: &str,
+    isa: &Isa,
     p: &Progress,
     status: &str,
     error: Option<&str>,
@@ -309,10 +314,24 @@ fn write_report(
 ) {
     let json = p.to_json(&args.input.display().to_string(), isa, status, error, total);
     let text = serde_json::to_string_pretty(&json).expect("a report serialises") + "\n";
-    let path = dir.join("report.json");
-    if let Err(e) = write_atomically(&path, text.as_bytes()) {
+    let warn = |path: &Path, e: std::io::Error| {
         if !args.quiet {
             eprintln!("warning: cannot write {}: {e}", path.display());
+        }
+    };
+    let path = dir.join("report.json");
+    if let Err(e) = write_atomically(&path, text.as_bytes()) {
+        warn(&path, e);
+    }
+    let svg_path = dir.join(MEMORY_SVG);
+    match p.memory_svg(isa) {
+        Some(svg) => {
+            if let Err(e) = write_atomically(&svg_path, svg.as_bytes()) {
+                warn(&svg_path, e);
+            }
+        }
+        None => {
+            let _ = fs::remove_file(&svg_path);
         }
     }
 }
@@ -349,6 +368,7 @@ fn lock(progress: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory_map::MemoryMap;
 
     fn args(list: &[&str]) -> Result<Command, String> {
         parse_args(&list.iter().map(OsString::from).collect::<Vec<_>>())
@@ -369,7 +389,8 @@ mod tests {
 
     #[test]
     fn a_compile_given_up_on_emits_the_best_so_far_or_says_where_it_was() {
-        let best = Best { index: 2, cost: 9.0, assembly: String::new() };
+        let best =
+            Best { index: 2, cost: 9.0, assembly: String::new(), memory: MemoryMap::default() };
         let mut p = Progress {
             best: Some(best),
             phase: "the candidate loop",

@@ -11,6 +11,7 @@ use crate::kernel::{self, KernelError, KernelErrorKind};
 use crate::layout::{LayoutError, Signature};
 use crate::output::ScratchDir;
 use crate::report::Progress;
+use crate::report_program::HloInstruction;
 use crate::select::{self, SelectError, SelectLimits};
 use std::fmt;
 use std::path::PathBuf;
@@ -279,6 +280,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         let mut p = lock(progress);
         p.parse = Some(parsed);
         p.module = Some(kernel.name.clone());
+        p.hlo = HloInstruction::list(&kernel);
         p.phase = "instruction selection";
     }
 
@@ -304,6 +306,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         p.select = Some(selected);
         p.stats = Some(selection.stats.clone());
         p.candidates_found = Some(selection.candidates.len());
+        p.origins = selection.origins.clone();
         p.phase = "the candidate loop";
     }
 
@@ -444,9 +447,10 @@ fn candidate_line(r: &CandidateRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory_map::MemoryMap;
 
     fn best(index: usize) -> Best {
-        Best { index, cost: 9.0, assembly: String::new() }
+        Best { index, cost: 9.0, assembly: String::new(), memory: MemoryMap::default() }
     }
 
     #[test]

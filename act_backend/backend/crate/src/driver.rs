@@ -8,6 +8,7 @@ use crate::cost::{self, CostError};
 use crate::emit::{self, Step};
 use crate::isa::Isa;
 use crate::layout::{HbmLayout, LayoutError, Signature};
+use crate::memory_map::{self, MemoryMap};
 use crate::pii::{PiiGraph, PiiNode};
 use crate::schedule::{self, Schedule};
 use crate::value::{self, Value};
@@ -107,6 +108,8 @@ pub struct Best {
     pub index: usize,
     pub cost: f64,
     pub assembly: String,
+    /// Its steps and where each of its values lives, for the report.
+    pub memory: MemoryMap,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,9 +205,9 @@ pub fn run(
         }
         let (record, assembly) = ctx.candidate(index, graph)?;
         phases.add(&record.phases);
-        if let (Some(cost), Some(text)) = (record.cost, assembly) {
+        if let (Some(cost), Some((text, memory))) = (record.cost, assembly) {
             if best.as_ref().is_none_or(|b| cost < b.cost) {
-                best = Some(Best { index, cost, assembly: text });
+                best = Some(Best { index, cost, assembly: text, memory });
             }
         }
         observe(&record, best.as_ref());
@@ -243,7 +246,7 @@ impl Ctx<'_> {
         &self,
         index: usize,
         graph: &PiiGraph,
-    ) -> Result<(CandidateRecord, Option<String>), DriverError> {
+    ) -> Result<(CandidateRecord, Option<(String, MemoryMap)>), DriverError> {
         let mut record = CandidateRecord {
             index,
             instructions: graph.instruction_count(),
@@ -279,6 +282,14 @@ impl Ctx<'_> {
         else {
             return Ok((record, None));
         };
+        let memory =
+            match memory_map::map(graph, self.isa, &values, schedule, &placement, self.layout) {
+                Ok(m) => m,
+                Err(e) => {
+                    record.message = format!("the placement does not add up: {e}");
+                    return Ok((record, None));
+                }
+            };
         record.status = Status::Solved;
         record.order = Some(schedule.heuristic);
 
@@ -334,7 +345,7 @@ impl Ctx<'_> {
         record.phases.cost = clock.elapsed();
         record.cost = Some(cost);
         record.file = Some(path);
-        Ok((record, Some(text)))
+        Ok((record, Some((text, memory))))
     }
 
     /// Tries the orders until one is placed; fills the record's status and message otherwise.

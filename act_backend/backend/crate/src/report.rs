@@ -1,9 +1,14 @@
 //! What a compile did, as it goes: the phase it is in, selection's statistics, one record per
-//! candidate and the best so far. Read by the command line for the answer when the safety
-//! net fires and for `report.json`; a finished compile returns it with its assembly.
+//! candidate and the best so far, and what names the best one's steps and values in the
+//! kernel's words. Read by the command line for the answer when the safety net fires and for
+//! `report.json` and `memory.svg`; a finished compile returns it with its assembly.
 
 use crate::driver::{Best, CandidateRecord, Phases, StopReason};
+use crate::isa::Isa;
 use crate::isa_match::FreeAttribute;
+use crate::memory_svg;
+use crate::provenance::Origin;
+use crate::report_program::{HloInstruction, Program};
 use crate::select::SelectStats;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -16,12 +21,16 @@ pub struct Progress {
     /// What the compile is doing, e.g. "instruction selection".
     pub phase: &'static str,
     pub module: Option<String>,
+    /// The kernel's instructions, once it is parsed.
+    pub hlo: Vec<HloInstruction>,
     /// Attributes of the table that no semantics use, set to a value of the backend's choice.
     pub free_attributes: Vec<FreeAttribute>,
     pub parse: Option<Duration>,
     pub select: Option<Duration>,
     pub stats: Option<SelectStats>,
     pub candidates_found: Option<usize>,
+    /// Per candidate, the kernel instructions each of its nodes stands for.
+    pub origins: Vec<Vec<Origin>>,
     pub records: Vec<CandidateRecord>,
     pub best: Option<Best>,
     pub stop: Option<StopReason>,
@@ -34,11 +43,25 @@ fn ms(d: Duration) -> f64 {
 }
 
 impl Progress {
+    /// The best candidate so far, named in the kernel's words.
+    pub fn program<'a>(&'a self, isa: &'a Isa) -> Option<Program<'a>> {
+        let best = self.best.as_ref()?;
+        let origins = self.origins.get(best.index).map_or(&[][..], Vec::as_slice);
+        Some(Program::new(best, origins, &self.hlo, isa))
+    }
+
+    /// `memory.svg`: the best candidate's memory over time; `None` before one is placed.
+    pub fn memory_svg(&self, isa: &Isa) -> Option<String> {
+        let program = self.program(isa)?;
+        let module = self.module.as_deref().unwrap_or("kernel");
+        Some(memory_svg::render(&program.drawing(module, &self.hlo)))
+    }
+
     /// `report.json`: `status` is "ok", "time_limit" (best so far emitted) or "error".
     pub fn to_json(
         &self,
         kernel: &str,
-        isa: &str,
+        isa: &Isa,
         status: &str,
         error: Option<&str>,
         total: Duration,
@@ -77,7 +100,7 @@ impl Progress {
             "format": FORMAT,
             "kernel": kernel,
             "module": self.module,
-            "isa": isa,
+            "isa": isa.name,
             "status": status,
             "error": error,
             "phase": self.phase,
@@ -99,6 +122,13 @@ impl Progress {
             "chosen_cost": self.best.as_ref().map(|b| b.cost),
             "timings_ms": timings,
             "candidates": candidates,
+            "hlo": self.hlo.iter().map(|h| json!({
+                "name": h.name,
+                "op": h.op,
+                "line": h.line,
+                "text": h.text,
+            })).collect::<Vec<Value>>(),
+            "program": self.program(isa).map(|p| p.to_json()),
         })
     }
 }

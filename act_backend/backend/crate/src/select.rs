@@ -15,6 +15,7 @@ use crate::isa_match::{self, Patterns};
 use crate::kernel::Kernel;
 use crate::lang::Op;
 use crate::pii::PiiGraph;
+use crate::provenance::{Origin, Tracer};
 use crate::rewrites::{self, RuleSet};
 use std::fmt;
 use std::time::Instant;
@@ -82,6 +83,8 @@ pub struct SelectStats {
 pub struct Selection {
     /// Distinct candidates, best first.
     pub candidates: Vec<PiiGraph>,
+    /// Per candidate, the kernel instructions each of its nodes stands for.
+    pub origins: Vec<Vec<Origin>>,
     pub stats: SelectStats,
 }
 
@@ -183,7 +186,11 @@ pub fn select_with(
     let found = ex.candidates(limits.max_candidates, budget);
     stats.extract_ms = ms(t);
     match found {
-        Ok(candidates) => Ok(Selection { candidates, stats }),
+        Ok(candidates) => {
+            let tracer = Tracer::new(kernel, &kg);
+            let origins = candidates.iter().map(|g| tracer.origins(g)).collect();
+            Ok(Selection { candidates, origins, stats })
+        }
         Err(ExtractFailure::RootUnreachable) => {
             let mut error = no_instruction(kernel, isa, &kg, &ex);
             // A search cut short proves nothing: say so.

@@ -161,7 +161,8 @@ fn an_unused_computational_attribute_is_free_and_emitted_as_zero() {
         .map(|a| (a.instruction.as_str(), a.attribute.as_str(), a.value))
         .collect();
     assert_eq!(free, [("load_rm", "scale", 0), ("load_cm", "scale", 0)]);
-    let asm = compile(&data("attention.hlo"), &options(target)).unwrap_or_else(|e| panic!("{e}"));
+    let asm =
+        compile(&data("attention.hlo"), &options(Arc::clone(&target))).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(asm.instructions, 9, "the loads are still selected");
     let loads: Vec<&str> =
         asm.text.lines().map(str::trim).filter(|l| l.starts_with("api.load_")).collect();
@@ -169,7 +170,7 @@ fn an_unused_computational_attribute_is_free_and_emitted_as_zero() {
     for line in loads {
         assert!(line.contains("(n=64, scale=0, addr_in="), "{line}");
     }
-    let json = asm.report.to_json("kernel.hlo", "QKV", "ok", None, Default::default());
+    let json = asm.report.to_json("kernel.hlo", &target.isa, "ok", None, Default::default());
     assert_eq!(
         json["free_attributes"][0],
         json!({"instruction": "load_rm", "attribute": "scale", "value": 0})

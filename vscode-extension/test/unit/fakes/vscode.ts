@@ -62,6 +62,35 @@ export class CancellationTokenSource {
   }
 }
 
+export class Range {
+  readonly start: { line: number; character: number };
+  readonly end: { line: number; character: number };
+  constructor(startLine: number, startCharacter: number, endLine: number, endCharacter: number) {
+    this.start = { line: startLine, character: startCharacter };
+    this.end = { line: endLine, character: endCharacter };
+  }
+}
+
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+  Two = 2,
+}
+
+/** A webview panel the extension made: its page, and a way to send it the page's messages. */
+export interface FakePanel {
+  viewType: string;
+  title: string;
+  showOptions: unknown;
+  options: unknown;
+  html: string;
+  reveals: number;
+  disposed: boolean;
+  /** Delivers `message` as if the page had posted it. */
+  post(message: unknown): void;
+}
+
 export class ThemeColor {
   constructor(readonly id: string) {}
 }
@@ -137,6 +166,9 @@ export const fake = {
   },
   handlers: new Map<string, (...args: unknown[]) => unknown>(),
   opened: [] as string[],
+  /** Documents shown with a selection: path and 0-based line. */
+  openedAt: [] as Array<{ path: string; line: number }>,
+  panels: [] as FakePanel[],
   reset(): void {
     fake.trusted = true;
     fake.config = new Map();
@@ -156,6 +188,8 @@ export const fake = {
     fake.configListeners = [];
     fake.handlers = new Map();
     fake.opened = [];
+    fake.openedAt = [];
+    fake.panels = [];
   },
 };
 
@@ -228,8 +262,52 @@ export const window = {
     fake.onProgress?.(run);
     return result;
   },
-  async showTextDocument(uri: Uri): Promise<void> {
+  async showTextDocument(uri: Uri, options?: { selection?: Range }): Promise<void> {
     fake.opened.push(uri.fsPath);
+    if (options?.selection !== undefined) {
+      fake.openedAt.push({ path: uri.fsPath, line: options.selection.start.line });
+    }
+  },
+  createWebviewPanel(viewType: string, title: string, showOptions: unknown, options: unknown) {
+    const messages = new EventEmitter<unknown>();
+    const disposed = new EventEmitter<void>();
+    const record: FakePanel = {
+      viewType,
+      title,
+      showOptions,
+      options,
+      html: "",
+      reveals: 0,
+      disposed: false,
+      post: (message) => messages.fire(message),
+    };
+    fake.panels.push(record);
+    return {
+      get title() {
+        return record.title;
+      },
+      set title(value: string) {
+        record.title = value;
+      },
+      webview: {
+        cspSource: "vscode-webview:",
+        get html() {
+          return record.html;
+        },
+        set html(value: string) {
+          record.html = value;
+        },
+        onDidReceiveMessage: messages.event,
+      },
+      reveal() {
+        record.reveals += 1;
+      },
+      onDidDispose: disposed.event,
+      dispose() {
+        record.disposed = true;
+        disposed.fire();
+      },
+    };
   },
   createStatusBarItem(id?: string, alignment?: StatusBarAlignment, priority?: number) {
     const item: Record<string, unknown> = {
