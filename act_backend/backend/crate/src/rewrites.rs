@@ -374,9 +374,14 @@ impl<'a> Finder<'a> {
                             let y = inner.children[0];
                             let y_ty = class_ty(eg, y);
                             let (a, b) = (y_ty.dtype.bytes(), node.ty.dtype.bytes());
-                            if a < b && y_ty.shape.last() == Some(&i64::from(b / a)) {
+                            // A cast between types of one width keeps the shape; a widening
+                            // one consumes the trailing dimension of narrow elements.
+                            let same_width = a == b && y_ty.shape == class_ty(eg, x).shape;
+                            if same_width || (a < b && y_ty.shape.last() == Some(&i64::from(b / a))) {
                                 let mut raw = node.ty.shape.clone();
-                                raw.push(i64::from(b / a));
+                                if !same_width {
+                                    raw.push(i64::from(b / a));
+                                }
                                 let raw_ty = Ty::new(y_ty.dtype, raw);
                                 let bytes = reshape_term(Term::Class(y), y_ty, raw_ty);
                                 self.push(

@@ -186,7 +186,14 @@ pub fn select_with(
 /// cannot be produced, the first one (program order) whose operands all can.
 fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> SelectError {
     let eg = &kg.egraph;
-    let ok = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
+    let reachable = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
+    // A reshape computes nothing: one of a value that exists is blamed on its reader (a
+    // vector no buffer holds, made from a column that one does, is not the obstacle).
+    let mut placed = vec![false; kernel.nodes.len()];
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        placed[k] = reachable(k) || (node.op == Op::Reshape && placed[node.operands[0]]);
+    }
+    let ok = |k: usize| placed[k];
     let error = |k: usize, what: String| {
         let node = &kernel.nodes[k];
         SelectError::NoInstruction {
