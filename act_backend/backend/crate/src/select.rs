@@ -107,7 +107,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
-    let mut rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa).with_identities_of(isa);
+    let mut rules = RuleSet::for_ops(&patterns.ops).with_dot_tiles_of(isa).with_dot_forms_of(isa).with_identities_of(isa);
     rules.precision = crate::precision::Widenings::of(isa);
     let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();

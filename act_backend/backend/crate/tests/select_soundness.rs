@@ -551,3 +551,22 @@ fn constant_matrix_lowerings_table() {
         check_row(name, &text, &vector_isa(units), expect);
     }
 }
+
+#[test]
+fn products_are_rewritten_to_the_layouts_the_matrix_units_take() {
+    use act_compiler::rewrites::RuleSet;
+    // Every example's unit multiplies [m, k] by [k, n]: lhs form 0, rhs form 0.
+    for table in ["qkv_isa.json", "qkv_new_isa.json", "gemmini_isa.json"] {
+        let rules = RuleSet::default().with_dot_forms_of(&isa(table));
+        assert_eq!(rules.dot_forms.into_iter().collect::<Vec<_>>(), vec![(0, 0)], "{table}");
+    }
+    // A unit that takes B transposed (A.B^T): rhs form 1.
+    let mut abt = qkv();
+    for op in abt.instructions.iter_mut().flat_map(|i| i.semantics.iter_mut()) {
+        if let Some(dims) = op.attrs.get_mut("rhs_contracting_dims") {
+            *dims = serde_json::json!([1]);
+        }
+    }
+    let rules = RuleSet::default().with_dot_forms_of(&abt);
+    assert_eq!(rules.dot_forms.into_iter().collect::<Vec<_>>(), vec![(0, 1)]);
+}
