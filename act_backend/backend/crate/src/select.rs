@@ -72,6 +72,9 @@ pub struct SelectStats {
     pub rewrite_ms: f64,
     pub match_ms: f64,
     pub extract_ms: f64,
+    /// No candidate costs less than this under the table's instruction costs (the default
+    /// cost model; see `bound.rs`); `None` when no bound is known.
+    pub lower_bound: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -124,6 +127,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         rewrite_ms: 0.0,
         match_ms: 0.0,
         extract_ms: 0.0,
+        lower_bound: None,
     };
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
@@ -175,6 +179,10 @@ pub fn select_with(
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);
+    stats.lower_bound = ex.lower_bound(|instr, comp| {
+        let def = &isa.instructions[instr];
+        def.cost.eval(&def.comp_env(comp)).ok().map(|c| c as f64)
+    });
     stats.extract_ms = ms(t);
     match found {
         Ok(candidates) => Ok(Selection { candidates, stats }),
