@@ -299,6 +299,112 @@ mod tests {
         assert_eq!(bound, 4.0);
     }
 
+    /// The cheapest DAG by brute force: every choice of one provider (or none) per state whose
+    /// chosen states are closed under inputs and acyclic, and one output provider.
+    fn cheapest_dag(d: &Derivations) -> Option<f64> {
+        let n = d.providers.len();
+        let options: Vec<usize> = d.providers.iter().map(|ps| ps.len() + 1).collect();
+        let mut choice = vec![0usize; n];
+        let mut best: Option<f64> = None;
+        loop {
+            // choice[s] = 0: unused; k: provider k - 1.
+            let chosen = |s: usize| choice[s].checked_sub(1).map(|k| &d.providers[s][k]);
+            let closed = (0..n).all(|s| chosen(s).is_none_or(|p| p.inputs.iter().all(|&i| choice[i] > 0)));
+            // Acyclic: repeatedly remove chosen states all of whose inputs are removed.
+            let mut done = vec![false; n];
+            let mut progress = true;
+            while progress {
+                progress = false;
+                for s in 0..n {
+                    if !done[s] && chosen(s).is_none_or(|p| p.inputs.iter().all(|&i| done[i])) {
+                        done[s] = true;
+                        progress = true;
+                    }
+                }
+            }
+            let acyclic = done.iter().all(|&d| d);
+            if closed && acyclic {
+                let inner: f64 = (0..n).filter_map(|s| chosen(s).map(|p| p.cost)).sum();
+                for out in &d.output {
+                    if out.inputs.iter().all(|&i| choice[i] > 0) {
+                        let c = inner + out.cost;
+                        best = Some(best.map_or(c, |b: f64| b.min(c)));
+                    }
+                }
+            }
+            // Next choice vector.
+            let mut k = 0;
+            while k < n {
+                choice[k] += 1;
+                if choice[k] < options[k] {
+                    break;
+                }
+                choice[k] = 0;
+                k += 1;
+            }
+            if k == n {
+                return best;
+            }
+        }
+    }
+
+    #[test]
+    fn the_bound_never_exceeds_the_cheapest_dag_of_random_graphs() {
+        let mut seed = 12345u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut tight = 0;
+        for _ in 0..1000 {
+            let n = 2 + next(5) as usize;
+            let mut raw: Vec<Vec<(f64, Vec<usize>)>> = Vec::new();
+            for s in 0..n {
+                let count = if s == 0 { 1 } else { 1 + next(3) as usize };
+                raw.push(
+                    (0..count)
+                        .map(|_| {
+                            let arity = if s == 0 { 0 } else { next(3) as usize };
+                            let inputs = (0..arity).map(|_| next(n as u64) as usize).collect();
+                            (next(4) as f64, inputs)
+                        })
+                        .collect(),
+                );
+            }
+            let out_inputs: Vec<Vec<usize>> =
+                (0..1 + next(2)).map(|_| (0..1 + next(2)).map(|_| next(n as u64) as usize).collect()).collect();
+            // Only providers whose inputs can be made, as extraction hands them over.
+            let mut made = vec![false; n];
+            loop {
+                let before = made.clone();
+                for s in 0..n {
+                    made[s] |= raw[s].iter().any(|(_, inputs)| inputs.iter().all(|&i| made[i]));
+                }
+                if made == before {
+                    break;
+                }
+            }
+            let usable = |inputs: &Vec<usize>| inputs.iter().all(|&i| made[i]);
+            let d = Derivations {
+                providers: raw
+                    .iter()
+                    .map(|ps| ps.iter().filter(|(_, i)| usable(i)).map(|(c, i)| p(*c, i)).collect())
+                    .collect(),
+                output: out_inputs.iter().filter(|i| usable(i)).map(|i| p(1.0, i)).collect(),
+            };
+            let (bound, exact) = (lower_bound(&d), cheapest_dag(&d));
+            match (bound, exact) {
+                (Some(b), Some(e)) => {
+                    assert!(b <= e, "bound {b} above the cheapest DAG {e}: {d:?}");
+                    tight += usize::from(b == e);
+                }
+                (None, None) => {}
+                (b, e) => panic!("bound {b:?}, cheapest DAG {e:?}: {d:?}"),
+            }
+        }
+        assert!(tight > 300, "the bound is exact on {tight} of 1000 graphs only");
+    }
+
     #[test]
     fn negative_costs_give_no_bound() {
         let d = Derivations { providers: vec![vec![p(-1.0, &[])]], output: vec![p(1.0, &[0])] };

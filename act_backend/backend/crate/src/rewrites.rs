@@ -1079,7 +1079,7 @@ mod tests {
             lhs_batch: (0..batch).collect(),
             rhs_batch: (0..batch).collect(),
         };
-        let cases: [(DotDims, usize, usize, Option<(Vec<usize>, Vec<usize>)>); 5] = [
+        let cases = [
             (dims(&[1], &[0], 0), 2, 2, Some((vec![0], vec![0]))),
             (dims(&[1], &[1], 0), 2, 2, Some((vec![0], vec![1]))),
             (dims(&[0], &[0], 0), 2, 2, Some((vec![1], vec![0]))),
