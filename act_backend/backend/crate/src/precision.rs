@@ -10,6 +10,10 @@
 //!   width); `maximum` and `minimum` are for floats too (their result is one of the
 //!   operands, which both conversions carry exactly). And conversely.
 //!
+//! An operand counts as widened when it is a `convert` from the narrow type, a reshape of
+//! one, or a constant all of whose values the narrow type holds (the ones matrix of an int32
+//! row sum of int8 values is an int8 literal).
+//!
 //! Convert round trips (`convert(convert(x, W), N) = x`) are the `convert-exact-round-trip`
 //! rule of [`crate::rewrites`]. Each rule is on only for the types the ISA's semantics use
 //! (see [`Widenings::of`]), so that an ISA without mixed precision grows no extra nodes.
@@ -87,8 +91,8 @@ fn convert(x: Term, from: &Ty, to: DType) -> Term {
 
 /// The narrow values under a widening convert in class `id`: `(z, its type)` for each
 /// `convert(z)` node there whose operand widens exactly to the class's type, and, for a
-/// `reshape(convert(z))` there, the reshape of `z` (converting commutes with reshaping; JAX
-/// writes `bias[:, None]` of a converted vector as such a reshape).
+/// `reshape(convert(z))` there, the reshape of `z` (converting commutes with reshaping:
+/// `bias.astype(jnp.int32)[:, None]` is such a reshape).
 fn widened_from(eg: &SelGraph, id: Id) -> Vec<(Term, Ty)> {
     let wide = eg[id].data.dtype;
     let narrow = |t: &Ty| t.dtype != wide && t.dtype.widens_exactly_to(wide);
