@@ -1,7 +1,9 @@
 """Cost models linked into a backend: object files, static and shared libraries each replace
-the default model and change which candidate wins; a model that fails ends the compile with
-an error naming the candidate; the backend always ends with a normal exit, so the model's
-atexit handlers run; a time limit that fires mid-loop emits the best candidate so far."""
+the default model and change which candidate wins; with a model of the user's the lower bound
+selection knows for the table's costs is not used, and every candidate is tried; a model that
+fails ends the compile with an error naming the candidate; the backend always ends with a
+normal exit, so the model's atexit handlers run; a time limit that fires mid-loop emits the
+best candidate so far."""
 
 from __future__ import annotations
 
@@ -50,19 +52,42 @@ def model_cost(path: Path, penalised: str) -> float:
 
 @pytest.fixture(scope="module")
 def default_run(project, tmp_path_factory):
-    """The default model's choice and every candidate it tried."""
+    """The default model's choice: its first candidate meets selection's lower bound (ten
+    instructions), so no other is tried."""
     generate_backend(load_spec(project / "QKV_new.py"))
     report_dir = tmp_path_factory.mktemp("default-report")
     done = compile_kernel(project, report_dir / "out.py", "--report-dir", str(report_dir))
     assert done.returncode == 0, done.stderr
     report = json.loads((report_dir / "report.json").read_text())
     assert report["chosen_cost"] == 10, "QKV_new runs attention in ten instructions"
+    assert (report["stop_reason"], report["candidates_tried"]) == ("lower bound reached", 1)
     return report, report_dir
 
 
-def penalties(default_run) -> list[str]:
-    """Instructions the default winner calls and some other tried candidate avoids."""
-    report, report_dir = default_run
+@pytest.fixture(scope="module")
+def every_candidate(project, tmp_path_factory):
+    """A model of the user's that counts instructions as the default one does: no bound is
+    known for it, so every candidate is tried, and the same one wins."""
+    model = build_model("penalise", "o", tmp_path_factory.mktemp("count"),
+                        PENALISED='"no such instruction"')
+    generate_backend(load_spec(project / "QKV_new.py"), cost=model)
+    report_dir = tmp_path_factory.mktemp("count-report")
+    done = compile_kernel(project, report_dir / "out.py", "--report-dir", str(report_dir))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["stop_reason"] != "lower bound reached" and report["candidates_tried"] > 1
+    return report, report_dir
+
+
+def test_with_a_model_of_the_users_the_same_candidate_wins_after_every_one_is_tried(
+        default_run, every_candidate):
+    assert every_candidate[0]["chosen"] == default_run[0]["chosen"]
+    assert every_candidate[0]["chosen_cost"] == default_run[0]["chosen_cost"]
+
+
+def penalties(every_candidate) -> list[str]:
+    """Instructions the winner calls and some other tried candidate avoids."""
+    report, report_dir = every_candidate
     files = {c["index"]: report_dir / c["file"] for c in report["candidates"] if c["file"]}
     winner = set(calls(files[report["chosen"]]))
     others = [set(calls(f)) for i, f in files.items() if i != report["chosen"]]
@@ -70,8 +95,9 @@ def penalties(default_run) -> list[str]:
 
 
 @pytest.mark.parametrize("kind,slot", [("o", 0), ("a", 1), ("so", 2)])
-def test_a_linked_model_changes_which_candidate_wins(project, default_run, tmp_path, kind, slot):
-    choices = penalties(default_run)
+def test_a_linked_model_changes_which_candidate_wins(project, default_run, every_candidate,
+                                                    tmp_path, kind, slot):
+    choices = penalties(every_candidate)
     assert len(choices) >= 3, f"the example needs three avoidable instructions, has {choices}"
     penalised = choices[slot]
     model = build_model("penalise", kind, tmp_path / "model", PENALISED=f'"{penalised}"')

@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 I8, I32 = jnp.int8, jnp.int32
 TILE = jax.ShapeDtypeStruct((16, 16), I8)
 TILE32 = jax.ShapeDtypeStruct((16, 16), I32)
-COLUMN32 = jax.ShapeDtypeStruct((16,), I32)
+COLUMN = jax.ShapeDtypeStruct((16,), I8)
 
 
 def product(a, b):
@@ -33,7 +33,9 @@ KERNELS = {
     "requantize": (lambda a, b: jnp.clip(product(a, b), -128, 127).astype(I8), [TILE, TILE]),
     "scale": (lambda a: a * I8(3), [TILE]),
     "add": (lambda a, b: a + b, [TILE, TILE]),
-    "bias_column": (lambda a, b, bias: product(a, b) + bias[:, None], [TILE, TILE, COLUMN32]),
+    # an int8 bias per row, widened by JAX's type promotion (the array takes int8 operands
+    # only: an int32 column has no instruction that repeats it across columns)
+    "bias_column": (lambda a, b, bias: product(a, b) + bias[:, None], [TILE, TILE, COLUMN]),
     "row_sums": (lambda a: jnp.sum(a, axis=1, dtype=I32), [TILE]),
     "negate": (lambda a: -a, [TILE]),
     "reverse": (lambda a: jnp.flip(a, axis=0), [TILE]),

@@ -49,7 +49,10 @@ def refusal_line(stderr: str) -> str:
 
 
 def compare(ours: np.ndarray, theirs: np.ndarray) -> tuple[bool, float]:
-    """Whether ``ours`` is wrong, and the largest difference in units of the tolerance."""
+    """Whether ``ours`` is wrong, and the largest difference in units of the tolerance.
+
+    NaNs must stand where XLA's stand, and infinities must equal XLA's (sign included); the
+    finite values are then compared within the tolerance."""
     if ours.shape != theirs.shape:
         return True, float("inf")
     if np.issubdtype(theirs.dtype, np.integer) or theirs.dtype == np.bool_:
@@ -57,8 +60,10 @@ def compare(ours: np.ndarray, theirs: np.ndarray) -> tuple[bool, float]:
         return differ > 0, float(differ)
     a = ours.astype(np.float32)
     b = theirs.astype(np.float32)
-    if not (np.isfinite(a) == np.isfinite(b)).all() or (a[~np.isfinite(a)]
-                                                        != b[~np.isfinite(b)]).any():
+    same_nans = (np.isnan(a) == np.isnan(b)).all()
+    same_infinities = (np.isinf(a) == np.isinf(b)).all() and (a[np.isinf(a)]
+                                                               == b[np.isinf(b)]).all()
+    if not (same_nans and same_infinities):
         return True, float("inf")
     finite = np.isfinite(b)
     tolerance = bf16_tolerance(b[finite]) if finite.any() else 0.0

@@ -290,7 +290,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let s = &selection.stats;
     say(&format!(
         "select: {:.3} ms (rewrite {:.3}, match {:.3}, extract {:.3}); e-graph {} nodes, {} \
-         classes after {} iterations ({}); {} candidates",
+         classes after {} iterations ({}); {} candidates; lower bound {}",
         ms(selected),
         s.rewrite_ms,
         s.match_ms,
@@ -299,7 +299,8 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         s.egraph_classes,
         s.iterations,
         s.stop_reason,
-        selection.candidates.len()
+        selection.candidates.len(),
+        s.lower_bound.map_or("unknown".to_string(), |b| b.to_string())
     ));
     {
         let mut p = lock(progress);
@@ -332,8 +333,13 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         inputs: kernel.params.clone(),
         outputs: kernel.outputs.clone(),
     };
-    let config =
-        Config { deadline: options.time_limit.map(|l| started + l), ..options.driver.clone() };
+    // The bound holds for the table's costs, which only the default model adds up.
+    let lower_bound = if crate::cost::DEFAULT_MODEL { selection.stats.lower_bound } else { None };
+    let config = Config {
+        deadline: options.time_limit.map(|l| started + l),
+        lower_bound,
+        ..options.driver.clone()
+    };
     let mut observe = |record: &CandidateRecord, best: Option<&Best>| {
         say(&candidate_line(record));
         if matches!(record.status, Status::Malformed | Status::Invalid) {

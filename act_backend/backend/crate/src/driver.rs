@@ -1,7 +1,9 @@
 //! The candidate loop: for each candidate in selection order, schedule, allocate, emit and
 //! cost it, keeping the cheapest (ties to the earlier). The loop stops when every candidate
-//! was tried, or when none improved on the best for as many candidates again as the best
-//! took (at least `min_patience`), or when the wall-clock safety net fires.
+//! was tried, or as soon as the best costs no more than a lower bound on every candidate's
+//! cost (`Config::lower_bound`: nothing after it can be cheaper), or when none improved on the
+//! best for as many candidates again as the best took (at least `min_patience`), or when the
+//! wall-clock safety net fires.
 
 use crate::alloc::{self, Outcome, Prepared};
 use crate::cost::{self, CostError};
@@ -25,12 +27,15 @@ pub struct Config {
     pub alloc: alloc::Limits,
     /// Candidates tried without improvement before stopping, at least.
     pub min_patience: usize,
+    /// No candidate costs less than this under the cost model in use: a candidate that
+    /// costs it ends the search. `None`: no bound is known (a user's cost model).
+    pub lower_bound: Option<f64>,
     pub deadline: Option<Instant>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { alloc: alloc::Limits::default(), min_patience: 8, deadline: None }
+        Config { alloc: alloc::Limits::default(), min_patience: 8, lower_bound: None, deadline: None }
     }
 }
 
@@ -115,6 +120,8 @@ pub struct Best {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
     AllTried,
+    /// The best candidate costs the lower bound: no other can be cheaper.
+    LowerBound,
     NoImprovement,
     TimeLimit,
 }
@@ -123,6 +130,7 @@ impl StopReason {
     pub fn name(self) -> &'static str {
         match self {
             StopReason::AllTried => "all candidates tried",
+            StopReason::LowerBound => "lower bound reached",
             StopReason::NoImprovement => "no improvement",
             StopReason::TimeLimit => "time limit",
         }
@@ -218,6 +226,10 @@ pub fn run(
             break;
         }
         if let Some(b) = &best {
+            if config.lower_bound.is_some_and(|bound| b.cost <= bound) && index + 1 < candidates.len() {
+                stop = StopReason::LowerBound;
+                break;
+            }
             if index - b.index >= (b.index + 1).max(config.min_patience) {
                 stop = StopReason::NoImprovement;
                 break;

@@ -17,6 +17,7 @@
 //! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
 //! written in place, and the bytes of a literal are a constant placed in HBM.
 
+use crate::bound;
 use crate::egraph::SelGraph;
 use crate::isa::Isa;
 use crate::isa_match;
@@ -305,6 +306,29 @@ impl Extractor {
             self.keys[s].class == class
                 && self.alts[s].iter().any(|&k| matches!(self.providers[s][k].how, How::Instr { .. }))
         })
+    }
+
+    /// A lower bound on the cost of every candidate the e-graph holds (see `bound.rs`), when
+    /// a call of instruction `instr` with computational attributes `comp` costs `weight(instr,
+    /// comp)` and inputs, literals, views and concatenations cost nothing; `None` when the
+    /// output cannot be made or a weight is unknown (`None`) or negative.
+    pub fn lower_bound(&self, weight: impl Fn(usize, &[i64]) -> Option<f64>) -> Option<f64> {
+        let root = self.root?;
+        fn provider<'p>(p: &'p Provider, weight: &impl Fn(usize, &[i64]) -> Option<f64>) -> Option<bound::Provider<'p>> {
+            let cost = match &p.how {
+                How::Instr { instr, comp } => weight(*instr, comp)?,
+                _ => 0.0,
+            };
+            Some(bound::Provider { cost, inputs: &p.inputs })
+        }
+        let provider = |p| provider(p, &weight);
+        let mut providers = Vec::with_capacity(self.keys.len());
+        for s in 0..self.keys.len() {
+            providers.push(self.alts[s].iter().map(|&k| provider(&self.providers[s][k])).collect::<Option<Vec<_>>>()?);
+        }
+        let output =
+            self.root_alts(root).iter().map(|&k| provider(&self.providers[root][k])).collect::<Option<Vec<_>>>()?;
+        bound::lower_bound(&bound::Derivations { providers, output })
     }
 
     /// Alternatives of the root state: instructions, or a concatenation whose parts are

@@ -10,6 +10,10 @@
 //!   width); `maximum` and `minimum` are for floats too (their result is one of the
 //!   operands, which both conversions carry exactly). And conversely.
 //!
+//! An operand counts as widened when it is a `convert` from the narrow type, a reshape of
+//! one, or a constant all of whose values the narrow type holds (the ones matrix of an int32
+//! row sum of int8 values is an int8 literal).
+//!
 //! Convert round trips (`convert(convert(x, W), N) = x`) are the `convert-exact-round-trip`
 //! rule of [`crate::rewrites`]. Each rule is on only for the types the ISA's semantics use
 //! (see [`Widenings::of`]), so that an ISA without mixed precision grows no extra nodes.
@@ -85,18 +89,36 @@ fn convert(x: Term, from: &Ty, to: DType) -> Term {
     }
 }
 
-/// The narrow operand under a widening convert in class `id`: `(z, its type)` for each
-/// `convert(z)` node there whose operand widens exactly to the class's type.
-fn widened_from(eg: &SelGraph, id: Id) -> Vec<(Id, Ty)> {
+/// The narrow values under a widening convert in class `id`: `(z, its type)` for each
+/// `convert(z)` node there whose operand widens exactly to the class's type, and, for a
+/// `reshape(convert(z))` there, the reshape of `z` (converting commutes with reshaping:
+/// `bias.astype(jnp.int32)[:, None]` is such a reshape).
+fn widened_from(eg: &SelGraph, id: Id) -> Vec<(Term, Ty)> {
     let wide = eg[id].data.dtype;
-    eg[id]
-        .nodes
-        .iter()
-        .filter(|n| n.op == Op::Convert)
-        .map(|n| eg.find(n.children[0]))
-        .map(|z| (z, eg[z].data.clone()))
-        .filter(|(_, t)| t.dtype != wide && t.dtype.widens_exactly_to(wide))
-        .collect()
+    let narrow = |t: &Ty| t.dtype != wide && t.dtype.widens_exactly_to(wide);
+    let mut out = Vec::new();
+    for node in &eg[id].nodes {
+        match node.op {
+            Op::Convert => {
+                let z = eg.find(node.children[0]);
+                if narrow(&eg[z].data) {
+                    out.push((Term::Class(z), eg[z].data.clone()));
+                }
+            }
+            Op::Reshape => {
+                for inner in eg[node.children[0]].nodes.iter().filter(|n| n.op == Op::Convert) {
+                    let z = eg.find(inner.children[0]);
+                    let z_ty = &eg[z].data;
+                    if narrow(z_ty) {
+                        let shaped = node.ty.with_dtype(z_ty.dtype);
+                        out.push((Term::Node(Op::Reshape, shaped.clone(), vec![Term::Class(z)]), shaped));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The mixed-precision rewrites of the whole e-graph, classes in increasing id order.
@@ -136,12 +158,17 @@ fn propose(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<
                 push("dot-widen-operands", Term::Node(Op::Dot(dims.clone()), ty.clone(), widened));
             }
             // dot(convert(z1, W), convert(z2, W)) : W = dot(z1, z2) : W, for units that take
-            // the narrow operands and accumulate wide.
-            if ta.dtype == ty.dtype && tb.dtype == ty.dtype {
-                for (z1, t1) in widened_from(eg, a) {
-                    for (z2, t2) in widened_from(eg, b) {
-                        if t1.dtype == t2.dtype && rules.dots.contains(&ty.dtype) {
-                            let operands = vec![Term::Class(z1), Term::Class(z2)];
+            // the narrow operands and accumulate wide; a constant operand counts as converted
+            // when the narrow type holds its values (a ones matrix of an integer row sum).
+            if ta.dtype == ty.dtype && tb.dtype == ty.dtype && rules.dots.contains(&ty.dtype) {
+                let mut narrow_types: Vec<DType> =
+                    widened_from(eg, a).into_iter().chain(widened_from(eg, b)).map(|(_, t)| t.dtype).collect();
+                narrow_types.sort();
+                narrow_types.dedup();
+                for narrow in narrow_types {
+                    for z1 in narrowed_all(eg, a, narrow) {
+                        for z2 in narrowed_all(eg, b, narrow) {
+                            let operands = vec![z1.clone(), z2];
                             push("dot-narrow-operands", Term::Node(Op::Dot(dims.clone()), ty.clone(), operands));
                         }
                     }
@@ -173,16 +200,22 @@ fn propose(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<
 /// Class `id`'s value in the narrow type `narrow`, when it is exactly one: the operand of a
 /// widening `convert` there, or a constant all of whose values `narrow` holds.
 fn narrowed(eg: &SelGraph, id: Id, narrow: DType) -> Option<Term> {
+    narrowed_all(eg, id, narrow).into_iter().next()
+}
+
+/// Every way [`narrowed`] finds.
+fn narrowed_all(eg: &SelGraph, id: Id, narrow: DType) -> Vec<Term> {
     let id = eg.find(id);
-    if let Some((z, _)) = widened_from(eg, id).into_iter().find(|(_, t)| t.dtype == narrow) {
-        return Some(Term::Class(z));
-    }
-    eg[id].nodes.iter().find_map(|n| match &n.op {
+    let mut out: Vec<Term> =
+        widened_from(eg, id).into_iter().filter(|(_, t)| t.dtype == narrow).map(|(z, _)| z).collect();
+    // One literal is enough: the others in the class are the same value written otherwise.
+    out.extend(eg[id].nodes.iter().find_map(|n| match &n.op {
         Op::Constant(lit) if lit.values().all(|v| representable(v, narrow)) => {
             Some(Term::Node(Op::Constant(lit.clone()), n.ty.with_dtype(narrow), vec![]))
         }
         _ => None,
-    })
+    }));
+    out
 }
 
 /// `convert(op(convert(x, W), convert(y, W)) : W, N) = op(x, y) : N` for x, y of type `N`
@@ -254,6 +287,38 @@ mod tests {
         let d = eg.add(Node::new(Op::Dot(STD()), ty(DType::S32), vec![wa, wa]));
         saturate(&mut eg, &rules(&[DType::S32], &[]));
         let mixed = eg.lookup(Node::new(Op::Dot(STD()), ty(DType::S32), vec![a, a])).expect("built");
+        assert_eq!(eg.find(mixed), eg.find(d));
+    }
+
+    #[test]
+    fn a_wide_constant_the_narrow_type_holds_counts_as_widened() {
+        // dot(convert(a), ones : s32) = dot(a, ones : s8) : s32, and not for a constant that
+        // s8 does not hold.
+        for (value, narrowed) in [(1.0, true), (300.0, false)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let a = eg.add(Node::leaf(Op::Input(0), ty(DType::S8)));
+            let wa = eg.add(Node::new(Op::Convert, ty(DType::S32), vec![a]));
+            let ones = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[value])), ty(DType::S32)));
+            let d = eg.add(Node::new(Op::Dot(STD()), ty(DType::S32), vec![wa, ones]));
+            saturate(&mut eg, &rules(&[DType::S32], &[]));
+            let narrow = eg.lookup(Node::leaf(Op::Constant(Literal::from_values(&[value])), ty(DType::S8)));
+            let mixed = narrow.and_then(|n| eg.lookup(Node::new(Op::Dot(STD()), ty(DType::S32), vec![a, n])));
+            assert_eq!(mixed.map(|m| eg.find(m) == eg.find(d)), narrowed.then_some(true), "{value}");
+        }
+    }
+
+    #[test]
+    fn a_reshape_of_a_widened_value_is_the_widened_reshape() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let v = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::S8, vec![4])));
+        let wv = eg.add(Node::new(Op::Convert, Ty::new(DType::S32, vec![4]), vec![v]));
+        let column = eg.add(Node::new(Op::Reshape, Ty::new(DType::S32, vec![4, 1]), vec![wv]));
+        let b = eg.add(Node::leaf(Op::Input(1), Ty::new(DType::S8, vec![1, 4])));
+        let wb = eg.add(Node::new(Op::Convert, Ty::new(DType::S32, vec![1, 4]), vec![b]));
+        let d = eg.add(Node::new(Op::Dot(STD()), ty(DType::S32), vec![column, wb]));
+        saturate(&mut eg, &rules(&[DType::S32], &[]));
+        let narrow_column = eg.lookup(Node::new(Op::Reshape, Ty::new(DType::S8, vec![4, 1]), vec![v])).expect("built");
+        let mixed = eg.lookup(Node::new(Op::Dot(STD()), ty(DType::S32), vec![narrow_column, b])).expect("built");
         assert_eq!(eg.find(mixed), eg.find(d));
     }
 

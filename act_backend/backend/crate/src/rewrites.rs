@@ -48,6 +48,11 @@ pub struct RuleSet {
     /// What the ISA's semantics take along each dimension of each operator: operations larger
     /// than that along their leading dimension are split into tiles (see `tiling.rs`).
     pub tiles: Extents,
+    /// The layouts of `dot` operands the ISA's matrix units take, as `(lhs, rhs)` indices of
+    /// the normal forms of [`Finder::dot`] (lhs 0: `[batch, free, contracting]`, 1: `[batch,
+    /// contracting, free]`; rhs 0: `[batch, contracting, free]`, 1: `[batch, free,
+    /// contracting]`). Products are rewritten to these forms only; empty: to all four.
+    pub dot_forms: BTreeSet<(usize, usize)>,
     /// Mixed-precision rules (`precision.rs`), for the types the ISA computes in.
     pub precision: crate::precision::Widenings,
     /// Operators the ISA computes within one element type, through which identity and
@@ -64,6 +69,7 @@ impl RuleSet {
             reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
             transpose: ops.contains(&OpCode::Transpose),
             tiles: Extents::default(),
+            dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
         }
@@ -81,6 +87,40 @@ impl RuleSet {
         self
     }
 
+    /// The same rules, with products rewritten only to the operand layouts `isa`'s matrix
+    /// units take (see `dot_forms`). A unit whose dimension numbers are none of the normal
+    /// forms leaves all four on.
+    pub fn with_dot_forms_of(mut self, isa: &Isa) -> RuleSet {
+        let mut forms = BTreeSet::new();
+        for instr in &isa.instructions {
+            let rank = |name: &str| instr.semantics.iter().find(|o| o.name == name).map(|o| o.shape.len());
+            for op in instr.semantics.iter().filter(|op| op.op == OpCode::Dot) {
+                let dims = |key: &str| -> Option<Vec<usize>> {
+                    op.attrs.get(key).map_or(Some(Vec::new()), |v| {
+                        v.as_array()?.iter().map(|d| d.as_u64().map(|d| d as usize)).collect()
+                    })
+                };
+                let ranks = (op.operands.first().and_then(|o| rank(o)), op.operands.get(1).and_then(|o| rank(o)));
+                let (Some(lb), Some(lc), Some(rb), Some(rc), (Some(ra), Some(rr))) = (
+                    dims("lhs_batch_dims"),
+                    dims("lhs_contracting_dims"),
+                    dims("rhs_batch_dims"),
+                    dims("rhs_contracting_dims"),
+                    ranks,
+                ) else {
+                    return self;
+                };
+                let dd = DotDims { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb };
+                let Some((lhs, rhs)) = layouts(&dd, ra, rr).filter(|(l, r)| !l.is_empty() && !r.is_empty()) else {
+                    return self;
+                };
+                forms.extend(lhs.iter().flat_map(|&l| rhs.iter().map(move |&r| (l, r))));
+            }
+        }
+        self.dot_forms = forms;
+        self
+    }
+
     /// Every rule on (for tests of the rules themselves).
     pub fn all() -> RuleSet {
         RuleSet {
@@ -89,6 +129,7 @@ impl RuleSet {
             reduce: true,
             transpose: true,
             tiles: Extents::default(),
+            dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
         }
@@ -240,6 +281,21 @@ fn transpose_literal(lit: &Literal, shape: &[i64], perm: &[usize]) -> Option<Lit
     Some(Literal { bits })
 }
 
+/// Which normal forms of [`Finder::dot`] a product with dimension numbers `dd` and operand
+/// ranks `ra`, `rb` is in: the lhs forms and the rhs forms it matches (`None` when its batch
+/// dimensions do not lead).
+fn layouts(dd: &DotDims, ra: usize, rb: usize) -> Option<(Vec<usize>, Vec<usize>)> {
+    let (nb, nc) = (dd.lhs_batch.len(), dd.lhs_contracting.len());
+    let span = |from: usize, n: usize| (from..from + n).collect::<Vec<usize>>();
+    if dd.lhs_batch != span(0, nb) || dd.rhs_batch != span(0, nb) || ra < nb + nc || rb < nb + nc {
+        return None;
+    }
+    let matching = |forms: [Vec<usize>; 2], dims: &[usize]| (0..2).filter(|&k| forms[k] == dims).collect();
+    let lhs = matching([span(ra - nc, nc), span(nb, nc)], &dd.lhs_contracting);
+    let rhs = matching([span(nb, nc), span(rb - nc, nc)], &dd.rhs_contracting);
+    Some((lhs, rhs))
+}
+
 struct Finder<'a> {
     eg: &'a SelGraph,
     rules: &'a RuleSet,
@@ -381,17 +437,14 @@ impl<'a> Finder<'a> {
                             let y = inner.children[0];
                             let y_ty = class_ty(eg, y);
                             let (a, b) = (y_ty.dtype.bytes(), node.ty.dtype.bytes());
-                            if a == b {
-                                // Same width: one element per element, in the same order.
-                                let bytes = reshape_term(Term::Class(y), y_ty, y_ty.with_shape(node.ty.shape.clone()));
-                                self.push(
-                                    "reshape-of-bitcast",
-                                    id,
-                                    Term::Node(Op::BitcastConvert, node.ty.clone(), vec![bytes]),
-                                );
-                            } else if a < b && y_ty.shape.last() == Some(&i64::from(b / a)) {
+                            // A cast between types of one width keeps the shape; a widening
+                            // one consumes the trailing dimension of narrow elements.
+                            let same_width = a == b && y_ty.shape == class_ty(eg, x).shape;
+                            if same_width || (a < b && y_ty.shape.last() == Some(&i64::from(b / a))) {
                                 let mut raw = node.ty.shape.clone();
-                                raw.push(i64::from(b / a));
+                                if !same_width {
+                                    raw.push(i64::from(b / a));
+                                }
                                 let raw_ty = Ty::new(y_ty.dtype, raw);
                                 let bytes = reshape_term(Term::Class(y), y_ty, raw_ty);
                                 self.push(
@@ -800,6 +853,17 @@ impl<'a> Finder<'a> {
         let eg = self.eg;
         let (a, b) = (node.children[0], node.children[1]);
         let (ra, rb) = (class_ty(eg, a).rank(), class_ty(eg, b).rank());
+        // A product with a constant, already in a form a unit takes (the identity and
+        // constant-matrix products are written so), needs no other layout: transposes of the
+        // constant fold, and its result is stored or moved transposed by the ISA's own
+        // instructions if at all. Other layouts of it would only grow the e-graph.
+        let unit_form = layouts(dd, ra, rb).is_some_and(|(l, r)| {
+            l.iter().any(|&l| r.iter().any(|&r| self.rules.dot_forms.contains(&(l, r))))
+        });
+        let constant = |c: Id| self.nodes(c).iter().any(|n| matches!(n.op, Op::Constant(_)));
+        if unit_form && (constant(a) || constant(b)) {
+            return;
+        }
         let nb = dd.lhs_batch.len();
         let lf = DotDims::free(ra, &dd.lhs_batch, &dd.lhs_contracting);
         let rf = DotDims::free(rb, &dd.rhs_batch, &dd.rhs_contracting);
@@ -816,8 +880,11 @@ impl<'a> Finder<'a> {
             ([&dd.rhs_batch[..], &dd.rhs_contracting, &rf].concat(), span(nb, nc)),
             ([&dd.rhs_batch[..], &rf, &dd.rhs_contracting].concat(), span(nb + rf.len(), nc)),
         ];
-        for (lperm, lc) in &lhs_forms {
-            for (rperm, rc) in &rhs_forms {
+        for (l, (lperm, lc)) in lhs_forms.iter().enumerate() {
+            for (r, (rperm, rc)) in rhs_forms.iter().enumerate() {
+                if !self.rules.dot_forms.is_empty() && !self.rules.dot_forms.contains(&(l, r)) {
+                    continue;
+                }
                 let dims = DotDims {
                     lhs_contracting: lc.clone(),
                     rhs_contracting: rc.clone(),
@@ -988,6 +1055,52 @@ mod tests {
         // ...and never a product with b itself in the standard form (A.B^T is not A.B).
         let wrong = eg.lookup(Node::new(Op::Dot(std), ty(&[4, 6]), vec![a, b]));
         assert!(wrong.is_none() || eg.find(wrong.unwrap()) != eg.find(d));
+    }
+
+    #[test]
+    fn the_normal_forms_a_product_is_in() {
+        // (lhs contracting, rhs contracting, batch, lhs rank, rhs rank) => (lhs forms, rhs forms)
+        let dims = |lc: &[usize], rc: &[usize], batch: usize| DotDims {
+            lhs_contracting: lc.to_vec(),
+            rhs_contracting: rc.to_vec(),
+            lhs_batch: (0..batch).collect(),
+            rhs_batch: (0..batch).collect(),
+        };
+        let cases = [
+            (dims(&[1], &[0], 0), 2, 2, Some((vec![0], vec![0]))),
+            (dims(&[1], &[1], 0), 2, 2, Some((vec![0], vec![1]))),
+            (dims(&[0], &[0], 0), 2, 2, Some((vec![1], vec![0]))),
+            (dims(&[2], &[1], 1), 3, 3, Some((vec![0], vec![0]))),
+            (DotDims { lhs_batch: vec![1], rhs_batch: vec![1], ..dims(&[2], &[2], 0) }, 3, 3, None),
+        ];
+        for (dd, ra, rb, expected) in cases {
+            assert_eq!(layouts(&dd, ra, rb), expected, "{dd:?}");
+        }
+    }
+
+    #[test]
+    fn a_product_with_a_constant_in_the_units_layout_takes_no_other() {
+        let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        let abt = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![1], ..Default::default() };
+        let rules = RuleSet { dot: true, dot_forms: [(0, 0)].into_iter().collect(), ..RuleSet::default() };
+        let dots = |eg: &SelGraph| eg.classes().flat_map(|c| &c.nodes).filter(|n| matches!(n.op, Op::Dot(_))).count();
+        // x . C in the unit's layout: nothing to add.
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(&[4, 4])));
+        let c = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[1.0])), ty(&[4, 4])));
+        eg.add(Node::new(Op::Dot(std.clone()), ty(&[4, 4]), vec![x, c]));
+        saturate(&mut eg, &rules);
+        assert_eq!(dots(&eg), 1);
+        // x . C^T by dimension numbers: brought to the unit's layout, with the constant's
+        // transpose folded.
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(&[4, 4])));
+        let c = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[1.0])), ty(&[4, 4])));
+        let d = eg.add(Node::new(Op::Dot(abt), ty(&[4, 4]), vec![x, c]));
+        saturate(&mut eg, &rules);
+        let ct = eg.lookup(Node::new(Op::Transpose(vec![1, 0]), ty(&[4, 4]), vec![c])).expect("c^T");
+        let normal = eg.lookup(Node::new(Op::Dot(std), ty(&[4, 4]), vec![x, ct])).expect("x . c^T");
+        assert_eq!(eg.find(normal), eg.find(d));
     }
 
     #[test]

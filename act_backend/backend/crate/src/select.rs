@@ -77,6 +77,9 @@ pub struct SelectStats {
     pub rewrite_ms: f64,
     pub match_ms: f64,
     pub extract_ms: f64,
+    /// No candidate costs less than this under the table's instruction costs (the default
+    /// cost model; see `bound.rs`); `None` when no bound is known.
+    pub lower_bound: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -114,7 +117,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
-    let mut rules = RuleSet::for_ops(&patterns.ops).with_tiles_of(isa).with_identities_of(isa);
+    let mut rules = RuleSet::for_ops(&patterns.ops).with_tiles_of(isa).with_dot_forms_of(isa).with_identities_of(isa);
     rules.precision = crate::precision::Widenings::of(isa);
     let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
@@ -131,6 +134,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         rewrite_ms: 0.0,
         match_ms: 0.0,
         extract_ms: 0.0,
+        lower_bound: None,
     };
     // A tiled kernel needs room for every tile: the limit grows with their number.
     let node_limit = limits.node_limit.max(rules.tiles.tile_count(kernel).saturating_mul(NODES_PER_TILE));
@@ -184,6 +188,10 @@ pub fn select_with(
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);
+    stats.lower_bound = ex.lower_bound(|instr, comp| {
+        let def = &isa.instructions[instr];
+        def.cost.eval(&def.comp_env(comp)).ok().map(|c| c as f64)
+    });
     stats.extract_ms = ms(t);
     match found {
         Ok(candidates) => {
@@ -210,7 +218,14 @@ pub fn select_with(
 /// cannot be produced, the first one (program order) whose operands all can.
 fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> SelectError {
     let eg = &kg.egraph;
-    let ok = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
+    let reachable = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
+    // A reshape computes nothing: one of a value that exists is blamed on its reader (a
+    // vector no buffer holds, made from a column that one does, is not the obstacle).
+    let mut placed = vec![false; kernel.nodes.len()];
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        placed[k] = reachable(k) || (node.op == Op::Reshape && placed[node.operands[0]]);
+    }
+    let ok = |k: usize| placed[k];
     let error = |k: usize, what: String| {
         let node = &kernel.nodes[k];
         SelectError::NoInstruction {

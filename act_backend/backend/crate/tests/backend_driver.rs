@@ -1,6 +1,7 @@
 //! The candidate loop on hand-made candidates, costed by the default model (one per
-//! instruction): the cheapest wins with ties to the earlier, the search stops after as many
-//! candidates again as the best took (at least 8), failures are recorded per candidate.
+//! instruction): the cheapest wins with ties to the earlier, the search stops as soon as the
+//! best meets the lower bound, or after as many candidates again as the best took (at least
+//! 8), failures are recorded per candidate.
 
 mod backend_support;
 
@@ -99,6 +100,28 @@ fn the_search_stops_after_as_many_candidates_again_as_the_best_took_at_least_eig
     assert_eq!(result.best.unwrap().index, 14);
     assert_eq!(result.records.len(), 30);
     assert_eq!(result.stop, StopReason::NoImprovement);
+}
+
+#[test]
+fn the_search_stops_at_the_first_candidate_that_costs_the_lower_bound() {
+    // (bound, candidates tried, stop): a bound met at candidate 1 ends the search there; one
+    // no candidate meets, or met only by the last, leaves every candidate tried.
+    let isa = qkv();
+    let candidates = [with_spill(&isa), attention(&isa), attention(&isa), with_spill(&isa)];
+    for (bound, tried, stop) in [
+        (Some(9.0), 2, StopReason::LowerBound),
+        (Some(11.0), 1, StopReason::LowerBound),
+        (Some(8.0), 4, StopReason::AllTried),
+        (None, 4, StopReason::AllTried),
+    ] {
+        let config = Config { lower_bound: bound, ..Config::default() };
+        let result = go(&isa, &candidates, &config, "lower-bound");
+        assert_eq!((result.records.len(), result.stop), (tried, stop), "bound {bound:?}");
+        assert_eq!(result.best.unwrap().index, if tried == 1 { 0 } else { 1 }, "bound {bound:?}");
+    }
+    let last = [with_spill(&isa), attention(&isa)];
+    let result = go(&isa, &last, &Config { lower_bound: Some(9.0), ..Config::default() }, "lower-bound-last");
+    assert_eq!(result.stop, StopReason::AllTried);
 }
 
 #[test]

@@ -144,6 +144,55 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Instrs(&["mvin", "mvout"]),
         ),
         (
+            "an integer row sum is a product with a column of ones (JAX's jnp.sum with dtype=int32)",
+            "HloModule k\n%add (x: s32[], y: s32[]) -> s32[] {\n  %x = s32[] parameter(0)\n  %y = s32[] parameter(1)\n  \
+             ROOT %s = s32[] add(%x, %y)\n}\nENTRY e {\n  a = s8[16,16] parameter(0)\n  w = s32[16,16] convert(a)\n  \
+             z = s32[] constant(0)\n  ROOT r = s32[16] reduce(w, z), dimensions={1}, to_apply=%add\n}\n"
+                .into(),
+            gemmini(),
+            Instrs(&["mvin", "mvin", "matmul32", "mvout_acc"]),
+        ),
+        (
+            "an integer column sum is a product with a row of ones",
+            "HloModule k\n%add (x: s32[], y: s32[]) -> s32[] {\n  %x = s32[] parameter(0)\n  %y = s32[] parameter(1)\n  \
+             ROOT %s = s32[] add(%x, %y)\n}\nENTRY e {\n  a = s8[16,16] parameter(0)\n  w = s32[16,16] convert(a)\n  \
+             z = s32[] constant(0)\n  ROOT r = s32[16] reduce(w, z), dimensions={0}, to_apply=%add\n}\n"
+                .into(),
+            gemmini(),
+            Instrs(&["mvin", "mvin", "matmul32", "mvout_acc"]),
+        ),
+        (
+            "an int8 bias column is the column times a row of ones, accumulated onto A.B",
+            "HloModule k\nENTRY e {\n  a = s8[16,16] parameter(0)\n  b = s8[16,16] parameter(1)\n  \
+             d = s32[16,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  v = s8[16] parameter(2)\n  \
+             col = s8[16,1] reshape(v)\n  w = s32[16,1] convert(col)\n  u = s32[16,1] broadcast(w), dimensions={0,1}\n  \
+             flat = s32[16] reshape(u)\n  bc = s32[16,16] broadcast(flat), dimensions={0}\n  ROOT s = s32[16,16] add(d, bc)\n}\n"
+                .into(),
+            gemmini(),
+            Instrs(&["mvin", "mvin", "mvin", "mvin", "matmul32", "mac32", "mvout_acc"]),
+        ),
+        (
+            "a bias column widened before it is reshaped",
+            "HloModule k\nENTRY e {\n  a = s8[16,16] parameter(0)\n  b = s8[16,16] parameter(1)\n  \
+             d = s32[16,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  v = s8[16] parameter(2)\n  \
+             w = s32[16] convert(v)\n  col = s32[16,1] reshape(w)\n  flat = s32[16] reshape(col)\n  \
+             bc = s32[16,16] broadcast(flat), dimensions={0}\n  ROOT s = s32[16,16] add(d, bc)\n}\n"
+                .into(),
+            gemmini(),
+            Instrs(&["mvin", "mvin", "mvin", "mvin", "matmul32", "mac32", "mvout_acc"]),
+        ),
+        (
+            "an int32 column has no instruction that repeats it (the array multiplies int8 only); \
+             the broadcast is blamed, not the reshape before it",
+            "HloModule k\nENTRY e {\n  a = s8[16,16] parameter(0)\n  b = s8[16,16] parameter(1)\n  \
+             d = s32[16,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  v = s32[16] parameter(2)\n  \
+             col = s32[16,1] reshape(v)\n  flat = s32[16] reshape(col)\n  \
+             bc = s32[16,16] broadcast(flat), dimensions={0}\n  ROOT s = s32[16,16] add(d, bc)\n}\n"
+                .into(),
+            gemmini(),
+            Missing("broadcast", 9),
+        ),
+        (
             "the array takes at most 16 rows (a constraint of the table): 32 rows run as two tiles",
             "HloModule k\nENTRY e {\n  a = s8[32,16] parameter(0)\n  b = s8[16,16] parameter(1)\n  \
              ROOT d = s32[32,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"
@@ -501,4 +550,23 @@ fn constant_matrix_lowerings_table() {
     for (name, text, units, expect) in lowering_rows() {
         check_row(name, &text, &vector_isa(units), expect);
     }
+}
+
+#[test]
+fn products_are_rewritten_to_the_layouts_the_matrix_units_take() {
+    use act_compiler::rewrites::RuleSet;
+    // Every example's unit multiplies [m, k] by [k, n]: lhs form 0, rhs form 0.
+    for table in ["qkv_isa.json", "qkv_new_isa.json", "gemmini_isa.json"] {
+        let rules = RuleSet::default().with_dot_forms_of(&isa(table));
+        assert_eq!(rules.dot_forms.into_iter().collect::<Vec<_>>(), vec![(0, 0)], "{table}");
+    }
+    // A unit that takes B transposed (A.B^T): rhs form 1.
+    let mut abt = qkv();
+    for op in abt.instructions.iter_mut().flat_map(|i| i.semantics.iter_mut()) {
+        if let Some(dims) = op.attrs.get_mut("rhs_contracting_dims") {
+            *dims = serde_json::json!([1]);
+        }
+    }
+    let rules = RuleSet::default().with_dot_forms_of(&abt);
+    assert_eq!(rules.dot_forms.into_iter().collect::<Vec<_>>(), vec![(0, 1)]);
 }

@@ -512,11 +512,28 @@ pub fn random_bf16(bytes: u64, seed: u64) -> Vec<u8> {
 pub fn assert_candidates_compute_kernel(isa: &Isa, k: &Kernel, sel: &Selection) {
     let inputs: Vec<Vec<u8>> = k.params.iter().enumerate().map(|(i, p)| random_bf16(p.bytes() as u64, i as u64 + 7)).collect();
     let expected = eval_kernel(k, &inputs);
+    let bound = sel.stats.lower_bound.expect("tables of costs that are not negative give a lower bound");
     for (c, g) in sel.candidates.iter().enumerate() {
         g.check().unwrap();
         let got = eval_candidate(isa, g, &inputs);
         assert!(got == expected, "candidate {c} ({:?}) does not compute kernel {}", multiset(isa, g), k.name);
+        let cost = table_cost(isa, g);
+        assert!(cost >= bound, "candidate {c} of kernel {} costs {cost}, below the lower bound {bound}", k.name);
     }
+}
+
+/// A candidate's cost under the table's instruction costs (the default cost model's).
+pub fn table_cost(isa: &Isa, g: &PiiGraph) -> f64 {
+    g.nodes
+        .iter()
+        .map(|n| match n {
+            PiiNode::Instr { instr, comp, .. } => {
+                let def = &isa.instructions[*instr];
+                def.cost.eval(&def.comp_env(comp)).unwrap() as f64
+            }
+            _ => 0.0,
+        })
+        .sum()
 }
 
 /// Deterministic pseudo-random bytes for a parameter of type `ty`: values in [-1, 1) for

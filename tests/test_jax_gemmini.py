@@ -1,0 +1,107 @@
+"""Int8 kernels written with JAX's int8 idiom compile on the Gemmini example through
+act_backend.jax and equal JAX exactly: products accumulated in int32 with
+``preferred_element_type``, bias adds, ReLU, requantization by ``jnp.clip`` and
+``astype(int8)``, per-row biases and row sums, as a quantized layer on a systolic array writes
+them. What no instruction computes is refused at the JAX line that made it.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import act_backend.jax as ajax
+from act_backend.jax import cache
+
+pytestmark = pytest.mark.slow
+
+I8, I32 = jnp.int8, jnp.int32
+
+
+def acc(x, w):
+    """The int8 product accumulated in int32."""
+    return jnp.matmul(x, w, preferred_element_type=I32)
+
+
+def requantize(y):
+    return jnp.clip(y, -128, 127).astype(I8)
+
+
+# name: (function, argument types as (shape, dtype), the instructions compiled)
+KERNELS = {
+    "product": (acc, [((16, 16), I8), ((16, 16), I8)],
+                ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    "wrapping int8 product": (jnp.matmul, [((16, 16), I8), ((16, 16), I8)],
+                              ["mvin", "mvin", "matmul8", "mvout"]),
+    "bias": (lambda x, w, b: acc(x, w) + b, [((16, 16), I8), ((16, 16), I8), ((16, 16), I32)],
+             ["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc"]),
+    "relu": (lambda x, w: jnp.maximum(acc(x, w), 0), [((16, 16), I8), ((16, 16), I8)],
+             ["mvin", "mvin", "matmul32", "mvout_acc_relu"]),
+    "requantize": (lambda x, w: requantize(acc(x, w)), [((16, 16), I8), ((16, 16), I8)],
+                   ["mvin", "mvin", "matmul32", "mvout_acc_s8"]),
+    "layer": (lambda x, w, b: requantize(jnp.maximum(acc(x, w) + b, 0)),
+              [((16, 16), I8), ((16, 16), I8), ((16, 16), I32)],
+              ["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc_relu", "mvin_acc",
+               "mvout_acc_s8"]),
+    "int8 bias per row": (lambda x, w, b: acc(x, w) + b[:, None],
+                          [((16, 16), I8), ((16, 16), I8), ((16,), I8)],
+                          ["mvin", "mvin", "matmul32", "mvin", "mvin", "mac32", "mvout_acc"]),
+    "row sums": (lambda x: jnp.sum(x, axis=1, dtype=I32), [((16, 16), I8)],
+                 ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    "fewer rows": (acc, [((8, 16), I8), ((16, 16), I8)],
+                   ["mvin", "mvin", "matmul32", "mvout_acc"]),
+}
+
+
+def int32_bias_per_row(x, w, b):
+    y = acc(x, w)
+    return y + b[:, None]
+
+
+BIAS_LINE = inspect.getsourcelines(int32_bias_per_row)[1] + 2
+
+
+def arrays(types, seed):
+    """Values over each type's whole range (bounded for int32), seeded."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in types:
+        info = np.iinfo(dtype)
+        low, high = max(info.min, -(1 << 20)), min(info.max, 1 << 20)
+        out.append(jnp.asarray(rng.integers(low, high, shape, endpoint=True), dtype))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gemmini(example_build):
+    return example_build("Gemmini").backend
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "kernels"))
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_an_int8_kernel_compiles_and_equals_jax(gemmini, name):
+    fn, types, instructions = KERNELS[name]
+    structs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in types]
+    kernel = ajax.compile(fn, *structs, backend=gemmini)
+    assert [call.split("(")[0] for call in kernel.instructions] == instructions
+    for seed in (1, 2):
+        report = ajax.check(fn, *arrays(types, seed), backend=gemmini)
+        assert report.max_ulps == 0.0, str(report)
+
+
+def test_an_int32_bias_per_row_is_refused_at_its_line(gemmini):
+    # The array multiplies int8 operands only, and no other instruction repeats a value
+    # across columns: the broadcast is what no instruction computes.
+    types = [((16, 16), I8), ((16, 16), I8), ((16,), I32)]
+    structs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in types]
+    with pytest.raises(ajax.CompileError, match=rf"^{__file__}:{BIAS_LINE}: ") as caught:
+        ajax.compile(int32_bias_per_row, *structs, backend=gemmini)
+    assert "no instruction of Gemmini computes `broadcast`" in str(caught.value)
