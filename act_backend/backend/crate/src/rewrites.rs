@@ -48,6 +48,10 @@ pub struct RuleSet {
     /// What the ISA's semantics take along each dimension of each operator: operations larger
     /// than that along their leading dimension are split into tiles (see `tiling.rs`).
     pub tiles: Extents,
+    /// Some semantics write with `dynamic_update_slice` (strided stores): values
+    /// concatenated along a later dimension are written into HBM piece by piece, and a
+    /// column repeated across columns as its copies (see `tiling.rs`).
+    pub strided_writes: bool,
     /// The layouts of `dot` operands the ISA's matrix units take, as `(lhs, rhs)` indices of
     /// the normal forms of [`Finder::dot`] (lhs 0: `[batch, free, contracting]`, 1: `[batch,
     /// contracting, free]`; rhs 0: `[batch, contracting, free]`, 1: `[batch, free,
@@ -69,6 +73,7 @@ impl RuleSet {
             reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
             transpose: ops.contains(&OpCode::Transpose),
             tiles: Extents::default(),
+            strided_writes: ops.contains(&OpCode::DynamicUpdateSlice),
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
@@ -129,6 +134,7 @@ impl RuleSet {
             reduce: true,
             transpose: true,
             tiles: Extents::default(),
+            strided_writes: true,
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
@@ -337,6 +343,11 @@ impl<'a> Finder<'a> {
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, &self.rules.tiles, n)) {
                 self.push("split-leading", id, term);
             }
+            if self.rules.strided_writes {
+                if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n)) {
+                    self.push("broadcast-as-copies", id, term);
+                }
+            }
             let products = self.nodes(id).iter().map(|n| tiling::split_product(eg, &self.rules.tiles, n));
             if let Some(splits) = products.into_iter().find(|s| !s.is_empty()) {
                 for (rule, term) in splits {
@@ -427,7 +438,11 @@ impl<'a> Finder<'a> {
                         // Flattening bytes concatenated along a later dimension writes each
                         // part over the rows it lies in (see `tiling::write_columns`).
                         Op::Concatenate(d)
-                            if *d >= 1 && node.ty.rank() == 1 && node.ty.dtype == DType::U8 && inner.children.len() > 1 =>
+                            if self.rules.strided_writes
+                                && *d >= 1
+                                && node.ty.rank() == 1
+                                && node.ty.dtype == DType::U8
+                                && inner.children.len() > 1 =>
                         {
                             let term = tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), *d, &inner.children);
                             self.push("flatten-by-strided-writes", id, term);

@@ -420,6 +420,34 @@ pub fn strided_views(
     out
 }
 
+/// Most columns [`broadcast_as_copies`] writes out one by one.
+const MAX_COPIES: i64 = 64;
+
+/// A column repeated across the columns of a matrix, `broadcast(x : [m] or [m, 1]) : [m, n]`
+/// with `x` along dimension 0, is `concatenate_1` of `n` copies of the column (`n` at most
+/// [`MAX_COPIES`]): an ISA that cannot repeat a value across columns on chip writes the copies
+/// into their columns with strided stores. Exact for every type.
+pub fn broadcast_as_copies(eg: &SelGraph, node: &Node) -> Option<Term> {
+    let Op::Broadcast(d) = &node.op else { return None };
+    let x = node.children[0];
+    let x_ty = &eg[x].data;
+    let (m, n) = match node.ty.shape.as_slice() {
+        &[m, n] => (m, n),
+        _ => return None,
+    };
+    let column = match (x_ty.shape.as_slice(), d.as_slice()) {
+        (&[xm], [0]) if xm == m => true,
+        (&[xm, 1], [0, 1]) if xm == m => true,
+        _ => false,
+    };
+    if !column || n <= 1 || n > MAX_COPIES {
+        return None;
+    }
+    let col_ty = node.ty.with_shape(vec![m, 1]);
+    let copy = if *x_ty == col_ty { Term::Class(x) } else { Term::Node(Op::Reshape, col_ty, vec![Term::Class(x)]) };
+    Some(Term::Node(Op::Concatenate(1), node.ty.clone(), vec![copy; n as usize]))
+}
+
 /// The flat bytes of `concatenate_d(parts) : grid` (`d >= 1`) as strided stores write them:
 /// starting from HBM whose contents do not matter (tagged `tag`), each part is written over
 /// its place with `dynamic_update_slice` into the rows it lies in, read and written back

@@ -611,6 +611,8 @@ pub fn assert_egraph_consistent(k: &Kernel, isa: &Isa) -> usize {
         let args: Vec<&Tensor> = node.children.iter().map(|c| value.get(&eg.find(*c))).collect::<Option<_>>()?;
         Some(match &node.op {
             Op::Input(i) => decode(&inputs[*i], &node.ty),
+            // Contents that must not matter: a pattern, so that depending on them shows.
+            Op::Uninit(_) => decode(&vec![0xa5; node.ty.bytes() as usize], &node.ty),
             Op::Pii { instr, comp } => {
                 let bytes: Vec<Vec<u8>> = args.iter().map(|t| encode(t)).collect();
                 let out = run_instruction(isa, *instr, comp, &bytes);
