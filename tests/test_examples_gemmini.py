@@ -36,6 +36,10 @@ CASES = {
     "reverse": ["mvin", "mvin", "matmul8", "mvout"],
     # the int8 column times a row of ones (both loaded), then A.B accumulated onto it
     "bias_column": ["mvin", "mvin", "matmul32", "mvin", "mvin", "mac32", "mvout_acc"],
+    # an int32 column: written into each of the 16 columns of an HBM matrix by strided
+    # stores, loaded as the matrix the multiply-accumulate adds to A.B
+    "bias_column_int32": ["mvin", "mvin", "mvin_acc"] + ["mvout_acc_strided"] * 16
+    + ["mvin_acc", "mac32", "mvout_acc"],
     # an int32 sum along rows: a product with a column of ones
     "row_sums": ["mvin", "mvin", "matmul32", "mvout_acc"],
 }

@@ -54,15 +54,21 @@ KERNELS = {
                  ["mvin", "mvin", "matmul32", "mvout_acc"]),
     "fewer rows": (acc, [((8, 16), I8), ((16, 16), I8)],
                    ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    # the array multiplies int8 only: the column is written into each of the 16 columns of
+    # an HBM matrix by strided stores, which the multiply-accumulate then adds
+    "int32 bias per row": (lambda x, w, b: acc(x, w) + b[:, None],
+                           [((16, 16), I8), ((16, 16), I8), ((16,), I32)],
+                           ["mvin", "mvin", "mvin_acc"] + ["mvout_acc_strided"] * 16
+                           + ["mvin_acc", "mac32", "mvout_acc"]),
 }
 
 
-def int32_bias_per_row(x, w, b):
+def elementwise_product(x, w):
     y = acc(x, w)
-    return y + b[:, None]
+    return y * y
 
 
-BIAS_LINE = inspect.getsourcelines(int32_bias_per_row)[1] + 2
+PRODUCT_LINE = inspect.getsourcelines(elementwise_product)[1] + 2
 
 
 def arrays(types, seed):
@@ -97,11 +103,11 @@ def test_an_int8_kernel_compiles_and_equals_jax(gemmini, name):
         assert report.max_ulps == 0.0, str(report)
 
 
-def test_an_int32_bias_per_row_is_refused_at_its_line(gemmini):
-    # The array multiplies int8 operands only, and no other instruction repeats a value
-    # across columns: the broadcast is what no instruction computes.
-    types = [((16, 16), I8), ((16, 16), I8), ((16,), I32)]
+def test_an_elementwise_product_is_refused_at_its_line(gemmini):
+    # The array multiplies matrices, loads multiply by a constant scale: no instruction
+    # multiplies two computed values element by element.
+    types = [((16, 16), I8), ((16, 16), I8)]
     structs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in types]
-    with pytest.raises(ajax.CompileError, match=rf"^{__file__}:{BIAS_LINE}: ") as caught:
-        ajax.compile(int32_bias_per_row, *structs, backend=gemmini)
-    assert "no instruction of Gemmini computes `broadcast`" in str(caught.value)
+    with pytest.raises(ajax.CompileError, match=rf"^{__file__}:{PRODUCT_LINE}: ") as caught:
+        ajax.compile(elementwise_product, *structs, backend=gemmini)
+    assert "no instruction of Gemmini computes `multiply`" in str(caught.value)

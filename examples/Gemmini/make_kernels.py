@@ -17,6 +17,7 @@ I8, I32 = jnp.int8, jnp.int32
 TILE = jax.ShapeDtypeStruct((16, 16), I8)
 TILE32 = jax.ShapeDtypeStruct((16, 16), I32)
 COLUMN = jax.ShapeDtypeStruct((16,), I8)
+COLUMN32 = jax.ShapeDtypeStruct((16,), I32)
 
 
 def product(a, b):
@@ -36,6 +37,8 @@ KERNELS = {
     # an int8 bias per row, widened by JAX's type promotion (the array takes int8 operands
     # only: an int32 column has no instruction that repeats it across columns)
     "bias_column": (lambda a, b, bias: product(a, b) + bias[:, None], [TILE, TILE, COLUMN]),
+    "bias_column_int32": (lambda a, b, bias: product(a, b) + bias[:, None],
+                          [TILE, TILE, COLUMN32]),
     "row_sums": (lambda a: jnp.sum(a, axis=1, dtype=I32), [TILE]),
     "negate": (lambda a: -a, [TILE]),
     "reverse": (lambda a: jnp.flip(a, axis=0), [TILE]),
