@@ -20,11 +20,14 @@ use crate::rewrites::{self, RuleSet};
 use std::fmt;
 use std::time::Instant;
 
-/// E-nodes the search may grow to per tile of the kernel (see `tiling::Extents::tile_count`),
-/// up to [`MAX_TILED_NODES`]: `relu(A.B)` at 128x128 over a 32-deep contraction on a 16x16
-/// array (128 tiles) saturates near 57,000, a 128x128x128 int8 product (512 tiles) reaches
-/// 72,000 in four iterations.
-pub const NODES_PER_TILE: usize = 480;
+/// E-nodes the search may grow to per tile of the kernel (see `tiling::Extents::tile_count`)
+/// beyond [`TILED_BASE_NODES`], up to [`MAX_TILED_NODES`]: `relu(A.B)` at 128x128 over a
+/// 32-deep contraction on a 16x16 array (128 tiles) saturates near 57,000 e-nodes; a
+/// 128x128x128 int8 product (512 tiles) has its best program at 72,000.
+pub const NODES_PER_TILE: usize = 150;
+
+/// The e-nodes a tiled kernel's search may grow to before its tiles are counted.
+pub const TILED_BASE_NODES: usize = 40_000;
 
 /// The most e-nodes a tiled kernel's search may grow to (memory: about 3 KiB each).
 pub const MAX_TILED_NODES: usize = 1_000_000;
@@ -142,7 +145,8 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         lower_bound: None,
     };
     // A tiled kernel needs room for every tile: the limit grows with their number.
-    let tiled = rules.tiles.tile_count(kernel).saturating_mul(NODES_PER_TILE).min(MAX_TILED_NODES);
+    let tiles = rules.tiles.tile_count(kernel);
+    let tiled = TILED_BASE_NODES.saturating_add(tiles.saturating_mul(NODES_PER_TILE)).min(MAX_TILED_NODES);
     let node_limit = limits.node_limit.max(tiled);
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
