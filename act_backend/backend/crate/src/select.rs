@@ -21,7 +21,8 @@ use std::fmt;
 use std::time::Instant;
 
 /// E-nodes the search may grow to per tile of the kernel (see `tiling::Extents::tile_count`)
-/// beyond [`TILED_BASE_NODES`], up to [`MAX_TILED_NODES`]: `relu(A.B)` at 128x128 over a
+/// beyond [`TILED_BASE_NODES`], up to [`MAX_TILED_NODES`], while no program computes the
+/// kernel yet (past [`SelectLimits::node_limit`] it stops as soon as one does): `relu(A.B)` at 128x128 over a
 /// 32-deep contraction on a 16x16 array (128 tiles) saturates near 57,000 e-nodes; a
 /// 128x128x128 int8 product (512 tiles) has its best program at 72,000.
 pub const NODES_PER_TILE: usize = 150;
@@ -166,8 +167,16 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         if !rewrote && !matched {
             break StopReason::Saturated;
         }
-        if eg.total_number_of_nodes() >= node_limit {
+        let nodes = eg.total_number_of_nodes();
+        if nodes >= node_limit {
             break StopReason::NodeLimit;
+        }
+        // Past the ordinary limit a tiled kernel grows on only while nothing computes it.
+        if nodes >= limits.node_limit {
+            let root = eg.find(kg.root);
+            if Extractor::new(eg, isa, root).is_ok_and(|ex| ex.reachable(root)) {
+                break StopReason::NodeLimit;
+            }
         }
     };
     stats.egraph_nodes = eg.total_number_of_nodes();
