@@ -253,11 +253,23 @@ async function saveEditedFile(page: Page): Promise<void> {
 
 /** Runs a palette command by its full title ("ACT: Generate Backend"). */
 async function runCommand(page: Page, title: string): Promise<void> {
-  await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ timeout: 15_000 });
-  await input.fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout: 15_000 });
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  // A webview that takes the focus as it settles closes the palette: then open it again.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("F1");
+    await input.waitFor({ timeout: 15_000 });
+    try {
+      await input.fill(`>${title}`, { timeout: 10_000 });
+      await row.waitFor({ timeout: 15_000 });
+      break;
+    } catch (error) {
+      if (attempt === 3 || (await input.isVisible())) {
+        throw error;
+      }
+      log(`the command palette closed before '${title}' was chosen; opening it again`);
+    }
+  }
   await page.keyboard.press("Enter");
 }
 
