@@ -3,7 +3,8 @@
 # headless Chromium (test/e2e/smoke.ts). Screenshots and, on failure, logs go to test-results/.
 # Install what it needs first with scripts/install-e2e-deps.sh.
 #
-#   scripts/e2e.sh                  every step: diagnostic, generate, compile, report, simulate
+#   scripts/e2e.sh                  every step: diagnostic, quickfix, generate, compile, report,
+#                                   simulate
 #   scripts/e2e.sh compile          only the steps up to the one named
 #
 # Environment: ACT_E2E_PYTHON (default: $ACT_PYTHON, else python3), the interpreter the

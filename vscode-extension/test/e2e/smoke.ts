@@ -2,19 +2,22 @@
 // headless Chromium the way a user would click through it.
 //
 // In a fresh copy of examples/QKV whose spec has one refused instruction, it
-//   1. opens QKV.py and waits for the refusal in the Problems panel, then deletes the line;
-//   2. runs "ACT: Generate Backend", cancels it, runs it again and waits for backends/QKV;
-//   3. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
-//   4. runs "ACT: Show Compile Report": checks the assembly listing against report.json, hovers
+//   1. opens QKV.py and waits for the refusal (an unknown buffer) in the Problems panel;
+//   2. applies a quick fix from the editor's quick-fix menu (Ctrl+.) and checks the edit on disk,
+//      the refusal gone and the instruction's remaining warning republished, then deletes the line;
+//   3. runs "ACT: Generate Backend", cancels it, runs it again and waits for backends/QKV;
+//   4. opens kernels/attention.hlo and runs "ACT: Compile Kernel";
+//   5. runs "ACT: Show Compile Report": checks the assembly listing against report.json, hovers
 //      a value of the memory picture, and follows a link from the listing to the HLO;
-//   5. runs the spec for its oracle (`python QKV.py`), then "ACT: Simulate Kernel", and checks
+//   6. runs the spec for its oracle (`python QKV.py`), then "ACT: Simulate Kernel", and checks
 //      the simulation view (largest difference in ulps, run time, the two heatmaps);
 // and, in windows of their own, checks that Restricted Mode hides the build commands (while
 // kernels are still checked) and that a missing interpreter is reported with its fix.
 // Each step saves a screenshot into the results folder; a failure saves one more and the logs.
 //
 // Configuration (environment): ACT_E2E_CODE_SERVER, ACT_E2E_CHROMIUM, ACT_E2E_PYTHON,
-// ACT_E2E_VSIX, ACT_E2E_RESULTS, ACT_E2E_UNTIL (diagnostic|generate|compile|report|simulate),
+// ACT_E2E_VSIX, ACT_E2E_RESULTS, ACT_E2E_UNTIL (diagnostic|quickfix|generate|compile|report|
+// simulate),
 // ACT_E2E_SIDE_CHECKS (1 runs those two checks), ACT_E2E_KEEP (1 keeps the temp dir),
 // ACT_E2E_GENERATE_TIMEOUT_S. scripts/e2e.sh fills them in.
 
@@ -24,9 +27,9 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 
-import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import { type Browser, chromium, type Frame, type Locator, type Page } from "playwright-core";
 
-const STEPS = ["diagnostic", "generate", "compile", "report", "simulate"] as const;
+const STEPS = ["diagnostic", "quickfix", "generate", "compile", "report", "simulate"] as const;
 type Step = (typeof STEPS)[number];
 
 interface Options {
@@ -55,6 +58,15 @@ const BROKEN_KERNEL = [
 
 /** The refused instruction: it reads a buffer the accelerator does not have. */
 const REFUSED_LINE = 'qkv.add_instruction("zero", ["n"], ["addr"]).set_inputs([["d9", ["@a.addr"], ["@c.n"]]])';
+
+/**
+ * The quick fix applied to it: 'd9' is as like d0 as d1 and d2, so the server offers all three
+ * (none preferred) and the test chooses one that is not first in the menu.
+ */
+const QUICK_FIX = { title: "Change to 'd1'", offered: ["Change to 'd0'", "Change to 'd1'", "Change to 'd2'"], from: '"d9"', to: '"d1"' };
+
+/** What is left of the instruction once its buffer is fixed: a warning, no fix (no outputs). */
+const REMAINING_WARNING = "instruction 'zero': no semantics";
 
 function env(name: string, fallback?: string): string {
   const value = process.env[name] ?? fallback;
@@ -91,15 +103,24 @@ function log(message: string): void {
 // ---------------------------------------------------------------------------------------------
 // The workspace and the editor
 
+interface Workspace {
+  folder: string;
+  /** The spec's 1-based line with REFUSED_LINE. */
+  refusedLine: number;
+  /** examples/QKV/QKV.py as it is: the spec once the refused line is deleted. */
+  original: string;
+}
+
 /** A copy of examples/QKV (spec, kernels, data) with the refused line before the generate calls. */
-function makeWorkspace(opts: Options, root: string): { folder: string; refusedLine: number } {
+function makeWorkspace(opts: Options, root: string): Workspace {
   const folder = path.join(root, "workspace", "QKV");
   const example = path.join(opts.repo, "examples", "QKV");
   fs.mkdirSync(folder, { recursive: true });
   for (const entry of ["kernels", "data"]) {
     fs.cpSync(path.join(example, entry), path.join(folder, entry), { recursive: true });
   }
-  const lines = fs.readFileSync(path.join(example, "QKV.py"), "utf8").split("\n");
+  const original = fs.readFileSync(path.join(example, "QKV.py"), "utf8");
+  const lines = original.split("\n");
   const at = lines.findIndex((l) => l.startsWith("generate_oracle("));
   if (at < 0) {
     throw new Error("examples/QKV/QKV.py has no generate_oracle(...) line to insert before");
@@ -107,7 +128,7 @@ function makeWorkspace(opts: Options, root: string): { folder: string; refusedLi
   lines.splice(at, 0, REFUSED_LINE);
   fs.writeFileSync(path.join(folder, "QKV.py"), lines.join("\n"));
   fs.writeFileSync(path.join(folder, "kernels", "broken.hlo"), BROKEN_KERNEL);
-  return { folder, refusedLine: at + 1 };
+  return { folder, refusedLine: at + 1, original };
 }
 
 function userSettings(opts: Options, trusted: boolean): Record<string, unknown> {
@@ -222,13 +243,33 @@ async function openFile(page: Page, relative: string): Promise<void> {
   await page.locator(`.tabs-container .tab.active[data-resource-name="${path.basename(relative)}"]`).waitFor({ timeout: 15_000 });
 }
 
+/** Saves the active editor, which must have unsaved changes, and waits until it is written. */
+async function saveEditedFile(page: Page): Promise<void> {
+  const dirty = page.locator(".tabs-container .tab.active.dirty");
+  await dirty.waitFor({ timeout: 15_000 });
+  await page.keyboard.press("Control+S");
+  await dirty.waitFor({ state: "detached", timeout: 15_000 });
+}
+
 /** Runs a palette command by its full title ("ACT: Generate Backend"). */
 async function runCommand(page: Page, title: string): Promise<void> {
-  await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ timeout: 15_000 });
-  await input.fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout: 15_000 });
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  // A webview that takes the focus as it settles closes the palette: then open it again.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("F1");
+    await input.waitFor({ timeout: 15_000 });
+    try {
+      await input.fill(`>${title}`, { timeout: 10_000 });
+      await row.waitFor({ timeout: 15_000 });
+      break;
+    } catch (error) {
+      if (attempt === 3 || (await input.isVisible())) {
+        throw error;
+      }
+      log(`the command palette closed before '${title}' was chosen; opening it again`);
+    }
+  }
   await page.keyboard.press("Enter");
 }
 
@@ -278,6 +319,26 @@ async function screenshot(page: Page, opts: Options, name: string): Promise<void
   log(`screenshot ${file}`);
 }
 
+/**
+ * A picture of the part of the window around `around` (their bounding box, with a margin):
+ * a popup and what it points at, small enough for the README.
+ */
+async function screenshotAround(page: Page, opts: Options, name: string, around: Locator[], margin = 24): Promise<void> {
+  const boxes = await Promise.all(around.map((l) => l.boundingBox()));
+  const found = boxes.filter((b): b is NonNullable<typeof b> => b !== null);
+  if (found.length !== around.length) {
+    throw new Error(`${name}: ${around.length - found.length} of the elements to picture are not on screen`);
+  }
+  const viewport = page.viewportSize() ?? { width: 1440, height: 900 };
+  const x = Math.max(0, Math.min(...found.map((b) => b.x)) - margin);
+  const y = Math.max(0, Math.min(...found.map((b) => b.y)) - margin);
+  const right = Math.min(viewport.width, Math.max(...found.map((b) => b.x + b.width)) + margin);
+  const bottom = Math.min(viewport.height, Math.max(...found.map((b) => b.y + b.height)) + margin);
+  const file = path.join(opts.results, name);
+  await page.screenshot({ path: file, animations: "disabled", clip: { x, y, width: right - x, height: bottom - y } });
+  log(`screenshot ${file}`);
+}
+
 async function waitForFile(file: string, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!fs.existsSync(file)) {
@@ -310,14 +371,70 @@ async function diagnosticStep(page: Page, opts: Options, refusedLine: number): P
   await page.locator(".monaco-hover", { hasText: "d9" }).first().waitFor({ timeout: 15_000 });
   await screenshot(page, opts, "01-refused-instruction.png");
   await page.keyboard.press("Escape");
+  await page.locator(".monaco-hover", { hasText: "d9" }).first().waitFor({ state: "hidden", timeout: 15_000 });
+}
 
-  // Fix the spec: delete the refused line and save; the problem goes away. (Where the
-  // language server offers a quick fix for the refusal, applying it belongs here, before the
-  // line is deleted: the fix's own step, between this one and generate.)
-  await page.keyboard.press("Control+Shift+K");
-  await page.keyboard.press("Control+S");
+/**
+ * With the cursor still on the refused buffer, opens the quick-fix menu (Ctrl+.), checks the
+ * fixes the server offers, applies one and checks its edit (in the editor and, once saved, on
+ * disk), the refusal gone and the instruction's other problem republished; then deletes the line.
+ */
+async function quickFixStep(page: Page, opts: Options, workspace: Workspace): Promise<void> {
+  const spec = path.join(workspace.folder, "QKV.py");
+  const refused = fs.readFileSync(spec, "utf8");
+  const problem = page.locator(".markers-panel .monaco-list-row", { hasText: "d9" });
+  await problem.first().waitFor({ timeout: 15_000 });
+
+  await page.keyboard.press("Control+.");
+  const menu = page.locator(".action-widget");
+  const actions = menu.locator(".monaco-list-row.action");
+  await actions.filter({ hasText: QUICK_FIX.title }).waitFor({ timeout: 30_000 });
+  const titles = await actions.evaluateAll((rows) => rows.map((row) => row.getAttribute("aria-label") ?? ""));
+  for (const title of QUICK_FIX.offered) {
+    if (!titles.includes(title)) {
+      throw new Error(`the quick-fix menu lacks '${title}': ${titles.join(" | ")}`);
+    }
+  }
+  // The menu over the line it fixes.
+  const line = page.locator(".monaco-editor .view-line", { hasText: '"zero"' });
+  await screenshotAround(page, opts, "02-quick-fix-menu.png", [menu, line.locator("> span")]);
+  // Choose with the keyboard, as the menu's rows say ("Enter to Apply"); the menu's pointer
+  // block takes clicks while it opens.
+  for (let i = 0; i < titles.length; i++) {
+    const focused = await menu.locator(".monaco-list-row.action.focused").getAttribute("aria-label", { timeout: 5_000 });
+    if (focused === QUICK_FIX.title) {
+      break;
+    }
+    await page.keyboard.press("ArrowDown");
+    await menu.locator(".monaco-list-row.action.focused").filter({ hasNotText: focused ?? "" }).waitFor({ timeout: 5_000 });
+  }
+  await menu.locator(".monaco-list-row.action.focused", { hasText: QUICK_FIX.title }).waitFor({ timeout: 5_000 });
+  await page.keyboard.press("Enter");
+  await menu.waitFor({ state: "hidden", timeout: 15_000 });
+
+  // The editor shows the edit, and saving writes exactly it: the buffer's name, nothing else.
+  const fixedLine = REFUSED_LINE.replace(QUICK_FIX.from, QUICK_FIX.to);
+  await line.filter({ hasText: QUICK_FIX.to }).waitFor({ timeout: 15_000 });
+  await saveEditedFile(page);
+  const expected = refused.replace(REFUSED_LINE, fixedLine);
+  const saved = fs.readFileSync(spec, "utf8");
+  if (saved !== expected) {
+    throw new Error(`the quick fix did not write '${fixedLine}' on line ${workspace.refusedLine}; the line reads '${saved.split("\n")[workspace.refusedLine - 1]}'`);
+  }
+  // The server republishes: the refusal and its squiggle go, the instruction's warning stays.
   await problem.first().waitFor({ state: "detached", timeout: 180_000 });
-  log("diagnostic cleared after the fix");
+  await page.locator(".markers-panel .monaco-list-row", { hasText: REMAINING_WARNING }).first().waitFor({ timeout: 60_000 });
+  await page.locator(".monaco-editor .squiggly-error").first().waitFor({ state: "detached", timeout: 15_000 });
+  log(`quick fix: "${QUICK_FIX.title}" applied (offered: ${titles.join(", ")}); the refusal is gone`);
+
+  // Delete the instruction and save: its warning goes too, and the spec is the example again.
+  await page.keyboard.press("Control+Shift+K");
+  await saveEditedFile(page);
+  await page.locator(".markers-panel .monaco-list-row", { hasText: REMAINING_WARNING }).first().waitFor({ state: "detached", timeout: 180_000 });
+  if (fs.readFileSync(spec, "utf8") !== workspace.original) {
+    throw new Error(`deleting line ${workspace.refusedLine} did not give back examples/QKV/QKV.py`);
+  }
+  log("diagnostics cleared after deleting the instruction");
 }
 
 async function generateStep(page: Page, opts: Options, folder: string): Promise<void> {
@@ -349,7 +466,7 @@ async function generateStep(page: Page, opts: Options, folder: string): Promise<
     .first()
     .waitFor({ timeout: 120_000 })
     .catch(() => undefined);
-  await screenshot(page, opts, "02-generating-backend.png");
+  await screenshot(page, opts, "03-generating-backend.png");
   await waitForOutcome(page, "ACT: generated QKV into QKV/backends/QKV", opts.generateTimeoutMs);
   await page.locator(ACT_STATUS, { hasText: /ACT: QKV$/ }).waitFor({ timeout: 15_000 });
   await waitForFile(path.join(folder, "backends", "QKV"), 10_000, "Generate Backend");
@@ -359,7 +476,7 @@ async function generateStep(page: Page, opts: Options, folder: string): Promise<
   await backends.waitFor({ timeout: 30_000 });
   await backends.click();
   await page.getByRole("treeitem", { name: "QKV", exact: true }).nth(1).waitFor({ timeout: 15_000 });
-  await screenshot(page, opts, "03-backend-generated.png");
+  await screenshot(page, opts, "04-backend-generated.png");
 }
 
 async function compileStep(page: Page, opts: Options, folder: string): Promise<void> {
@@ -369,7 +486,7 @@ async function compileStep(page: Page, opts: Options, folder: string): Promise<v
   await waitForOutcome(page, "ACT: compiled attention.hlo with QKV", 600_000);
   await waitForFile(path.join(folder, "kernels", "attention.py"), 10_000, "Compile Kernel");
   await notification(page, "ACT: Compiling").first().waitFor({ state: "detached", timeout: 15_000 });
-  await screenshot(page, opts, "04-kernel-compiled.png");
+  await screenshot(page, opts, "05-kernel-compiled.png");
 }
 
 /**
@@ -452,7 +569,7 @@ async function reportStep(page: Page, opts: Options, folder: string): Promise<vo
   await s.hover();
   await view.locator("#tip", { hasText: "made by step" }).waitFor({ state: "visible", timeout: 10_000 });
   await view.locator("tr.hl", { hasText: "api.gemm(" }).waitFor({ timeout: 10_000 });
-  await screenshot(page, opts, "05-compile-report.png");
+  await screenshot(page, opts, "06-compile-report.png");
   await runCommand(page, "View: Toggle Maximize Editor Group");
 
   // A link from the listing goes to the HLO instruction it names.
@@ -474,7 +591,7 @@ async function simulateStep(page: Page, opts: Options, folder: string): Promise<
   await clearNotifications(page);
   await runCommand(page, "ACT: Simulate Kernel");
   await waitForOutcome(page, "ACT: simulated attention.py", 600_000);
-  await screenshot(page, opts, "06-kernel-simulated.png");
+  await screenshot(page, opts, "07-kernel-simulated.png");
 
   // The results view: the largest difference in ulps, the run time, and both heatmaps.
   const view = await webview(page, "Simulation: attention.py", 60_000);
@@ -494,7 +611,7 @@ async function simulateStep(page: Page, opts: Options, folder: string): Promise<
   }
   await view.locator('svg.heatmap[data-map="difference"] rect[data-r="20"][data-c="30"]').hover();
   await view.locator("#readout", { hasText: "difference at row 20, column 30:" }).waitFor({ timeout: 10_000 });
-  await screenshot(page, opts, "07-simulation-results.png");
+  await screenshot(page, opts, "08-simulation-results.png");
   log(`simulation: largest difference ${largest}`);
 }
 
@@ -590,7 +707,8 @@ async function main(): Promise<void> {
   fs.mkdirSync(opts.results, { recursive: true });
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "act-e2e-"));
   log(`temp dir ${root}; steps up to '${opts.until}'${opts.sideChecks ? ", after the side checks" : ""}`);
-  const { folder, refusedLine } = makeWorkspace(opts, root);
+  const workspace = makeWorkspace(opts, root);
+  const { folder, refusedLine } = workspace;
   const browser = await chromium.launch({
     executablePath: opts.chromium,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
@@ -622,6 +740,8 @@ async function main(): Promise<void> {
       log(`step ${current}`);
       if (current === "diagnostic") {
         await diagnosticStep(page, opts, refusedLine);
+      } else if (current === "quickfix") {
+        await quickFixStep(page, opts, workspace);
       } else if (current === "generate") {
         await generateStep(page, opts, folder);
       } else if (current === "compile") {
