@@ -2,9 +2,12 @@
 
 ``k = kernel(hbm=..., input=[...], output=[...], constant=[...])(body)`` is called with a mode:
 
-* ``k('fsim-compile')()`` traces the body's api calls into a program, compiles the whole
-  program with XLA as one function from the state (HBM, then each on-chip buffer) to the new
-  state, and returns ``(input_specs, compile_ms)``;
+* ``k('fsim-compile')()`` traces the body's api calls into a program, compiles it with XLA and
+  returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
+  (``executable``): ``'whole'``, one function from the state (HBM, then each on-chip buffer)
+  to the new state; ``'stepwise'``, one function per distinct instruction signature, run call
+  after call; ``'auto'`` (the default), whole for short programs, stepwise for long ones.
+  Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
   program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
   before ``fsim-compile``, it compiles first (``run_ms`` never includes compilation);
@@ -12,7 +15,8 @@
   each call, 1 where the spec gives none).
 
 After a run, ``k.last_state`` maps each buffer name (``d0`` first) to its final contents, for
-inspecting what a kernel left on chip.
+inspecting what a kernel left on chip; after a compile, ``k.strategy`` says which strategy
+compiled it (``'whole'`` or ``'stepwise'``).
 
 ``set_simulation_backend('CPU' | 'GPU')`` chooses the device later compilations and runs use.
 """
@@ -28,6 +32,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from . import executable as _executable
 from . import state as _state
 from . import table as _table
 from . import tracing as _tracing
@@ -105,7 +110,10 @@ class Kernel:
         self.outputs = [self._tensor(s, "output", i, False) for i, s in enumerate(outputs)]
         self.constants = [self._tensor(s, "constant", i, True) for i, s in enumerate(constants)]
         self._program: _tracing.Program | None = None
-        self._compiled: dict[jax.Device, Any] = {}
+        self._executables: dict[tuple[jax.Device, str], _executable.Executable] = {}
+        self._strategy = "auto"  # as asked; what it resolved to is in _chosen
+        self._chosen: dict[str, str] = {}
+        self.strategy: str | None = None
         self.last_state: dict[str, np.ndarray] | None = None
 
     def __call__(self, mode: str) -> Callable[..., Any]:
@@ -123,9 +131,11 @@ class Kernel:
 
     # -- modes ------------------------------------------------------------------------------
 
-    def _fsim_compile(self, *inputs: Any) -> tuple[list[dict], float]:
+    def _fsim_compile(self, *inputs: Any, strategy: str = "auto") -> tuple[list[dict], float]:
+        _executable.check_strategy(strategy, self.name)
         if inputs:
             self._check_inputs(inputs)
+        self._strategy = strategy
         start = time.perf_counter()
         self._compile()
         compile_ms = (time.perf_counter() - start) * 1000.0
@@ -133,7 +143,7 @@ class Kernel:
 
     def _fsim(self, *inputs: Any) -> tuple[list[jax.Array], float]:
         arrays = self._check_inputs(inputs)
-        compiled = self._compile()
+        executable = self._compile()
         device = _device()
         image = self._image()
         for tensor, array in zip(self.inputs, arrays, strict=True):
@@ -144,7 +154,7 @@ class Kernel:
         placed = [jax.device_put(a, device) for a in initial]
         jax.block_until_ready(placed)
         start = time.perf_counter()
-        final = jax.block_until_ready(compiled(*placed))
+        final = jax.block_until_ready(executable.run(placed))
         run_ms = (time.perf_counter() - start) * 1000.0
         hbm = np.asarray(final[0])
         index = _state.state_index(program.table)
@@ -168,26 +178,17 @@ class Kernel:
             self._program = program
         return self._program
 
-    def _compile(self) -> Any:
+    def _compile(self) -> _executable.Executable:
         device = _device()
-        if device not in self._compiled:
-            program = self.program()
-            index = _state.state_index(program.table)
-            calls = [(c, [index[r.buffer.name] for r in c.inputs], index[c.output.buffer.name])
-                     for c in program.calls]
-
-            def step(*arrays: jax.Array) -> tuple[jax.Array, ...]:
-                current = list(arrays)
-                for call, sources, target in calls:
-                    values = [_state.read(current, s, r)
-                              for s, r in zip(sources, call.inputs, strict=True)]
-                    _state.write(current, target, call.output, call.lowered.fn(values))
-                return tuple(current)
-
-            sharding = jax.sharding.SingleDeviceSharding(device)
-            structs = _state.state_structs(program.table, self.hbm, sharding)
-            self._compiled[device] = jax.jit(step).lower(*structs).compile()
-        return self._compiled[device]
+        program = self.program()
+        if self._strategy not in self._chosen:
+            self._chosen[self._strategy] = _executable.choose(program, self._strategy)
+        strategy = self._chosen[self._strategy]
+        key = (device, strategy)
+        if key not in self._executables:
+            self._executables[key] = _executable.compile_program(program, device, strategy)
+        self.strategy = strategy
+        return self._executables[key]
 
     def _image(self) -> np.ndarray:
         """A zeroed HBM holding the constants."""
