@@ -5,9 +5,9 @@
 * ``k('fsim-compile')()`` traces the body's api calls into a program, compiles it with XLA and
   returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
   (``executable``): ``'whole'``, one function from the state (HBM, then each on-chip buffer)
-  to the new state; ``'stepwise'``, one function per distinct instruction signature, run call
-  after call; ``'auto'`` (the default), whole for short programs, stepwise for long ones.
-  Both give the same bits;
+  to the new HBM; ``'stepwise'``, one function per distinct instruction signature, run call
+  after call; ``'auto'`` (the default), whole while the program has at most two calls per
+  signature, stepwise beyond (a long kernel repeats a few signatures). Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
   program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
   before ``fsim-compile``, it compiles first (``run_ms`` never includes compilation);
@@ -15,7 +15,8 @@
   each call, 1 where the spec gives none).
 
 After a run, ``k.last_state`` maps each buffer name (``d0`` first) to its final contents, for
-inspecting what a kernel left on chip; after a compile, ``k.strategy`` says which strategy
+inspecting what a kernel left on chip (a kernel compiled whole computes them when first asked,
+by a second function that returns every buffer); after a compile, ``k.strategy`` says which strategy
 compiled it (``'whole'`` or ``'stepwise'``).
 
 ``set_simulation_backend('CPU' | 'GPU')`` chooses the device later compilations and runs use.
@@ -23,9 +24,11 @@ compiled it (``'whole'`` or ``'stepwise'``).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,7 +117,9 @@ class Kernel:
         self._strategy = "auto"  # as asked; what it resolved to is in _chosen
         self._chosen: dict[str, str] = {}
         self.strategy: str | None = None
-        self.last_state: dict[str, np.ndarray] | None = None
+        # The last run's final buffers, computed when last_state first asks for them.
+        self._last_run: Callable[[], list[jax.Array]] | None = None
+        self._last_state: dict[str, np.ndarray] | None = None
 
     def __call__(self, mode: str) -> Callable[..., Any]:
         if mode == "fsim-compile":
@@ -154,15 +159,24 @@ class Kernel:
         placed = [jax.device_put(a, device) for a in initial]
         jax.block_until_ready(placed)
         start = time.perf_counter()
-        final = jax.block_until_ready(executable.run(placed))
+        final, every = executable.run(placed)
+        jax.block_until_ready(final)
         run_ms = (time.perf_counter() - start) * 1000.0
-        hbm = np.asarray(final[0])
-        index = _state.state_index(program.table)
-        self.last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+        hbm = np.asarray(final)
+        self._last_run, self._last_state = every, None
         outputs = [
             jax.device_put(hbm[t.addr:t.addr + t.nbytes].view(t.dtype).reshape(t.shape), device)
             for t in self.outputs]
         return outputs, run_ms
+
+    @property
+    def last_state(self) -> dict[str, np.ndarray] | None:
+        """Each buffer's contents after the last run (``d0`` first), or None before one."""
+        if self._last_state is None and self._last_run is not None:
+            final = self._last_run()
+            index = _state.state_index(self.program().table)
+            self._last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+        return self._last_state
 
     def _cost(self) -> int:
         return sum(call.cost for call in self.program().calls)
@@ -179,6 +193,10 @@ class Kernel:
         return self._program
 
     def _compile(self) -> _executable.Executable:
+        with _collection_paused():
+            return self._compile_now()
+
+    def _compile_now(self) -> _executable.Executable:
         device = _device()
         program = self.program()
         if self._strategy not in self._chosen:
@@ -251,6 +269,24 @@ class Kernel:
                                   f"got {type_text(np.dtype(dtype), tuple(shape))}")
             arrays.append(np.asarray(value))
         return arrays
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Holds off Python's cyclic garbage collector while a program is traced and compiled.
+
+    Tracing and lowering allocate many objects, which triggers full collections over every
+    object the process holds (JAX's own modules included): they took half of attention's first
+    compile. The collector resumes afterwards as it was.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _bytes(array: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@
 
 Both evaluate each call with the same lowered semantics on the same typed state, so they
 compute the same bits (tests compare them call for call). ``auto`` compiles whole where that
-is quicker: short programs, and programs with few calls per signature.
+is quicker: programs with few calls per signature.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from .tracing import Call, Program
 
 STRATEGIES = ("auto", "whole", "stepwise")
 
-# Whole compilation costs about 13 ms a call and stepwise about 40 ms a signature (plus a
-# few microseconds a call to dispatch), measured on a 2-core CPU; below these bounds whole
-# compiles sooner (attention: 9 calls of 6 signatures) and its run is a single dispatch.
-WHOLE_MAX_CALLS = 32
-WHOLE_MAX_CALLS_PER_SIGNATURE = 3
+# Compiling whole costs about a third of a compiled step per call (CPU time, 2-core CPU: 25-30
+# ms a call of a tiled Gemmini product against 70-75 ms a step), while a run of the whole
+# program is one dispatch; so ``auto`` compiles whole while a kernel has at most this many
+# calls per signature (attention: 9 calls of 6 signatures), stepwise beyond.
+WHOLE_MAX_CALLS_PER_SIGNATURE = 2
 
 # Starts are int32 scalars inside a step (JAX computes in 32 bits): a buffer's extent must fit.
 _INT32_MAX = 2**31 - 1
@@ -52,10 +52,8 @@ def choose(program: Program, strategy: str) -> str:
     """What ``strategy`` compiles ``program`` with: itself, or what ``auto`` picks."""
     if strategy != "auto":
         return strategy
-    calls = len(program.calls)
-    if calls <= WHOLE_MAX_CALLS:
-        return "whole"
     signatures = len({signature(call, program.hbm) for call in program.calls})
+    calls = len(program.calls)
     return "whole" if calls <= WHOLE_MAX_CALLS_PER_SIGNATURE * signatures else "stepwise"
 
 
@@ -69,38 +67,54 @@ def compile_program(program: Program, device: jax.Device, strategy: str) -> Exec
 
 
 class Executable:
-    """A compiled program: ``run(state)`` maps the initial state arrays to the final ones."""
+    """A compiled program. ``run(state)`` maps the initial state arrays to the final HBM and a
+    function giving every final buffer (HBM first, as in the state), computed on demand."""
 
     strategy: str
 
-    def run(self, state: Sequence[jax.Array]) -> list[jax.Array]:
+    def run(self, state: Sequence[jax.Array]) -> tuple[jax.Array, Callable[[], list[jax.Array]]]:
         raise NotImplementedError
 
 
 class WholeProgram(Executable):
-    """The whole program as one XLA function of the state."""
+    """The whole program as one XLA function of the state.
+
+    The function returns the final HBM only, which spares XLA the final on-chip buffers
+    (about a sixth of attention's compile time); a second function returning every buffer is
+    compiled the first time a run's final on-chip state is asked for.
+    """
 
     strategy = "whole"
 
     def __init__(self, program: Program, device: jax.Device):
         index = _state.state_index(program.table)
-        calls = [(c, [index[r.buffer.name] for r in c.inputs], index[c.output.buffer.name])
-                 for c in program.calls]
+        self._calls = [(c, [index[r.buffer.name] for r in c.inputs],
+                        index[c.output.buffer.name]) for c in program.calls]
+        sharding = jax.sharding.SingleDeviceSharding(device)
+        self._structs = _state.state_structs(program.table, program.hbm, sharding)
+        self._hbm = jax.jit(self._step(every=False)).lower(*self._structs).compile()
+        self._every: Any = None
 
-        def step(*arrays: jax.Array) -> tuple[jax.Array, ...]:
+    def _step(self, every: bool) -> Callable[..., Any]:
+        def step(*arrays: jax.Array) -> Any:
             current = list(arrays)
-            for call, sources, target in calls:
+            for call, sources, target in self._calls:
                 values = [_state.read(current, s, r)
                           for s, r in zip(sources, call.inputs, strict=True)]
                 _state.write(current, target, call.output, call.lowered.fn(values))
-            return tuple(current)
+            return tuple(current) if every else current[0]
 
-        sharding = jax.sharding.SingleDeviceSharding(device)
-        structs = _state.state_structs(program.table, program.hbm, sharding)
-        self._compiled = jax.jit(step).lower(*structs).compile()
+        return step
 
-    def run(self, state: Sequence[jax.Array]) -> list[jax.Array]:
-        return list(self._compiled(*state))
+    def run(self, state: Sequence[jax.Array]) -> tuple[jax.Array, Callable[[], list[jax.Array]]]:
+        state = list(state)
+
+        def every() -> list[jax.Array]:
+            if self._every is None:
+                self._every = jax.jit(self._step(every=True)).lower(*self._structs).compile()
+            return list(self._every(*state))
+
+        return self._hbm(*state), every
 
 
 @dataclass(frozen=True)
@@ -165,13 +179,13 @@ class StepwiseProgram(Executable):
                               np.int32)
             self._steps.append(_Step(compiled_steps[device, key], sources, target, starts))
 
-    def run(self, state: Sequence[jax.Array]) -> list[jax.Array]:
+    def run(self, state: Sequence[jax.Array]) -> tuple[jax.Array, Callable[[], list[jax.Array]]]:
         # Each step donates the array it replaces, so the state is updated in place.
         current = list(state)
         for step in self._steps:
             current[step.target] = step.compiled(*(current[i] for i in step.sources),
                                                  step.starts)
-        return current
+        return current[0], lambda: current
 
 
 def _operand_arrays(call: Call, index: dict[str, int]) -> tuple[tuple[int, ...], int]:
