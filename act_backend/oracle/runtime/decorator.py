@@ -116,6 +116,7 @@ class Kernel:
         self._executables: dict[tuple[jax.Device, str], _executable.Executable] = {}
         self._strategy = "auto"  # as asked; what it resolved to is in _chosen
         self._chosen: dict[str, str] = {}
+        self._signatures: list[_executable.Signature] | None = None
         self.strategy: str | None = None
         # The last run's final buffers, computed when last_state first asks for them.
         self._last_run: Callable[[], list[jax.Array]] | None = None
@@ -199,12 +200,15 @@ class Kernel:
     def _compile_now(self) -> _executable.Executable:
         device = _device()
         program = self.program()
+        if self._signatures is None:
+            self._signatures = _executable.signatures(program)
         if self._strategy not in self._chosen:
-            self._chosen[self._strategy] = _executable.choose(program, self._strategy)
+            self._chosen[self._strategy] = _executable.choose(self._strategy, self._signatures)
         strategy = self._chosen[self._strategy]
         key = (device, strategy)
         if key not in self._executables:
-            self._executables[key] = _executable.compile_program(program, device, strategy)
+            self._executables[key] = _executable.compile_program(program, self._signatures,
+                                                                 device, strategy)
         self.strategy = strategy
         return self._executables[key]
 

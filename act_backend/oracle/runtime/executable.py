@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -48,21 +48,23 @@ def check_strategy(strategy: object, kernel: str) -> str:
     return str(strategy)
 
 
-def choose(program: Program, strategy: str) -> str:
-    """What ``strategy`` compiles ``program`` with: itself, or what ``auto`` picks."""
+def choose(strategy: str, keys: Sequence[Signature]) -> str:
+    """What ``strategy`` compiles a program of calls of signatures ``keys`` with: itself, or
+    what ``auto`` picks."""
     if strategy != "auto":
         return strategy
-    signatures = len({signature(call, program.hbm) for call in program.calls})
-    calls = len(program.calls)
-    return "whole" if calls <= WHOLE_MAX_CALLS_PER_SIGNATURE * signatures else "stepwise"
+    distinct = len(set(keys))
+    return "whole" if len(keys) <= WHOLE_MAX_CALLS_PER_SIGNATURE * distinct else "stepwise"
 
 
-def compile_program(program: Program, device: jax.Device, strategy: str) -> Executable:
-    """``program`` compiled for ``device`` with ``strategy`` (``whole`` or ``stepwise``)."""
+def compile_program(program: Program, keys: Sequence[Signature], device: jax.Device,
+                    strategy: str) -> Executable:
+    """``program`` (whose calls have signatures ``keys``) compiled for ``device`` with
+    ``strategy`` (``whole`` or ``stepwise``)."""
     if strategy == "whole":
         return WholeProgram(program, device)
     if strategy == "stepwise":
-        return StepwiseProgram(program, device)
+        return StepwiseProgram(program, keys, device)
     raise ValueError(f"kernel {program.kernel}: cannot compile with strategy {strategy!r}")
 
 
@@ -117,8 +119,7 @@ class WholeProgram(Executable):
         return self._hbm(*state), every
 
 
-@dataclass(frozen=True)
-class Signature:
+class Signature(NamedTuple):
     """What a compiled step depends on: everything of a call but its operands' starts."""
 
     instr: str
@@ -134,6 +135,11 @@ def signature(call: Call, hbm: int) -> Signature:
     in_hbm = any(r.buffer.is_hbm for r in regions)
     return Signature(call.instr.name, tuple(call.comp.items()),
                      tuple((r.buffer.name, r.size) for r in regions), hbm if in_hbm else None)
+
+
+def signatures(program: Program) -> list[Signature]:
+    """The signature of each call of ``program``, in order."""
+    return [signature(call, program.hbm) for call in program.calls]
 
 
 @dataclass(frozen=True)
@@ -157,16 +163,13 @@ class StepwiseProgram(Executable):
 
     strategy = "stepwise"
 
-    def __init__(self, program: Program, device: jax.Device):
+    def __init__(self, program: Program, keys: Sequence[Signature], device: jax.Device):
         index = _state.state_index(program.table)
         sharding = jax.sharding.SingleDeviceSharding(device)
         structs = _state.state_structs(program.table, program.hbm, sharding)
         firsts: dict[Signature, Call] = {}
-        keys = []
-        for call in program.calls:
-            key = signature(call, program.hbm)
+        for key, call in zip(keys, program.calls, strict=True):
             firsts.setdefault(key, call)
-            keys.append(key)
         missing = [(key, call) for key, call in firsts.items()
                    if (device, key) not in compiled_steps]
         lowered = [_lower_step(call, index, structs, sharding) for _, call in missing]

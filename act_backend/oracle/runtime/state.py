@@ -18,7 +18,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from .table import HBM, Buffer, OracleError, SliceSpec, Table, evaluate, numpy_dtype
+from .table import HBM, Buffer, OracleError, SliceSpec, Table, evaluate_all, numpy_dtype
 
 
 @dataclass(frozen=True)
@@ -50,20 +50,24 @@ def bind_region(spec: SliceSpec, table: Table, env: Mapping[str, int], hbm: int,
     size in bytes, the extent of d0's unbounded access dim.
     """
     buffer = table.buffers[spec.buffer]
-    start = tuple(evaluate(e, env, f"{where}: start {k}") for k, e in enumerate(spec.start))
-    size = tuple(evaluate(e, env, f"{where}: size {k}") for k, e in enumerate(spec.size))
+    rank = len(spec.start)
+    bounds = evaluate_all(
+        spec.start + spec.size, spec.bounds, env,
+        lambda k: f"{where}: start {k}" if k < rank else f"{where}: size {k - rank}")
+    start, size = tuple(bounds[:rank]), tuple(bounds[rank:])
     region = Region(buffer, start, size)
     for k, capacity in enumerate(buffer.access_dims):
+        limit = hbm if capacity is None else capacity
+        if size[k] > 0 and start[k] >= 0 and start[k] + size[k] <= limit:
+            continue
         along = f" along access dim {k}" if len(buffer.access_dims) > 1 else ""
         if size[k] <= 0:
             raise OracleError(f"{where}: size {size[k]}{along} is not positive")
         if start[k] < 0:
             raise OracleError(f"{where}: rows {region.rows(k)}{along} start below 0")
-        limit = hbm if capacity is None else capacity
-        if start[k] + size[k] > limit:
-            extent = (f"HBM of {hbm} bytes" if buffer.is_hbm
-                      else f"{buffer.name} of {capacity} rows{along}")
-            raise OracleError(f"{where}: rows {region.rows(k)} exceed {extent}")
+        extent = (f"HBM of {hbm} bytes" if buffer.is_hbm
+                  else f"{buffer.name} of {capacity} rows{along}")
+        raise OracleError(f"{where}: rows {region.rows(k)} exceed {extent}")
     return region
 
 
