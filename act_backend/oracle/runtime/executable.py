@@ -1,6 +1,6 @@
 """How a recorded program runs on a device: compiled whole, or compiled step by step.
 
-* ``whole``: the program is one XLA function from the state to the final state. A run is one
+* ``whole``: the program is one XLA function from the state to the final HBM. A run is one
   dispatch, but XLA's compile time grows with every call (about 13 ms a call on a CPU core).
 * ``stepwise``: one XLA function per distinct step signature (the instruction, its
   computational attribute values, the buffers and sizes of its operands), which takes the
@@ -9,8 +9,8 @@
   the life of the oracle, so later kernels reuse them.
 
 Both evaluate each call with the same lowered semantics on the same typed state, so they
-compute the same bits (tests compare them call for call). ``auto`` compiles whole where that
-is quicker: programs with few calls per signature.
+compute the same bits (tests compare every output and buffer byte for byte). ``auto``
+compiles whole where that is quicker: programs with few calls per signature.
 """
 
 from __future__ import annotations
@@ -175,9 +175,11 @@ class StepwiseProgram(Executable):
         lowered = [_lower_step(call, index, structs, sharding) for _, call in missing]
         for (key, _), compiled in zip(missing, _compile_all(lowered), strict=True):
             compiled_steps[device, key] = compiled
+        # Every call of a signature takes the same arrays: work them out once per signature.
+        arrays = {key: _operand_arrays(call, index) for key, call in firsts.items()}
         self._steps = []
         for key, call in zip(keys, program.calls, strict=True):
-            sources, target = _operand_arrays(call, index)
+            sources, target = arrays[key]
             starts = np.array([s for r in call.inputs + (call.output,) for s in r.start],
                               np.int32)
             self._steps.append(_Step(compiled_steps[device, key], sources, target, starts))
@@ -202,8 +204,8 @@ def _lower_step(call: Call, index: dict[str, int], structs: list[jax.ShapeDtypeS
     """The step of ``call``'s signature, lowered: ``(arrays..., starts) -> written array``."""
     sources, target = _operand_arrays(call, index)
     for i in sources:
-        if structs[i].shape[0] > _INT32_MAX:
-            raise OracleError(f"{call.instr.name}: a buffer of {structs[i].shape[0]} rows is "
+        if max(structs[i].shape) > _INT32_MAX:
+            raise OracleError(f"{call.instr.name}: a buffer of shape {structs[i].shape} is "
                               "beyond the 32-bit starts a stepwise program passes; compile the "
                               "kernel whole")
     position = {i: p for p, i in enumerate(sources)}
