@@ -8,9 +8,12 @@ Prints, per kernel: its instruction count, the strategy ``auto`` chose and its d
 signatures, the median and least compile time, and the median run time.
 
     python tests/benchmarks/oracle_bench.py [--runs 20] [--repeats 5] [--whole]
+                                            [--compare-with CHECKOUT]
 
 ``--whole`` also compiles the long kernels whole (one XLA function; about 13 ms a call) to
-show what the stepwise strategy saves.
+show what the stepwise strategy saves. ``--compare-with`` measures attention's first compile
+alternately with the oracle runtime of another checkout of act-backend (the same table), and
+prints the CPU time of both beside their wall times, which shifts less when the machine is busy.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,7 +60,12 @@ def child(oracle_dir: str, kernel: str, strategy: str, runs: int) -> dict:
         long = gemmini_tiled_matmul(*LONG[kernel])
         text, inputs, expected = long.text, long.inputs, long.expected
     k = load_kernel(oracle, text)
-    _, compile_ms = k("fsim-compile")(strategy=strategy)
+    before = os.times()
+    # An empty strategy: the runtime's own choice (a runtime of another checkout may have none).
+    _, compile_ms = (k("fsim-compile")(strategy=strategy) if strategy
+                     else k("fsim-compile")())
+    after = os.times()
+    cpu_ms = (after.user + after.system - before.user - before.system) * 1e3
     run_ms = []
     for _ in range(runs):
         outputs, ms = k("fsim")(*inputs)
@@ -67,26 +76,56 @@ def child(oracle_dir: str, kernel: str, strategy: str, runs: int) -> dict:
         if not all(np.array_equal(np.asarray(o), e) for o, e in zip(outputs, expected,
                                                                       strict=True)):
             raise SystemExit(f"{kernel}: the oracle's result differs from NumPy's")
-    executable = sys.modules[f"{oracle.__name__}.executable"]
-    signatures = {executable.signature(c, k.hbm) for c in k.program().calls}
-    return {"calls": len(k.program().calls), "signatures": len(signatures),
-            "strategy": k.strategy, "compile_ms": compile_ms,
+    executable = sys.modules.get(f"{oracle.__name__}.executable")
+    signatures = (len({executable.signature(c, k.hbm) for c in k.program().calls})
+                  if executable else 0)
+    return {"calls": len(k.program().calls), "signatures": signatures,
+            "strategy": getattr(k, "strategy", "whole"), "compile_ms": compile_ms, "cpu_ms": cpu_ms,
             "run_ms": statistics.median(run_ms)}
 
 
-def measure(oracle_dir: Path, kernel: str, strategy: str, runs: int, repeats: int) -> None:
-    figures = []
-    for _ in range(repeats):
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", str(oracle_dir), kernel, strategy, str(runs)],
-            check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        figures.append(json.loads(out.stdout.strip().splitlines()[-1]))
+def one_process(oracle_dir: Path, kernel: str, strategy: str, runs: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(oracle_dir), kernel, strategy, str(runs)],
+        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report(label: str, figures: list[dict]) -> None:
     compile_ms = [f["compile_ms"] for f in figures]
     first = figures[0]
-    print(f"{kernel:24s} {first['calls']:5d} calls {first['signatures']:3d} signatures  "
+    print(f"{label:24s} {first['calls']:5d} calls {first['signatures']:3d} signatures  "
           f"{first['strategy']:8s}  fsim-compile median {statistics.median(compile_ms):8.1f} ms "
-          f"(least {min(compile_ms):8.1f}) over {repeats} processes   fsim median "
-          f"{statistics.median(f['run_ms'] for f in figures):8.2f} ms", flush=True)
+          f"(least {min(compile_ms):8.1f}; CPU median "
+          f"{statistics.median(f['cpu_ms'] for f in figures):6.0f} ms) over {len(figures)} "
+          f"processes   fsim median {statistics.median(f['run_ms'] for f in figures):8.2f} ms",
+          flush=True)
+
+
+def measure(oracle_dir: Path, kernel: str, strategy: str, runs: int, repeats: int) -> None:
+    report(kernel, [one_process(oracle_dir, kernel, strategy, runs) for _ in range(repeats)])
+
+
+def compare(oracle_dir: Path, previous_dir: Path, kernel: str, runs: int, repeats: int) -> None:
+    """Attention's first compile with this runtime and another, in alternate processes."""
+    ours, theirs = [], []
+    for _ in range(repeats):
+        ours.append(one_process(oracle_dir, kernel, "auto", runs))
+        theirs.append(one_process(previous_dir, kernel, "", runs))
+    report(kernel, ours)
+    report(f"{kernel} (other runtime)", theirs)
+
+
+def with_runtime_of(oracle_dir: Path, checkout: Path, target: Path) -> Path:
+    """A copy of ``oracle_dir`` whose runtime modules are those of another checkout."""
+    shutil.copytree(oracle_dir, target)
+    for module in target.glob("*.py"):
+        if module.name != "__init__.py":
+            module.unlink()
+    for source in (checkout / "act_backend" / "oracle" / "runtime").glob("*.py"):
+        if source.name != "__init__.py":
+            shutil.copyfile(source, target / source.name)
+    return target
 
 
 def main() -> None:
@@ -95,6 +134,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--whole", action="store_true",
                         help="also compile the long kernels whole")
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="also time attention with another checkout's oracle runtime")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -110,7 +151,12 @@ def main() -> None:
             print(f"{example:8s} oracle generated in {(time.perf_counter() - start) * 1e3:.1f} ms",
                   flush=True)
         for example in ATTENTION:
-            measure(oracles[example], example, "auto", args.runs, args.repeats)
+            if args.compare_with:
+                other = with_runtime_of(oracles[example], args.compare_with.resolve(),
+                                        Path(scratch) / f"{example}-other")
+                compare(oracles[example], other, example, args.runs, args.repeats)
+            else:
+                measure(oracles[example], example, "auto", args.runs, args.repeats)
         for name in LONG:
             measure(oracles["Gemmini"], name, "auto", args.runs, args.repeats)
         if args.whole:
