@@ -2,9 +2,10 @@
 
 ``whole`` compiles a kernel as one XLA function; ``stepwise`` compiles each distinct
 instruction signature once and runs the calls in sequence. For the example kernels (QKV and
-QKV_new attention, every Gemmini instruction), a tiled Gemmini product and a long bf16 kernel
-of many attention heads, both strategies must leave every output and every buffer of the final
-state byte for byte equal. Kernels of thousands of instructions are held to NumPy exactly.
+QKV_new attention, every Gemmini instruction), a tiled Gemmini product, a long bf16 kernel of
+many attention heads and the backend's own tiled kernels (slow: they build the backends), both
+strategies must leave every output and every buffer of the final state byte for byte equal.
+Kernels of thousands of instructions are held to NumPy exactly.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from assembly.probe_tables import probe_table
+from helpers.examples import ROOT, compile_kernel, parse_kernel_file
 from helpers.oracle_harness import (
     ASSEMBLY_DIR,
     EXAMPLES_DIR,
@@ -91,10 +93,7 @@ def run(oracle, text: str, inputs, strategy: str):
     return out_bytes, state, kernel
 
 
-@pytest.mark.parametrize("example, build", SAME_BITS)
-def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build):
-    oracle = load_oracle(oracle_dirs(example))
-    text, inputs = build()
+def assert_same_bits(oracle, text: str, inputs) -> None:
     whole_out, whole_state, _ = run(oracle, text, inputs, "whole")
     step_out, step_state, _ = run(oracle, text, inputs, "stepwise")
     assert any(o.any() for o in whole_out), "the kernel computes nothing to compare"
@@ -104,6 +103,45 @@ def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build):
     for name in whole_state:
         differ = np.count_nonzero(whole_state[name] != step_state[name])
         assert differ == 0, f"buffer {name} differs in {differ} bytes"
+
+
+@pytest.mark.parametrize("example, build", SAME_BITS)
+def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build):
+    assert_same_bits(load_oracle(oracle_dirs(example)), *build())
+
+
+TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
+
+# the backend's tiled kernels: bf16 attention split into row tiles and heads, int8 products
+# tiled along every dimension, stored through strided stores, with shorter last tiles
+TILED = [
+    ("QKV", "qkv_attention_256_rows"),
+    ("QKV", "qkv_attention_4_heads"),
+    ("Gemmini", "gemmini_matmul_64x64x64"),
+    ("Gemmini", "gemmini_matmul_16x16x64"),
+    ("Gemmini", "gemmini_relu_matmul_128_rows"),
+    ("Gemmini", "gemmini_matmul_40x20x24"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example, name", TILED)
+def test_the_backends_tiled_kernels_compute_the_same_bits(example_build, tmp_path, example,
+                                                          name):
+    build = example_build(example)
+    kernel = TILING / f"{name}.hlo"
+    asm = tmp_path / f"{name}.py"
+    done = compile_kernel(build.backend, kernel, asm)
+    assert done.returncode == 0, done.stderr
+    rng = np.random.default_rng(11)
+    inputs = []
+    for p in parse_kernel_file(kernel).entry.parameters():
+        shape = tuple(p.type.shape)
+        if p.type.dtype == "bf16":
+            inputs.append(rng.uniform(-1.0, 1.0, shape).astype(jnp.bfloat16))
+        else:
+            inputs.append(rng.integers(-128, 127, shape, endpoint=True).astype(np.int8))
+    assert_same_bits(load_oracle(build.oracle_dir), asm.read_text(), inputs)
 
 
 def test_blocks_of_a_two_dimensional_buffer_at_run_time_starts(tmp_path):
