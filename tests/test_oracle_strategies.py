@@ -119,7 +119,7 @@ TILED = [
     ("QKV", "qkv_attention_4_heads"),
     ("Gemmini", "gemmini_matmul_64x64x64"),
     ("Gemmini", "gemmini_matmul_16x16x64"),
-    ("Gemmini", "gemmini_relu_matmul_128_rows"),
+    ("Gemmini", "gemmini_relu_matmul_128x128"),
     ("Gemmini", "gemmini_matmul_40x20x24"),
 ]
 
