@@ -1,4 +1,5 @@
-"""The oracle runtime simulates kernels: modes, state, slices, constants and devices.
+"""The oracle runtime simulates kernels: modes, state, slices, constants, devices and the table's
+expressions.
 
 These tests write oracles from hand-written ISA tables (tests/assembly), so they exercise the
 runtime on its own; test_oracle_examples.py covers oracles generated from the example specs.
@@ -206,3 +207,44 @@ def test_the_gpu_backend_computes_what_the_cpu_computes(qkv_dir, qkv_inputs):
     tolerance = bf16_tolerance(qkv_inputs[2])
     assert np.max(np.abs(gpu.astype(np.float32) - expected)) <= tolerance
     assert np.max(np.abs(gpu.astype(np.float32) - cpu.astype(np.float32))) <= tolerance
+
+
+def _e(value):
+    """A table expression from a small Python form: int, 'attr', (op, a, b) or ('neg', a)."""
+    if isinstance(value, int):
+        return {"int": value}
+    if isinstance(value, str):
+        return {"attr": value}
+    op, *args = value
+    return {"op": op, "args": [_e(a) for a in args]}
+
+
+# expression, environment: compiled once into Python, it computes what evaluate computes
+EXPRESSIONS = [
+    (("+", "c.n", 3), {"c.n": 4}),
+    (("*", ("-", "a.x", 1), "c.n"), {"a.x": -2, "c.n": 5}),
+    (("/", "a.x", 16), {"a.x": -17}),  # floor division
+    (("%", "a.x", 16), {"a.x": -17}),  # floor remainder
+    (("neg", ("%", 7, "c.n")), {"c.n": -3}),
+    (2 ** 40, {}),
+]
+
+
+@pytest.mark.parametrize("form, env", EXPRESSIONS)
+def test_compiled_expressions_compute_what_evaluate_computes(form, env):
+    from act_backend.oracle.runtime.table import compile_exprs, evaluate
+
+    expr = _e(form)
+    assert compile_exprs([expr, expr])(env) == (evaluate(expr, env, "x"),) * 2
+
+
+def test_a_compiled_expression_that_fails_leaves_the_message_to_evaluate():
+    from act_backend.oracle.runtime.table import OracleError, compile_exprs, evaluate_all
+
+    exprs = [_e(("+", "c.n", 1)), _e(("/", "c.n", "a.zero"))]
+    compiled = compile_exprs(exprs)
+    with pytest.raises(OracleError, match=r"^size 1: division by zero"):
+        evaluate_all(exprs, compiled, {"c.n": 4, "a.zero": 0}, lambda k: f"size {k}")
+    with pytest.raises(OracleError, match=r"^size 0: expression mentions @c.n, which has no "):
+        evaluate_all(exprs, compiled, {"a.zero": 1}, lambda k: f"size {k}")
+    assert compile_exprs([{"op": "^", "args": [_e(1), _e(2)]}]) is None

@@ -1,16 +1,29 @@
-"""How long generating an oracle and simulating with it take, for the QKV and QKV_new examples.
+"""How long generating an oracle and simulating with it take: attention on QKV and QKV_new, and
+long Gemmini kernels (tiled int8 products of about 1,000 and 5,000 instructions).
 
-Prints, per example: the oracle generation time (validation, table, files), the time the
-oracle takes to trace and compile the hand-written attention kernel (``fsim-compile``), and
-the median time of one simulation (``fsim``) over N runs.
+Every figure of a compile is the first compile of a fresh process (``fsim-compile``: tracing
+the assembly and compiling it with XLA, JAX's own first-use costs included), taken in
+``--repeats`` processes; a simulation (``fsim``) is the median of ``--runs`` runs after it.
+Prints, per kernel: its instruction count, the strategy ``auto`` chose and its distinct step
+signatures, the median and least compile time, and the median run time.
 
-    python tests/benchmarks/oracle_bench.py [--runs 20]
+    python tests/benchmarks/oracle_bench.py [--runs 20] [--repeats 5] [--whole]
+                                            [--compare-with CHECKOUT]
+
+``--whole`` also compiles the long kernels whole (one XLA function; about 13 ms a call) to
+show what the stepwise strategy saves. ``--compare-with`` measures attention's first compile
+alternately with the oracle runtime of another checkout of act-backend (the same table), and
+prints the CPU time of both beside their wall times, which shifts less when the machine is busy.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,42 +36,132 @@ from helpers.oracle_harness import (  # noqa: E402
     ASSEMBLY_DIR,
     generate_example_oracle,
     load_bf16,
-    load_kernel,
     load_oracle,
 )
 
-EXAMPLES = {"QKV": ("QKV.py", "qkv_attention.py"), "QKV_new": ("QKV_new.py",
-                                                                "qkv_new_attention.py")}
+ATTENTION = {"QKV": "qkv_attention.py", "QKV_new": "qkv_new_attention.py"}
+# name -> tiles (rows, columns, contraction) of the Gemmini product
+LONG = {"gemmini 7x7x7 tiles": (7, 7, 7), "gemmini 12x12x12 tiles": (12, 12, 12)}
 
 
-def bench(example: str, runs: int, scratch: Path) -> None:
-    spec, asm = EXAMPLES[example]
-    work = scratch / example
-    work.mkdir()
-    start = time.perf_counter()
-    oracle_dir = generate_example_oracle(ROOT / "examples" / example / spec, work)
-    generate_ms = (time.perf_counter() - start) * 1e3
+def child(oracle_dir: str, kernel: str, strategy: str, runs: int) -> dict:
+    """One fresh process's figures for ``kernel`` (an example name or a LONG name)."""
+    from helpers.oracle_kernels import gemmini_tiled_matmul
+
+    from act_backend.oracle.loading import load_kernel
 
     oracle = load_oracle(oracle_dir)
-    kernel = load_kernel(oracle, ASSEMBLY_DIR / asm)
-    _, compile_ms = kernel("fsim-compile")()
-    data = ROOT / "examples" / example / "data"
-    inputs = [load_bf16(data / f"{m}.dat", (64, 64)) for m in ("Q", "K", "V")]
+    if kernel in ATTENTION:
+        text = (ASSEMBLY_DIR / ATTENTION[kernel]).read_text()
+        data = ROOT / "examples" / kernel / "data"
+        inputs = [load_bf16(data / f"{m}.dat", (64, 64)) for m in "QKV"]
+        expected = None
+    else:
+        long = gemmini_tiled_matmul(*LONG[kernel])
+        text, inputs, expected = long.text, long.inputs, long.expected
+    k = load_kernel(oracle, text)
+    before = os.times()
+    # An empty strategy: the runtime's own choice (a runtime of another checkout may have none).
+    _, compile_ms = (k("fsim-compile")(strategy=strategy) if strategy
+                     else k("fsim-compile")())
+    after = os.times()
+    cpu_ms = (after.user + after.system - before.user - before.system) * 1e3
     run_ms = []
     for _ in range(runs):
-        _, ms = kernel("fsim")(*inputs)
+        outputs, ms = k("fsim")(*inputs)
         run_ms.append(ms)
-    print(f"{example:8s} generate {generate_ms:8.1f} ms   fsim-compile {compile_ms:8.1f} ms   "
-          f"fsim median {statistics.median(run_ms):6.2f} ms over {runs} runs")
+    if expected is not None:
+        import numpy as np
+
+        if not all(np.array_equal(np.asarray(o), e) for o, e in zip(outputs, expected,
+                                                                      strict=True)):
+            raise SystemExit(f"{kernel}: the oracle's result differs from NumPy's")
+    executable = sys.modules.get(f"{oracle.__name__}.executable")
+    signatures = (len({executable.signature(c, k.hbm) for c in k.program().calls})
+                  if executable else 0)
+    return {"calls": len(k.program().calls), "signatures": signatures,
+            "strategy": getattr(k, "strategy", "whole"), "compile_ms": compile_ms, "cpu_ms": cpu_ms,
+            "run_ms": statistics.median(run_ms)}
+
+
+def one_process(oracle_dir: Path, kernel: str, strategy: str, runs: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(oracle_dir), kernel, strategy, str(runs)],
+        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report(label: str, figures: list[dict]) -> None:
+    compile_ms = [f["compile_ms"] for f in figures]
+    first = figures[0]
+    print(f"{label:24s} {first['calls']:5d} calls {first['signatures']:3d} signatures  "
+          f"{first['strategy']:8s}  fsim-compile median {statistics.median(compile_ms):8.1f} ms "
+          f"(least {min(compile_ms):8.1f}; CPU median "
+          f"{statistics.median(f['cpu_ms'] for f in figures):6.0f} ms) over {len(figures)} "
+          f"processes   fsim median {statistics.median(f['run_ms'] for f in figures):8.2f} ms",
+          flush=True)
+
+
+def measure(oracle_dir: Path, kernel: str, strategy: str, runs: int, repeats: int) -> None:
+    report(kernel, [one_process(oracle_dir, kernel, strategy, runs) for _ in range(repeats)])
+
+
+def compare(oracle_dir: Path, previous_dir: Path, kernel: str, runs: int, repeats: int) -> None:
+    """Attention's first compile with this runtime and another, in alternate processes."""
+    ours, theirs = [], []
+    for _ in range(repeats):
+        ours.append(one_process(oracle_dir, kernel, "auto", runs))
+        theirs.append(one_process(previous_dir, kernel, "", runs))
+    report(kernel, ours)
+    report(f"{kernel} (other runtime)", theirs)
+
+
+def with_runtime_of(oracle_dir: Path, checkout: Path, target: Path) -> Path:
+    """A copy of ``oracle_dir`` whose runtime modules are those of another checkout."""
+    shutil.copytree(oracle_dir, target)
+    for module in target.glob("*.py"):
+        if module.name != "__init__.py":
+            module.unlink()
+    for source in (checkout / "act_backend" / "oracle" / "runtime").glob("*.py"):
+        if source.name != "__init__.py":
+            shutil.copyfile(source, target / source.name)
+    return target
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--whole", action="store_true",
+                        help="also compile the long kernels whole")
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="also time attention with another checkout's oracle runtime")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        oracle_dir, kernel, strategy, runs = args.child
+        print(json.dumps(child(oracle_dir, kernel, strategy, int(runs))))
+        return
     with tempfile.TemporaryDirectory(prefix="act-oracle-bench-") as scratch:
-        for example in EXAMPLES:
-            bench(example, args.runs, Path(scratch))
+        oracles = {}
+        for example in ("QKV", "QKV_new", "Gemmini"):
+            start = time.perf_counter()
+            oracles[example] = generate_example_oracle(
+                ROOT / "examples" / example / f"{example}.py", Path(scratch) / example)
+            print(f"{example:8s} oracle generated in {(time.perf_counter() - start) * 1e3:.1f} ms",
+                  flush=True)
+        for example in ATTENTION:
+            if args.compare_with:
+                other = with_runtime_of(oracles[example], args.compare_with.resolve(),
+                                        Path(scratch) / f"{example}-other")
+                compare(oracles[example], other, example, args.runs, args.repeats)
+            else:
+                measure(oracles[example], example, "auto", args.runs, args.repeats)
+        for name in LONG:
+            measure(oracles["Gemmini"], name, "auto", args.runs, args.repeats)
+        if args.whole:
+            for name in LONG:
+                measure(oracles["Gemmini"], name, "whole", 3, 1)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 
 ``k = kernel(hbm=..., input=[...], output=[...], constant=[...])(body)`` is called with a mode:
 
-* ``k('fsim-compile')()`` traces the body's api calls into a program, compiles the whole
-  program with XLA as one function from the state (HBM, then each on-chip buffer) to the new
-  state, and returns ``(input_specs, compile_ms)``;
+* ``k('fsim-compile')()`` traces the body's api calls into a program, compiles it with XLA and
+  returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
+  (``executable``): ``'whole'``, one function from the state (HBM, then each on-chip buffer)
+  to the new HBM; ``'stepwise'``, one function per distinct instruction signature, run call
+  after call; ``'auto'`` (the default), whole while the program has at most two calls per
+  signature, stepwise beyond (a long kernel repeats a few signatures). Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
   program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
   before ``fsim-compile``, it compiles first (``run_ms`` never includes compilation);
@@ -12,22 +15,27 @@
   each call, 1 where the spec gives none).
 
 After a run, ``k.last_state`` maps each buffer name (``d0`` first) to its final contents, for
-inspecting what a kernel left on chip.
+inspecting what a kernel left on chip (a kernel compiled whole computes them when first asked,
+by a second function that returns every buffer); after a compile, ``k.strategy`` says which strategy
+compiled it (``'whole'`` or ``'stepwise'``).
 
 ``set_simulation_backend('CPU' | 'GPU')`` chooses the device later compilations and runs use.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import numpy as np
 
+from . import executable as _executable
 from . import state as _state
 from . import table as _table
 from . import tracing as _tracing
@@ -105,8 +113,14 @@ class Kernel:
         self.outputs = [self._tensor(s, "output", i, False) for i, s in enumerate(outputs)]
         self.constants = [self._tensor(s, "constant", i, True) for i, s in enumerate(constants)]
         self._program: _tracing.Program | None = None
-        self._compiled: dict[jax.Device, Any] = {}
-        self.last_state: dict[str, np.ndarray] | None = None
+        self._executables: dict[tuple[jax.Device, str], _executable.Executable] = {}
+        self._strategy = "auto"  # as asked; what it resolved to is in _chosen
+        self._chosen: dict[str, str] = {}
+        self._signatures: list[_executable.Signature] | None = None
+        self.strategy: str | None = None
+        # The last run's final buffers, computed when last_state first asks for them.
+        self._last_run: Callable[[], list[jax.Array]] | None = None
+        self._last_state: dict[str, np.ndarray] | None = None
 
     def __call__(self, mode: str) -> Callable[..., Any]:
         if mode == "fsim-compile":
@@ -123,9 +137,11 @@ class Kernel:
 
     # -- modes ------------------------------------------------------------------------------
 
-    def _fsim_compile(self, *inputs: Any) -> tuple[list[dict], float]:
+    def _fsim_compile(self, *inputs: Any, strategy: str = "auto") -> tuple[list[dict], float]:
+        _executable.check_strategy(strategy, self.name)
         if inputs:
             self._check_inputs(inputs)
+        self._strategy = strategy
         start = time.perf_counter()
         self._compile()
         compile_ms = (time.perf_counter() - start) * 1000.0
@@ -133,7 +149,7 @@ class Kernel:
 
     def _fsim(self, *inputs: Any) -> tuple[list[jax.Array], float]:
         arrays = self._check_inputs(inputs)
-        compiled = self._compile()
+        executable = self._compile()
         device = _device()
         image = self._image()
         for tensor, array in zip(self.inputs, arrays, strict=True):
@@ -144,15 +160,24 @@ class Kernel:
         placed = [jax.device_put(a, device) for a in initial]
         jax.block_until_ready(placed)
         start = time.perf_counter()
-        final = jax.block_until_ready(compiled(*placed))
+        final, every = executable.run(placed)
+        jax.block_until_ready(final)
         run_ms = (time.perf_counter() - start) * 1000.0
-        hbm = np.asarray(final[0])
-        index = _state.state_index(program.table)
-        self.last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+        hbm = np.asarray(final)
+        self._last_run, self._last_state = every, None
         outputs = [
             jax.device_put(hbm[t.addr:t.addr + t.nbytes].view(t.dtype).reshape(t.shape), device)
             for t in self.outputs]
         return outputs, run_ms
+
+    @property
+    def last_state(self) -> dict[str, np.ndarray] | None:
+        """Each buffer's contents after the last run (``d0`` first), or None before one."""
+        if self._last_state is None and self._last_run is not None:
+            final = self._last_run()
+            index = _state.state_index(self.program().table)
+            self._last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+        return self._last_state
 
     def _cost(self) -> int:
         return sum(call.cost for call in self.program().calls)
@@ -168,26 +193,24 @@ class Kernel:
             self._program = program
         return self._program
 
-    def _compile(self) -> Any:
+    def _compile(self) -> _executable.Executable:
+        with _collection_paused():
+            return self._compile_now()
+
+    def _compile_now(self) -> _executable.Executable:
         device = _device()
-        if device not in self._compiled:
-            program = self.program()
-            index = _state.state_index(program.table)
-            calls = [(c, [index[r.buffer.name] for r in c.inputs], index[c.output.buffer.name])
-                     for c in program.calls]
-
-            def step(*arrays: jax.Array) -> tuple[jax.Array, ...]:
-                current = list(arrays)
-                for call, sources, target in calls:
-                    values = [_state.read(current, s, r)
-                              for s, r in zip(sources, call.inputs, strict=True)]
-                    _state.write(current, target, call.output, call.lowered.fn(values))
-                return tuple(current)
-
-            sharding = jax.sharding.SingleDeviceSharding(device)
-            structs = _state.state_structs(program.table, self.hbm, sharding)
-            self._compiled[device] = jax.jit(step).lower(*structs).compile()
-        return self._compiled[device]
+        program = self.program()
+        if self._signatures is None:
+            self._signatures = _executable.signatures(program)
+        if self._strategy not in self._chosen:
+            self._chosen[self._strategy] = _executable.choose(self._strategy, self._signatures)
+        strategy = self._chosen[self._strategy]
+        key = (device, strategy)
+        if key not in self._executables:
+            self._executables[key] = _executable.compile_program(program, self._signatures,
+                                                                 device, strategy)
+        self.strategy = strategy
+        return self._executables[key]
 
     def _image(self) -> np.ndarray:
         """A zeroed HBM holding the constants."""
@@ -250,6 +273,24 @@ class Kernel:
                                   f"got {type_text(np.dtype(dtype), tuple(shape))}")
             arrays.append(np.asarray(value))
         return arrays
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Holds off Python's cyclic garbage collector while a program is traced and compiled.
+
+    Tracing and lowering allocate many objects, which triggers full collections over every
+    object the process holds (JAX's own modules included): they took about a fifth of
+    attention's first compile. The collector resumes afterwards as it was.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _bytes(array: np.ndarray) -> np.ndarray:

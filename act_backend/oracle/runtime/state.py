@@ -4,7 +4,9 @@ The state is one flat ``u8`` HBM of the kernel's ``hbm`` bytes followed by one a
 on-chip data model, ``dtype[*access_dims, *unit_dims]``, in table order. A region is the part
 of a buffer one operand of one call occupies: rows ``[start_k, start_k + size_k)`` along each
 access dim, unit dims whole. Regions are bound (and bounds-checked) when an instruction is
-called, so reading and writing them inside the compiled program never clamps.
+called, so reading and writing them inside the compiled program never clamps. A region is read
+and written either at its bound starts (``read``, ``write``) or at starts given at run time
+(``read_at``, ``write_at``), which lets one compiled step serve every address.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from .table import HBM, Buffer, OracleError, SliceSpec, Table, evaluate, numpy_dtype
+from .table import HBM, Buffer, OracleError, SliceSpec, Table, evaluate_all, numpy_dtype
 
 
 @dataclass(frozen=True)
@@ -48,20 +50,24 @@ def bind_region(spec: SliceSpec, table: Table, env: Mapping[str, int], hbm: int,
     size in bytes, the extent of d0's unbounded access dim.
     """
     buffer = table.buffers[spec.buffer]
-    start = tuple(evaluate(e, env, f"{where}: start {k}") for k, e in enumerate(spec.start))
-    size = tuple(evaluate(e, env, f"{where}: size {k}") for k, e in enumerate(spec.size))
+    rank = len(spec.start)
+    bounds = evaluate_all(
+        spec.start + spec.size, spec.bounds, env,
+        lambda k: f"{where}: start {k}" if k < rank else f"{where}: size {k - rank}")
+    start, size = tuple(bounds[:rank]), tuple(bounds[rank:])
     region = Region(buffer, start, size)
     for k, capacity in enumerate(buffer.access_dims):
+        limit = hbm if capacity is None else capacity
+        if size[k] > 0 and start[k] >= 0 and start[k] + size[k] <= limit:
+            continue
         along = f" along access dim {k}" if len(buffer.access_dims) > 1 else ""
         if size[k] <= 0:
             raise OracleError(f"{where}: size {size[k]}{along} is not positive")
         if start[k] < 0:
             raise OracleError(f"{where}: rows {region.rows(k)}{along} start below 0")
-        limit = hbm if capacity is None else capacity
-        if start[k] + size[k] > limit:
-            extent = (f"HBM of {hbm} bytes" if buffer.is_hbm
-                      else f"{buffer.name} of {capacity} rows{along}")
-            raise OracleError(f"{where}: rows {region.rows(k)} exceed {extent}")
+        extent = (f"HBM of {hbm} bytes" if buffer.is_hbm
+                  else f"{buffer.name} of {capacity} rows{along}")
+        raise OracleError(f"{where}: rows {region.rows(k)} exceed {extent}")
     return region
 
 
@@ -97,3 +103,18 @@ def write(state: list[jax.Array], index: int, region: Region, value: jax.Array) 
     starts = list(region.start) + [0] * len(region.buffer.unit_dims)
     # The region was bounds-checked when bound, so dynamic_update_slice's clamping never acts.
     state[index] = lax.dynamic_update_slice(array, update, starts)
+
+
+def read_at(array: jax.Array, region: Region, starts: Sequence[jax.Array]) -> jax.Array:
+    """The value of a region of ``region``'s size at ``starts`` (one per access dim, traced)."""
+    unit = region.buffer.unit_dims
+    return lax.dynamic_slice(array, list(starts) + [0] * len(unit), region.shape)
+
+
+def write_at(array: jax.Array, region: Region, starts: Sequence[jax.Array],
+             value: jax.Array) -> jax.Array:
+    """``array`` with the region of ``region``'s size at ``starts`` replaced by ``value``."""
+    update = lax.reshape(value, region.shape)
+    unit = region.buffer.unit_dims
+    # As in write: the starts were bounds-checked when the call was bound, so no clamping.
+    return lax.dynamic_update_slice(array, update, list(starts) + [0] * len(unit))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,61 @@ def evaluate(expr: Mapping, env: Mapping[str, int], where: str) -> int:
     return a // b if op == "/" else a % b
 
 
+# A kernel binds every call's slices: thousands of evaluations per kernel. Each expression list
+# is therefore also compiled once into Python code (``compile_exprs``); where that code raises
+# (an attribute without a value, a division by zero), ``evaluate`` runs to say what is wrong.
+
+Evaluator = Callable[[Mapping[str, int]], tuple]
+
+
+class _Malformed(Exception):
+    pass
+
+
+def compile_exprs(exprs: Sequence[Any]) -> Evaluator | None:
+    """A function from an environment to the tuple of ``exprs``' values, computed as
+    ``evaluate`` computes them; None if an expression is malformed (``evaluate`` says how)."""
+    try:
+        parts = [_source(e) for e in exprs]
+    except (_Malformed, TypeError, ValueError):
+        return None
+    body = "".join(f"{part}, " for part in parts)
+    return eval(f"lambda env: ({body})", {"__builtins__": {}})  # built from checked parts only
+
+
+def _source(expr: Any) -> str:
+    if not isinstance(expr, Mapping):
+        raise _Malformed
+    if "int" in expr:
+        return repr(int(expr["int"]))
+    if "attr" in expr:
+        if not isinstance(expr["attr"], str):
+            raise _Malformed
+        return f"env[{expr['attr']!r}]"
+    op, args = expr.get("op"), expr.get("args")
+    if not isinstance(args, list):
+        raise _Malformed
+    parts = [_source(arg) for arg in args]
+    if op == "neg" and len(parts) == 1:
+        return f"(-{parts[0]})"
+    python = {"+": "+", "-": "-", "*": "*", "/": "//", "%": "%"}.get(op)
+    if len(parts) != 2 or python is None:
+        raise _Malformed
+    return f"({parts[0]} {python} {parts[1]})"
+
+
+def evaluate_all(exprs: Sequence[Mapping], compiled: Evaluator | None,
+                 env: Mapping[str, int], where: Callable[[int], str]) -> tuple[int, ...]:
+    """The values of ``exprs`` (``compiled`` is ``compile_exprs(exprs)``); ``where(k)`` names
+    expression ``k`` in an error."""
+    if compiled is not None:
+        try:
+            return compiled(env)
+        except Exception:  # noqa: BLE001 - evaluate below finds and names the fault
+            pass
+    return tuple(evaluate(e, env, where(k)) for k, e in enumerate(exprs))
+
+
 # ---------------------------------------------------------------------------------------------
 # Table model
 
@@ -128,6 +183,8 @@ class SliceSpec:
     buffer: str
     start: tuple[Mapping, ...]
     size: tuple[Mapping, ...]
+    # compile_exprs(start + size)
+    bounds: Evaluator | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -141,6 +198,9 @@ class Instruction:
     cost: Mapping = field(default_factory=lambda: {"int": 1})
     # {"op": "==" | "!=" | "<" | "<=" | ">" | ">=", "args": [EXPR, EXPR]} each.
     constraints: tuple[Mapping, ...] = ()
+    # compile_exprs((cost,)) and compile_exprs(every constraint's two sides, in order)
+    cost_value: Evaluator | None = field(default=None, compare=False, repr=False)
+    constraint_sides: Evaluator | None = field(default=None, compare=False, repr=False)
 
     @property
     def attrs(self) -> tuple[str, ...]:
@@ -242,7 +302,7 @@ def _slice(raw: Any, buffers: Mapping[str, Buffer], where: str) -> SliceSpec:
     if len(start) != len(buffer.access_dims) or len(size) != len(buffer.access_dims):
         raise OracleError(f"{where}: {buffer.name} has {len(buffer.access_dims)} access dims, "
                           f"the slice gives {len(start)} starts and {len(size)} sizes")
-    return SliceSpec(buffer.name, start, size)
+    return SliceSpec(buffer.name, start, size, compile_exprs(start + size))
 
 
 def _instruction(raw: Any, buffers: Mapping[str, Buffer], source: str) -> Instruction:
@@ -273,7 +333,15 @@ def _instruction(raw: Any, buffers: Mapping[str, Buffer], source: str) -> Instru
         if (not isinstance(c, Mapping) or c.get("op") not in COMPARISONS
                 or not isinstance(c.get("args"), list) or len(c["args"]) != 2):
             raise OracleError(f"{where}: malformed constraint {c!r}")
-    return Instruction(name, comp, addr, inputs, outputs, semantics, cost, constraints)
+    sides = [side for c in constraints for side in c["args"]]
+    return Instruction(name, comp, addr, inputs, outputs, semantics, cost, constraints,
+                       compile_exprs([cost]), compile_exprs(sides))
+
+
+def cost_of(instr: Instruction, env: Mapping[str, int]) -> int:
+    """The cost of one call of ``instr`` with attribute values ``env``."""
+    (cost,) = evaluate_all([instr.cost], instr.cost_value, env, lambda _: f"{instr.name}: cost")
+    return cost
 
 
 COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
@@ -282,6 +350,15 @@ COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": ope
 
 def violated(instr: Instruction, env: Mapping[str, int]) -> str | None:
     """The first constraint of ``instr`` the attribute values ``env`` break, as text."""
+    if instr.constraint_sides is not None:
+        try:
+            sides = instr.constraint_sides(env)
+        except Exception:  # noqa: BLE001 - the loop below finds and names the fault
+            sides = None
+        if sides is not None and all(
+                COMPARISONS[c["op"]](sides[2 * k], sides[2 * k + 1])
+                for k, c in enumerate(instr.constraints)):
+            return None
     for k, c in enumerate(instr.constraints):
         lhs, rhs = (evaluate(a, env, f"{instr.name}: constraint {k}") for a in c["args"])
         if not COMPARISONS[c["op"]](lhs, rhs):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .semantics import Lowered, describe, lower, type_text
 from .state import Region, bind_region
-from .table import Instruction, OracleError, Table, evaluate, violated
+from .table import Instruction, OracleError, Table, cost_of, violated
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _bind(table: Table, hbm: int, name: str, args: tuple,
     output = bind_region(out_spec, table, env, hbm, f"{name} output 0 ({out_spec.buffer})")
     lowered = _lower(instr, comp)
     _check_types(lowered, inputs, output)
-    cost = evaluate(instr.cost, env, f"{name}: cost")
+    cost = cost_of(instr, env)
     return Call(instr, comp, addr, lowered, inputs, output, cost)
 
 

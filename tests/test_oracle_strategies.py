@@ -1,0 +1,281 @@
+"""The oracle's two compilation strategies compute the same bits, and long kernels run.
+
+``whole`` compiles a kernel as one XLA function; ``stepwise`` compiles each distinct
+instruction signature once and runs the calls in sequence. For the example kernels (QKV and
+QKV_new attention, every Gemmini instruction), a tiled Gemmini product, a long bf16 kernel of
+many attention heads and the backend's own tiled kernels (slow: they build the backends), both
+strategies must leave every output and every buffer of the final state byte for byte equal.
+Kernels of thousands of instructions are held to NumPy exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from assembly.probe_tables import probe_table
+from helpers.examples import ROOT, compile_kernel, parse_kernel_file
+from helpers.oracle_harness import (
+    ASSEMBLY_DIR,
+    EXAMPLES_DIR,
+    generate_example_oracle,
+    load_bf16,
+    load_oracle,
+)
+from helpers.oracle_kernels import (
+    gemmini_every_instruction,
+    gemmini_tiled_matmul,
+    qkv_attention_heads,
+)
+
+from act_backend.oracle import write_oracle
+from act_backend.oracle.loading import load_kernel
+
+
+@pytest.fixture(scope="module")
+def oracle_dirs(tmp_path_factory):
+    """The oracle directory of each example, generated once for the module."""
+    made = {}
+
+    def get(example: str):
+        if example not in made:
+            made[example] = generate_example_oracle(
+                EXAMPLES_DIR / example / f"{example}.py", tmp_path_factory.mktemp(example))
+        return made[example]
+
+    return get
+
+
+def attention_inputs(example: str) -> list[np.ndarray]:
+    data = EXAMPLES_DIR / example / "data"
+    return [load_bf16(data / f"{name}.dat", (64, 64)) for name in "QKV"]
+
+
+def example_kernel(example: str, assembly: str):
+    return lambda: ((ASSEMBLY_DIR / assembly).read_text(), attention_inputs(example))
+
+
+def generated(make, *args):
+    def build():
+        kernel = make(*args)
+        return kernel.text, kernel.inputs
+
+    return build
+
+
+# example, what builds (assembly text, inputs)
+SAME_BITS = [
+    pytest.param("QKV", example_kernel("QKV", "qkv_attention.py"), id="qkv-attention"),
+    pytest.param("QKV_new", example_kernel("QKV_new", "qkv_new_attention.py"),
+                 id="qkv_new-attention"),
+    pytest.param("Gemmini", generated(gemmini_every_instruction, 0),
+                 id="gemmini-every-instruction"),
+    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 2, 3, 2, 1),
+                 id="gemmini-tiled-2x3x2"),
+    pytest.param("QKV", generated(qkv_attention_heads, 9, 2), id="qkv-9-heads"),
+]
+
+
+def run(oracle, text: str, inputs, strategy: str):
+    """Outputs and final state, as bytes, of ``text`` compiled with ``strategy``; the kernel."""
+    kernel = load_kernel(oracle, text)
+    kernel("fsim-compile")(strategy=strategy)
+    assert kernel.strategy == strategy
+    outputs, _ = kernel("fsim")(*inputs)
+    out_bytes = [np.asarray(o).reshape(-1).view(np.uint8) for o in outputs]
+    state = {name: value.reshape(-1).view(np.uint8) for name, value in kernel.last_state.items()}
+    # The final state (a second function, for a whole kernel) holds the outputs read.
+    for tensor, out in zip(kernel.outputs, out_bytes, strict=True):
+        assert np.array_equal(state["d0"][tensor.addr:tensor.addr + tensor.nbytes], out)
+    return out_bytes, state, kernel
+
+
+def assert_same_bits(oracle, text: str, inputs) -> None:
+    whole_out, whole_state, _ = run(oracle, text, inputs, "whole")
+    step_out, step_state, _ = run(oracle, text, inputs, "stepwise")
+    assert any(o.any() for o in whole_out), "the kernel computes nothing to compare"
+    for i, (a, b) in enumerate(zip(whole_out, step_out, strict=True)):
+        assert np.array_equal(a, b), f"output {i} differs in {np.count_nonzero(a != b)} bytes"
+    assert whole_state.keys() == step_state.keys()
+    for name in whole_state:
+        differ = np.count_nonzero(whole_state[name] != step_state[name])
+        assert differ == 0, f"buffer {name} differs in {differ} bytes"
+
+
+@pytest.mark.parametrize("example, build", SAME_BITS)
+def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build):
+    assert_same_bits(load_oracle(oracle_dirs(example)), *build())
+
+
+TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
+
+# the backend's tiled kernels: bf16 attention split into row tiles and heads, int8 products
+# tiled along every dimension, stored through strided stores, with shorter last tiles
+TILED = [
+    ("QKV", "qkv_attention_256_rows"),
+    ("QKV", "qkv_attention_4_heads"),
+    ("Gemmini", "gemmini_matmul_64x64x64"),
+    ("Gemmini", "gemmini_matmul_16x16x64"),
+    ("Gemmini", "gemmini_relu_matmul_128x128"),
+    ("Gemmini", "gemmini_matmul_40x20x24"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example, name", TILED)
+def test_the_backends_tiled_kernels_compute_the_same_bits(example_build, tmp_path, example,
+                                                          name):
+    build = example_build(example)
+    kernel = TILING / f"{name}.hlo"
+    asm = tmp_path / f"{name}.py"
+    done = compile_kernel(build.backend, kernel, asm)
+    assert done.returncode == 0, done.stderr
+    rng = np.random.default_rng(11)
+    inputs = []
+    for p in parse_kernel_file(kernel).entry.parameters():
+        shape = tuple(p.type.shape)
+        if p.type.dtype == "bf16":
+            inputs.append(rng.uniform(-1.0, 1.0, shape).astype(jnp.bfloat16))
+        else:
+            inputs.append(rng.integers(-128, 127, shape, endpoint=True).astype(np.int8))
+    assert_same_bits(load_oracle(build.oracle_dir), asm.read_text(), inputs)
+
+
+def test_blocks_of_a_two_dimensional_buffer_at_run_time_starts(tmp_path):
+    # d4 is addressed by (row, column): the stepwise steps take both starts at run time.
+    oracle = load_oracle(write_oracle(probe_table(), tmp_path / "oracle"))
+    kernel = sys.modules[f"{oracle.__name__}.decorator"].kernel
+    api = sys.modules[f"{oracle.__name__}.api"]
+    spec = {"shape": (2, 3, 16), "dtype": jnp.float32}
+
+    def blocks():
+        @kernel(hbm=8192, input=[{"addr": 0, **spec}, {"addr": 512, **spec}],
+                output=[{"addr": 4096, **spec}, {"addr": 4608, **spec}])
+        def body():
+            api.load_block(h=2, w=3, addr_in=0, row=1, col=4)
+            api.load_block(h=2, w=3, addr_in=512, row=2, col=0)
+            api.store_block_x2(h=2, w=3, row=1, col=4, addr_out=4096)
+            api.store_block_x2(h=2, w=3, row=2, col=0, addr_out=4608)
+        return body
+
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((2, 3, 16)).astype(np.float32) for _ in range(2))
+    results = {}
+    for strategy in ("whole", "stepwise"):
+        k = blocks()
+        k("fsim-compile")(strategy=strategy)
+        outputs, _ = k("fsim")(a, b)
+        results[strategy] = [np.asarray(o) for o in outputs], k.last_state["d4"]
+    (x, y), d4 = results["stepwise"]
+    np.testing.assert_array_equal(x, 2 * a)
+    np.testing.assert_array_equal(y, 2 * b)
+    np.testing.assert_array_equal(d4, results["whole"][1])
+
+
+# what the kernel is, its calls, what "auto" compiles it with
+AUTO = [
+    pytest.param("QKV", example_kernel("QKV", "qkv_attention.py"), 9, "whole", id="attention"),
+    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 1, 1, 1), 4, "whole",
+                 id="4-calls-4-signatures"),
+    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 2, 2, 2), 28, "stepwise",
+                 id="28-calls-4-signatures"),
+    pytest.param("Gemmini", generated(gemmini_every_instruction), 17, "whole",
+                 id="17-calls-17-signatures"),
+]
+
+
+@pytest.mark.parametrize("example, build, calls, strategy", AUTO)
+def test_auto_compiles_whole_below_two_calls_a_signature(oracle_dirs, example, build, calls,
+                                                          strategy):
+    oracle = load_oracle(oracle_dirs(example))
+    text, _ = build()
+    kernel = load_kernel(oracle, text)
+    assert len(kernel.program().calls) == calls
+    kernel("fsim-compile")()
+    assert kernel.strategy == strategy
+
+
+def test_fsim_without_fsim_compile_uses_auto(oracle_dirs):
+    oracle = load_oracle(oracle_dirs("Gemmini"))
+    long = gemmini_tiled_matmul(3, 3, 3, seed=4)
+    kernel = load_kernel(oracle, long.text)
+    (out,), _ = kernel("fsim")(*long.inputs)
+    assert kernel.strategy == "stepwise"
+    np.testing.assert_array_equal(np.asarray(out), long.expected[0])
+
+
+def test_each_signature_is_compiled_once(oracle_dirs):
+    oracle = load_oracle(oracle_dirs("Gemmini"))
+    executable = sys.modules[f"{oracle.__name__}.executable"]
+    long = gemmini_tiled_matmul(3, 4, 5)
+    kernel = load_kernel(oracle, long.text)
+    kernel("fsim-compile")(strategy="stepwise")
+    # mvin, matmul32, mac32, mvout_acc: 3 * 4 * 16 = 192 calls, 4 compiled steps
+    assert len(kernel.program().calls) == 192
+    assert len(executable.compiled_steps) == 4
+    # A second kernel of the same HBM size reuses them all.
+    again = load_kernel(oracle, long.text.replace("gemmini_matmul", "again_matmul"))
+    again("fsim-compile")(strategy="stepwise")
+    assert len(executable.compiled_steps) == 4
+
+
+def test_stepwise_runs_start_from_a_zeroed_state(oracle_dirs):
+    # Steps update the state in place (donated buffers): no run may see another's values.
+    oracle = load_oracle(oracle_dirs("Gemmini"))
+    first, second = gemmini_tiled_matmul(2, 2, 3, seed=1), gemmini_tiled_matmul(2, 2, 3, seed=2)
+    kernel = load_kernel(oracle, first.text)
+    kernel("fsim-compile")(strategy="stepwise")
+    for long in (first, second, first):
+        (out,), _ = kernel("fsim")(*long.inputs)
+        np.testing.assert_array_equal(np.asarray(out), long.expected[0])
+
+
+def test_an_unknown_strategy_is_refused(oracle_dirs):
+    oracle = load_oracle(oracle_dirs("QKV"))
+    kernel = load_kernel(oracle, (ASSEMBLY_DIR / "qkv_attention.py").read_text())
+    with pytest.raises(ValueError, match=r"kernel qkv_: unknown strategy 'xla' \(strategies: "
+                                         r"auto, whole, stepwise\)"):
+        kernel("fsim-compile")(strategy="xla")
+
+
+def test_a_thousand_instruction_kernel_is_exact_and_costed(oracle_dirs):
+    oracle = load_oracle(oracle_dirs("Gemmini"))
+    long = gemmini_tiled_matmul(7, 7, 7, seed=3)
+    assert long.count == 1078
+    kernel = load_kernel(oracle, long.text)
+    # mvin and mvout_acc cost 1, a product its DIM_I rows: 49 * (14 + 7 * 16 + 1)
+    assert kernel("cost")() == 6223
+    (out,), _ = kernel("fsim")(*long.inputs)
+    assert kernel.strategy == "stepwise"
+    np.testing.assert_array_equal(np.asarray(out), long.expected[0])
+
+
+def test_a_five_thousand_instruction_kernel_is_exact(oracle_dirs):
+    oracle = load_oracle(oracle_dirs("Gemmini"))
+    long = gemmini_tiled_matmul(12, 12, 12, seed=6)
+    assert long.count == 5328
+    kernel = load_kernel(oracle, long.text)
+    kernel("fsim-compile")()
+    assert kernel.strategy == "stepwise"
+    (out,), _ = kernel("fsim")(*long.inputs)
+    np.testing.assert_array_equal(np.asarray(out), long.expected[0])
+
+
+@pytest.mark.skipif(not any(d.platform == "gpu" for d in jax.devices()), reason="needs a GPU")
+@pytest.mark.parametrize("example, build", SAME_BITS)
+def test_whole_and_stepwise_compute_the_same_bits_on_a_gpu(oracle_dirs, example, build):
+    oracle = load_oracle(oracle_dirs(example))
+    sys.modules[f"{oracle.__name__}.decorator"].set_simulation_backend("GPU")
+    try:
+        text, inputs = build()
+        whole_out, whole_state, _ = run(oracle, text, inputs, "whole")
+        step_out, step_state, _ = run(oracle, text, inputs, "stepwise")
+    finally:
+        sys.modules[f"{oracle.__name__}.decorator"].set_simulation_backend("CPU")
+    for a, b in zip(whole_out, step_out, strict=True):
+        assert np.array_equal(a, b)
+    for name in whole_state:
+        assert np.array_equal(whole_state[name], step_state[name]), name
