@@ -104,7 +104,8 @@ def _e2e_tools_missing() -> str | None:
 @pytest.mark.slow
 def test_end_to_end_in_code_server(npm: str) -> None:
     """Restricted Mode hides the build commands and a missing interpreter is explained; in
-    a trusted window a refused instruction shows in the Problems panel, Generate Backend can
+    a trusted window a refused instruction shows in the Problems panel, its quick fix from the
+    editor's quick-fix menu repairs it and the diagnostics are republished, Generate Backend can
     be cancelled and then builds backends/QKV, Compile Kernel compiles the attention kernel,
     Show Compile Report shows its assembly linked to the HLO and its memory picture, and
     Simulate Kernel runs it on the oracle and shows the difference in ulps and heatmaps.
