@@ -6,6 +6,7 @@ a point whose worker always dies is a row with its error. One Ray serves the who
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -105,9 +106,9 @@ def test_a_kernel_refused_on_one_point_compiles_on_another(qkv_runs):
     first, _, _ = qkv_runs
     matmul = {r["d1_rows"]: r for r in first.rows if r["kernel"] == "matmul"}
     assert matmul[64]["status"] == "refused"
-    assert matmul[64]["message"].startswith(
-        "the kernel does not fit in memory even with spilling: none of the 7 candidates "
-        "could be placed: candidate 0: ")
+    # How many candidates selection offers is selection's business; the refusal is memory's.
+    assert re.match(r"the kernel does not fit in memory even with spilling: none of the \d+ "
+                    r"candidates could be placed: candidate 0: ", matmul[64]["message"])
     assert (matmul[128]["status"], matmul[128]["cost"]) == ("ok", 5.0)
 
 
