@@ -113,7 +113,7 @@ def build(crate: Path, cost: Path | None, label: str, install_to: Path) -> Built
         if executable is None:
             raise RuntimeError(f"cargo built no {BINARY} for {crate}:\n{log}")
         info = _build_info(messages, crate)
-        _install(executable, install_to)
+        install_executable(executable, install_to)
     return Built(executable, info)
 
 
@@ -176,7 +176,7 @@ def _build_info(messages: list[dict], crate: Path) -> list[str]:
     return []
 
 
-def _install(executable: Path, target: Path) -> None:
+def install_executable(executable: Path, target: Path) -> None:
     """Copies the compiler to ``target`` whole or not at all."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"

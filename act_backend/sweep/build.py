@@ -17,12 +17,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from act_backend.backend.cargo import install_executable
 from act_backend.jax.target import Target, from_binary
 
 SITE = "sweep-site"
@@ -52,7 +51,7 @@ def build_point(acc, directory: Path, cost: str | None = None) -> Target:
             built = generate_backend(acc, cost=cost)
         finally:
             acc.base_dir = str(directory)
-        _install(built, binary)
+        install_executable(built, binary)
     (directory / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n",
                                    encoding="utf-8")
     return from_binary(binary)
@@ -96,16 +95,3 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _install(source: Path, target: Path) -> None:
-    """Copies the built backend to ``target`` whole or not at all."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    try:
-        shutil.copyfile(source, tmp)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
