@@ -6,6 +6,8 @@ import os
 import runpy
 import textwrap
 
+import pytest
+
 import act_backend
 from act_backend import Accelerator
 from act_backend.spec import HBM
@@ -231,3 +233,42 @@ def test_text_an_editor_registered_in_linecache_is_what_is_read(tmp_path):
         linecache.cache.pop(path, None)
     assert at(scope["acc"].span) == (4, 7)
     assert at(scope["acc"].arg_spans["name"]) == (4, 19)
+
+
+LOADED_SPEC = """
+from act_backend import Accelerator, generate_backend, generate_oracle
+
+acc = Accelerator("Tiny")
+acc.add_data_model("d1", [8], [4], "bf16")
+generate_oracle(acc)
+generate_backend(acc)
+"""
+
+
+def test_load_spec_returns_the_accelerator_without_generating(tmp_path):
+    from act_backend.spec.load import load_spec
+
+    path = tmp_path / "tiny.py"
+    path.write_text(LOADED_SPEC, encoding="utf-8")
+    generators = ("generate_oracle", "generate_backend")
+    before = {name: vars(act_backend).get(name) for name in generators}
+    acc = load_spec(path)
+    assert (acc.name, [m.name for m in acc.data_models]) == ("Tiny", ["d1"])
+    assert acc.base_dir == str(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.py"]
+    # The generators are put back as they were (lazy attributes, unless set), not stand-ins.
+    assert {name: vars(act_backend).get(name) for name in generators} == before
+
+
+@pytest.mark.parametrize(("source", "found"), [
+    ("x = 1\n", 0),
+    ("from act_backend import Accelerator\na = Accelerator('A')\nb = Accelerator('B')\n", 2),
+], ids=["none", "two"])
+def test_load_spec_wants_exactly_one_accelerator(tmp_path, source, found):
+    from act_backend.spec.load import load_spec
+
+    path = tmp_path / "spec.py"
+    path.write_text(source, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"spec.py: expected a spec building one Accelerator, "
+                                         f"found {found}"):
+        load_spec(path)

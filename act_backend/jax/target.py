@@ -11,18 +11,16 @@ own progress on the terminal.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import runpy
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from act_backend.spec import Accelerator
+from act_backend.spec.load import load_spec
 
 
 @dataclass(frozen=True)
@@ -87,13 +85,7 @@ def from_accelerator(acc: Accelerator, *, regenerate: bool = False) -> Target:
 def from_spec_file(spec: Path, *, regenerate: bool = False) -> Target:
     """Runs a spec file (its own calls to the generators are held back) and resolves the one
     Accelerator it builds."""
-    spec = spec.resolve()
-    with _generators_held_back():
-        namespace = runpy.run_path(str(spec), run_name="__main__")
-    accs = [v for v in namespace.values() if isinstance(v, Accelerator)]
-    if len(accs) != 1:
-        raise ValueError(f"{spec}: expected a spec building one Accelerator, found {len(accs)}")
-    return from_accelerator(accs[0], regenerate=regenerate)
+    return from_accelerator(load_spec(spec.resolve()), regenerate=regenerate)
 
 
 def identity(binary: Path, isa_json: Path) -> str:
@@ -134,27 +126,3 @@ def _generate(acc: Accelerator) -> None:
           "(first use; the backend build takes a few minutes on a cold cache)", file=sys.stderr)
     generate_oracle(acc)
     generate_backend(acc)
-
-
-@contextlib.contextmanager
-def _generators_held_back() -> Iterator[None]:
-    """Makes ``act_backend.generate_oracle`` and ``generate_backend`` do nothing while a spec
-    file runs: generation is decided here, after comparing with what is already built.
-
-    ``act_backend`` imports its generators lazily (module ``__getattr__``), so only a name set
-    on the module itself is put back afterwards; the lazy import then works again.
-    """
-    import act_backend
-
-    namespace = vars(act_backend)
-    saved = {name: namespace.get(name) for name in ("generate_oracle", "generate_backend")}
-    for name in saved:
-        setattr(act_backend, name, lambda *args, **kwargs: None)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                delattr(act_backend, name)
-            else:
-                setattr(act_backend, name, value)

@@ -2,17 +2,21 @@
 
 ``build_model(source, kind, out_dir, **defines)`` compiles one of the C files here into an
 object file (``"o"``), a static library (``"a"``) or a shared library (``"so"``), the three
-forms ``generate_backend(acc, cost=...)`` accepts. ``load_spec(path)`` runs an example spec
-with both generators disabled and returns its accelerator; ``copy_example`` puts an example
-in a scratch directory so that generating writes there.
+forms ``generate_backend(acc, cost=...)`` accepts. ``load_spec(path)`` (from
+``act_backend.spec.load``) runs an example spec with both generators held back and returns its
+accelerator; ``copy_example`` puts an example in a scratch directory so that generating writes
+there.
 """
 
 from __future__ import annotations
 
-import runpy
 import shutil
 import subprocess
 from pathlib import Path
+
+from act_backend.spec.load import load_spec
+
+__all__ = ["build_model", "copy_example", "load_spec"]
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES_DIR = HERE.parents[1] / "examples"
@@ -53,26 +57,3 @@ def copy_example(name: str, dst: Path) -> Path:
     return target
 
 
-def load_spec(path: Path):
-    """Runs the spec at ``path`` with ``generate_oracle`` and ``generate_backend`` disabled and
-    returns its accelerator (whose ``base_dir`` is the spec's directory)."""
-    import act_backend
-    from act_backend.spec import Accelerator
-
-    names = ("generate_backend", "generate_oracle")
-    # The generators are lazy module attributes: only attributes set here are put back.
-    saved = {name: vars(act_backend).get(name) for name in names}
-    for name in names:
-        setattr(act_backend, name, lambda *args, **kwargs: None)
-    try:
-        namespace = runpy.run_path(str(path), run_name="__main__")
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                delattr(act_backend, name)
-            else:
-                setattr(act_backend, name, value)
-    accs = [v for v in namespace.values() if isinstance(v, Accelerator)]
-    if len(accs) != 1:
-        raise ValueError(f"{path}: expected one Accelerator, found {len(accs)}")
-    return accs[0]
