@@ -134,32 +134,40 @@ class Compilations:
     """The compiles of this session, by kernel and by assembly; else the layout on disk."""
 
     def __init__(self) -> None:
-        self._by_kernel: dict[str, Compilation] = {}
-        self._by_assembly: dict[str, Compilation] = {}
+        # (side, real path) -> compile, for both sides ("kernel", "assembly") of each.
+        self._recorded: dict[tuple[str, str], Compilation] = {}
         self._reports: dict[str, tuple[float, list[Record] | None]] = {}
 
     def record(self, kernel: str, assembly: str, report: str) -> None:
         compiled = Compilation(_key(kernel), _key(assembly), report)
-        self._by_kernel[compiled.kernel] = compiled
-        self._by_assembly[compiled.assembly] = compiled
+        self._recorded["kernel", compiled.kernel] = compiled
+        self._recorded["assembly", compiled.assembly] = compiled
 
     def for_kernel(self, kernel: str) -> Compilation | None:
-        found = self._by_kernel.get(_key(kernel))
-        if found is not None:
-            return found
-        assembly = os.path.splitext(kernel)[0] + ".py"
-        report = os.path.join(report_dir_for(assembly), REPORT_FILE)
-        if os.path.isfile(assembly) and os.path.isfile(report):
-            return Compilation(_key(kernel), _key(assembly), report)
-        return None
+        """The compile of the kernel at ``kernel`` (see ``_find``)."""
+        return self._find("kernel", kernel)
 
     def for_assembly(self, assembly: str) -> Compilation | None:
-        found = self._by_assembly.get(_key(assembly))
+        """The compile that wrote the assembly at ``assembly`` (see ``_find``)."""
+        return self._find("assembly", assembly)
+
+    def _find(self, side: str, path: str) -> Compilation | None:
+        """The compile whose ``side`` (``"kernel"`` or ``"assembly"``) is the file at ``path``:
+        the last one recorded in this session, else the one an earlier session left in the
+        layout ``act.compileKernel`` writes (``K.hlo`` and ``K.py`` side by side, the report in
+        ``report_dir_for(K.py)``), when the other side and the report are there."""
+        found = self._recorded.get((side, _key(path)))
         if found is not None:
             return found
-        kernel = os.path.splitext(assembly)[0] + ".hlo"
+        stem = os.path.splitext(path)[0]
+        if side == "kernel":
+            kernel, assembly = path, stem + ".py"
+            other = assembly
+        else:
+            kernel, assembly = stem + ".hlo", path
+            other = kernel
         report = os.path.join(report_dir_for(assembly), REPORT_FILE)
-        if os.path.isfile(kernel) and os.path.isfile(report):
+        if os.path.isfile(other) and os.path.isfile(report):
             return Compilation(_key(kernel), _key(assembly), report)
         return None
 
