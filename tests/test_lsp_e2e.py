@@ -12,16 +12,13 @@ import json
 import math
 import os
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_lsp
 from helpers.lsp_session import (
-    CONFIG,
     EXAMPLES,
+    UNTRUSTED,
     WAIT_S,
-    RecordingClient,
     copy_example,
     diagnostics,
     execute,
@@ -29,7 +26,8 @@ from helpers.lsp_session import (
     open_document,
     position_of,
     replace_text,
-    start,
+    server,
+    trusted,
     until,
 )
 from lsprotocol import types
@@ -40,21 +38,10 @@ from lsp.documents import uri_of
 # ---- servers -------------------------------------------------------------------------------
 
 
-@pytest_lsp.fixture(config=CONFIG)
-async def static_client(lsp_client: RecordingClient, tmp_path: Path):
-    """A server that never runs specs (an untrusted workspace)."""
-    await start(lsp_client, tmp_path, {"diagnosticsDelayMs": 50})
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def running_client(lsp_client: RecordingClient, tmp_path: Path):
-    """A server that runs specs (a trusted workspace), with a short time limit."""
-    await start(lsp_client, tmp_path, {"executeSpecs": True, "specTimeout": 2,
-                                       "specMemoryLimitMb": 512, "diagnosticsDelayMs": 50})
-    yield
-    await lsp_client.shutdown_session()
+# A server that never runs specs (an untrusted workspace).
+static_client = server(UNTRUSTED)
+# A server that runs specs (a trusted workspace), with a short time limit.
+running_client = server(trusted(spec_timeout_s=2, spec_memory_limit_mb=512))
 
 
 def spec_with_mistakes() -> str:

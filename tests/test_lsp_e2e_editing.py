@@ -9,12 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from helpers.lsp_session import (
-    CONFIG,
     EXAMPLES,
     ROOT,
-    RecordingClient,
+    UNTRUSTED,
     apply_edits,
     copy_example,
     diagnostics,
@@ -23,7 +21,8 @@ from helpers.lsp_session import (
     open_document,
     position_of,
     replace_text,
-    start,
+    server,
+    trusted,
     until,
 )
 from lsprotocol import types
@@ -33,19 +32,8 @@ QKV = (EXAMPLES / "QKV" / "QKV.py").read_text()
 KERNEL = (EXAMPLES / "QKV" / "kernels" / "attention.hlo").read_text()
 
 
-@pytest_lsp.fixture(config=CONFIG)
-async def static_client(lsp_client: RecordingClient, tmp_path: Path):
-    await start(lsp_client, tmp_path, {"diagnosticsDelayMs": 50})
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def running_client(lsp_client: RecordingClient, tmp_path: Path):
-    await start(lsp_client, tmp_path, {"executeSpecs": True, "specTimeout": 5,
-                                       "specMemoryLimitMb": 1024, "diagnosticsDelayMs": 50})
-    yield
-    await lsp_client.shutdown_session()
+static_client = server(UNTRUSTED)
+running_client = server(trusted(spec_timeout_s=5, spec_memory_limit_mb=1024))
 
 
 # ---- quick fixes --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """A language client for the end-to-end tests of the language server: a real server process
 over stdio, driven by pytest-lsp, that records every notification and waits for a condition
-with a timeout (never a sleep); and the documents, commands and stand-in backends the tests
-hand it."""
+with a timeout (never a sleep); the fixtures that start one with a workspace's settings
+(``server``); and the documents, commands and stand-in backends the tests hand it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
@@ -105,6 +106,30 @@ async def diagnostics(client: RecordingClient, uri: str, version: int | None = N
 
 CONFIG = ClientServerConfig(server_command=[sys.executable, "-m", "lsp"],
                             client_factory=make_client)
+
+
+# The ``act`` settings of an untrusted workspace: specs are read, never run.
+UNTRUSTED = {"diagnosticsDelayMs": 50}
+
+
+def trusted(spec_timeout_s: float, spec_memory_limit_mb: int) -> dict[str, Any]:
+    """The ``act`` settings of a trusted workspace: specs are run, within these limits."""
+    return {"executeSpecs": True, "specTimeout": spec_timeout_s,
+            "specMemoryLimitMb": spec_memory_limit_mb, "diagnosticsDelayMs": 50}
+
+
+def server(act: dict[str, Any]):
+    """A pytest-lsp fixture: a server for a workspace in the test's ``tmp_path``, initialised
+    with the ``act`` settings and shut down after the test. A test module names it by
+    assigning it (``static_client = server(UNTRUSTED)``)."""
+
+    @pytest_lsp.fixture(config=CONFIG)
+    async def client(lsp_client: RecordingClient, tmp_path: Path):
+        await start(lsp_client, tmp_path, act)
+        yield
+        await lsp_client.shutdown_session()
+
+    return client
 
 
 async def start(client: LanguageClient, root: Path, act: dict[str, Any]) -> None:
