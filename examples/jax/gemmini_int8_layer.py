@@ -16,8 +16,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-
-import act_backend.jax
+from compile_and_check import compile_and_check
 
 GEMMINI_SPEC = Path(__file__).resolve().parents[1] / "Gemmini" / "Gemmini.py"
 
@@ -33,15 +32,7 @@ def main(backend: str | Path = GEMMINI_SPEC) -> None:
     w = jax.random.randint(kw, (16, 16), -128, 128, jnp.int8)
     b = jax.random.randint(kb, (16, 16), -2000, 2000, jnp.int32)
 
-    kernel = act_backend.jax.compile(layer, x, w, b, backend=backend)
-    out, run_ms = kernel.simulate(x, w, b)
-    source = "the cache" if kernel.cached else "the backend"
-    print(f"{kernel.name}: {len(kernel.instructions)} instructions, cost {kernel.cost}, "
-          f"from {source}; assembly in {kernel.assembly.path}")
-    for call in kernel.instructions:
-        print(f"    {call}")
-    print(f"out: {out.dtype}{list(out.shape)}, simulated in {run_ms:.2f} ms")
-    print(act_backend.jax.check(layer, x, w, b, backend=backend))
+    compile_and_check(layer, x, w, b, backend=backend)
 
 
 if __name__ == "__main__":

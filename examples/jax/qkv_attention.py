@@ -16,8 +16,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-
-import act_backend.jax
+from compile_and_check import compile_and_check
 
 EXAMPLES = Path(__file__).resolve().parents[1]
 QKV_SPEC = EXAMPLES / "QKV" / "QKV.py"
@@ -39,17 +38,7 @@ def load(name: str) -> jnp.ndarray:
 def main(backend: str | Path = QKV_SPEC) -> None:
     q, k, v = load("Q"), load("K"), load("V")
 
-    kernel = act_backend.jax.compile(attention, q, k, v, backend=backend)
-    out, run_ms = kernel.simulate(q, k, v)
-    source = "the cache" if kernel.cached else "the backend"
-    print(f"{kernel.name}: {len(kernel.instructions)} instructions, cost {kernel.cost}, "
-          f"from {source}; assembly in {kernel.assembly.path}")
-    for call in kernel.instructions:
-        print(f"    {call}")
-    print(f"out: {out.dtype}{list(out.shape)}, simulated in {run_ms:.2f} ms")
-
-    # The same check in one line: JAX on the CPU against the accelerator, in bf16 ulps.
-    print(act_backend.jax.check(attention, q, k, v, backend=backend))
+    compile_and_check(attention, q, k, v, backend=backend)
 
 
 if __name__ == "__main__":
