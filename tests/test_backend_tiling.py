@@ -66,6 +66,9 @@ TILED = {
     "qkv_attention_256_rows": ("QKV", {"gemm": 8, "softmax": 4}),
     "qkv_attention_4_heads": ("QKV", {"gemm": 8, "softmax": 4}),
     "qkv_softmax_512_rows": ("QKV", {"softmax": 8}),
+    # 96 and 160 rows on 64-row units: the last tile overlaps the one before, its last rows kept
+    "qkv_matmul_96_rows": ("QKV", {"gemm": 2}),
+    "qkv_attention_160_rows": ("QKV", {"gemm": 6, "softmax": 3}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 8}),

@@ -13,8 +13,9 @@
 //! best candidate, in which on-chip values are reloaded from HBM for every reader, take up to
 //! half of the candidate places (see [`Extractor::candidates`]).
 //!
-//! Besides instructions, three providers cost no instruction: a contiguous byte run of an HBM
-//! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
+//! Besides instructions, four providers cost no instruction: a contiguous byte run of an HBM
+//! value is a view of it, a slice of a value on chip that is a region of its storage is a view
+//! of it there (`views.rs`), byte strings end to end in HBM are a concatenation whose parts are
 //! written in place, and the bytes of a literal are a constant placed in HBM.
 
 use crate::bound;
@@ -23,6 +24,7 @@ use crate::isa::Isa;
 use crate::isa_match;
 use crate::lang::{DType, Op};
 use crate::pii::{PiiGraph, PiiNode};
+use crate::views;
 use egg::Id;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
@@ -42,8 +44,9 @@ struct StateKey {
 enum How {
     Input { param: usize, bytes: u64 },
     Instr { instr: usize, comp: Vec<i64> },
-    /// `size` bytes of HBM starting `offset` bytes into the operand's: no instruction.
-    View { offset: i64, size: i64 },
+    /// The part of the operand's value that starts `offset` positions into it and spans
+    /// `size`, per access dimension of its buffer (bytes in HBM): no instruction.
+    View { offset: Vec<i64>, size: Vec<i64> },
     /// The operands' bytes end to end in HBM, each written in place: no instruction.
     Concat,
     /// A literal's bytes, placed in HBM before the program runs.
@@ -183,7 +186,7 @@ impl Extractor {
                             &mut keys,
                             &mut providers,
                         );
-                        providers[s].push(Provider { how: How::View { offset: lo, size: hi - lo }, inputs: vec![from] });
+                        providers[s].push(Provider { how: How::View { offset: vec![lo], size: vec![hi - lo] }, inputs: vec![from] });
                     }
                     // Byte strings end to end in HBM: a concatenation written in place.
                     Op::Concatenate(0)
@@ -233,6 +236,8 @@ impl Extractor {
                 }
             }
         }
+        let in_place: Vec<Vec<usize>> = isa.instructions.iter().map(crate::value::in_place_slots).collect();
+        on_chip_views(eg, isa, hbm, &keys, &mut providers, &in_place);
         // Parts of concatenations are written by instructions: their twins' instructions.
         for s in 0..keys.len() {
             if keys[s].written {
@@ -246,7 +251,6 @@ impl Extractor {
         }
         let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()], written: false };
         let root = index.get(&root_key).copied();
-        let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
         let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place };
         ex.relax();
         Ok(ex)
@@ -384,7 +388,7 @@ impl Extractor {
                     How::Uninit { bytes } => PiiNode::Uninit { bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
                     How::View { offset, size } => {
-                        PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }
+                        PiiNode::View { of: operands[0], offset: offset.clone(), size: size.clone() }
                     }
                     How::Concat => PiiNode::Concat { parts: operands, dim: 0 },
                     How::Constant { dtype, shape, bits } => {
@@ -512,14 +516,23 @@ impl Extractor {
     }
 
     /// Whether no value of `g` is overwritten in place by two instructions (a fresh instance
-    /// of an in-place writer would read the same instance as the shared one).
+    /// of an in-place writer would read the same instance as the shared one), and none that
+    /// shares its storage with a view or a concatenation (the other names would change).
     fn overwrites_once(&self, g: &PiiGraph) -> bool {
         let mut written = vec![false; g.nodes.len()];
+        let mut shared = vec![false; g.nodes.len()];
+        for node in &g.nodes {
+            if node.is_identity() {
+                for &op in node.operands() {
+                    shared[op] = true;
+                }
+            }
+        }
         for node in &g.nodes {
             let PiiNode::Instr { instr, operands, .. } = node else { continue };
             for &slot in &self.in_place[*instr] {
                 let Some(&op) = operands.get(slot) else { continue };
-                if std::mem::replace(&mut written[op], true) {
+                if std::mem::replace(&mut written[op], true) || shared[op] || g.nodes[op].is_identity() {
                     return false;
                 }
             }
@@ -591,3 +604,55 @@ impl Extractor {
             .collect()
     }
 }
+
+/// Adds the views on chip: a state that is a slice of a value some other state holds in the
+/// same on-chip buffer, where the slice is a region of that value's storage
+/// ([`views::region_of_slice`]), is provided by a view of that state (no instruction). Not
+/// for a state some instruction overwrites in place (`in_place`: per instruction, its slots
+/// that it overwrites): that would change the value the view is part of.
+fn on_chip_views(
+    eg: &SelGraph,
+    isa: &Isa,
+    hbm: usize,
+    keys: &[StateKey],
+    providers: &mut [Vec<Provider>],
+    in_place: &[Vec<usize>],
+) {
+    let mut overwritten = vec![false; keys.len()];
+    for p in providers.iter().flatten() {
+        if let How::Instr { instr, .. } = p.how {
+            for &slot in &in_place[instr] {
+                if let Some(&s) = p.inputs.get(slot) {
+                    overwritten[s] = true;
+                }
+            }
+        }
+    }
+    let mut held: BTreeMap<(Id, usize), Vec<usize>> = BTreeMap::new();
+    for (s, key) in keys.iter().enumerate() {
+        if key.buffer != hbm && !key.written {
+            held.entry((key.class, key.buffer)).or_default().push(s);
+        }
+    }
+    for (s, key) in keys.iter().enumerate() {
+        if key.buffer == hbm || key.written || overwritten[s] {
+            continue;
+        }
+        for node in &eg[key.class].nodes {
+            let Op::Slice(ranges) = &node.op else { continue };
+            let x = eg.find(node.children[0]);
+            for &t in held.get(&(x, key.buffer)).into_iter().flatten() {
+                let region = views::region_of_slice(&eg[x].data, ranges, &keys[t].sizes, &isa.buffers[key.buffer]);
+                let Some((offset, size)) = region else { continue };
+                if t == s || size != key.sizes {
+                    continue;
+                }
+                let how = How::View { offset, size };
+                if !providers[s].iter().any(|p| p.how == how && p.inputs == [t]) {
+                    providers[s].push(Provider { how, inputs: vec![t] });
+                }
+            }
+        }
+    }
+}
+

@@ -23,7 +23,7 @@ use crate::isa::{CmpOp, Expr, Instruction, Isa};
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::Term;
 use egg::Id;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The extents an ISA's semantics give each operator: per operator, one entry per
 /// semantics operation, the largest extent of each of its dimensions (`None`: unbounded).
@@ -32,6 +32,9 @@ pub struct Extents {
     by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
     /// The largest contraction of each product the semantics compute.
     contraction: Vec<Option<i64>>,
+    /// (operator, rank) of semantics whose leading extent is not a constant (an attribute, or
+    /// unbounded): they may take a smaller leading extent than the largest.
+    flexible_leading: BTreeSet<(OpCode, usize)>,
 }
 
 /// The upper bound of `c.<attr>` that `instr`'s constraints state (`attr <= N`, `attr < N`,
@@ -101,6 +104,7 @@ impl Extents {
     pub fn of(isa: &Isa) -> Extents {
         let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut contraction = Vec::new();
+        let mut flexible_leading = BTreeSet::new();
         for instr in &isa.instructions {
             for op in &instr.semantics {
                 if op.op == OpCode::Dot {
@@ -116,6 +120,9 @@ impl Extents {
                 if op.shape.is_empty() {
                     continue;
                 }
+                if op.shape[0].eval(&BTreeMap::new()).is_err() {
+                    flexible_leading.insert((op.op, op.shape.len()));
+                }
                 let dims = op.shape.iter().map(|e| largest(isa, instr, e)).collect();
                 let entry = by_op.entry(op.op).or_default();
                 if !entry.contains(&dims) {
@@ -123,7 +130,7 @@ impl Extents {
                 }
             }
         }
-        Extents { by_op, contraction }
+        Extents { by_op, contraction, flexible_leading }
     }
 
     /// Extents from explicit entries (for tests).
@@ -132,13 +139,20 @@ impl Extents {
         for (op, dims) in entries {
             by_op.entry(op).or_default().push(dims);
         }
-        Extents { by_op, contraction: Vec::new() }
+        Extents { by_op, contraction: Vec::new(), flexible_leading: BTreeSet::new() }
     }
 
     /// The same extents, with products whose largest contractions are `ks` (for tests).
     pub fn with_contractions(mut self, ks: &[i64]) -> Extents {
         self.contraction = ks.iter().map(|&k| Some(k)).collect();
         self
+    }
+
+    /// Whether some semantics of operator `op` and rank `rank` computes a leading extent of
+    /// `n`: one whose leading extent is that constant, or not a constant.
+    pub fn takes_leading(&self, op: OpCode, rank: usize, n: i64) -> bool {
+        self.flexible_leading.contains(&(op, rank))
+            || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[0] == Some(n)))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -249,27 +263,45 @@ fn leading_sources(eg: &SelGraph, node: &Node) -> Option<Vec<Option<usize>>> {
 }
 
 /// `node = concatenate_0(node on rows [0, t), node on rows [t, 2t), ...)` when its leading
-/// dimension is larger than every instruction of its operator takes.
+/// dimension is larger than every instruction of its operator takes. A last tile shorter than
+/// every instruction takes (a unit of a fixed size) is the last rows of a full tile that
+/// overlaps the one before: `slice(node on rows [n - t, n), rows [t - r, t))`.
 pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
-    let tile = extents.leading_tile(opcode(&node.op)?, &node.ty)?;
+    let code = opcode(&node.op)?;
+    let tile = extents.leading_tile(code, &node.ty)?;
     let sources = leading_sources(eg, node)?;
     let lead = node.ty.shape[0];
-    let parts = (0..lead)
-        .step_by(tile as usize)
-        .map(|lo| {
-            let hi = (lo + tile).min(lead);
-            let operands = node
-                .children
-                .iter()
-                .zip(&sources)
-                .map(|(&c, src)| match src {
-                    Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
-                    None => Term::Class(c),
-                })
-                .collect();
-            let mut shape = node.ty.shape.clone();
-            shape[0] = hi - lo;
-            Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
+    let rows = |lo: i64, hi: i64| {
+        let operands = node
+            .children
+            .iter()
+            .zip(&sources)
+            .map(|(&c, src)| match src {
+                Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
+                None => Term::Class(c),
+            })
+            .collect();
+        let mut shape = node.ty.shape.clone();
+        shape[0] = hi - lo;
+        Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
+    };
+    let parts = tiles(lead, tile)
+        .into_iter()
+        .map(|(lo, hi)| {
+            if hi - lo == tile || extents.takes_leading(code, node.ty.rank(), hi - lo) {
+                rows(lo, hi)
+            } else {
+                // No instruction computes so few rows: the last full tile, overlapping the one
+                // before, computes them (rows are independent, so the same bits), and its
+                // last rows are kept.
+                let window = rows(lead - tile, lead);
+                let keep = (0..node.ty.rank())
+                    .map(|d| if d == 0 { (tile - (hi - lo), tile, 1) } else { (0, node.ty.shape[d], 1) })
+                    .collect();
+                let mut kept = node.ty.shape.clone();
+                kept[0] = hi - lo;
+                Term::Node(Op::Slice(keep), node.ty.with_shape(kept), vec![window])
+            }
         })
         .collect();
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
