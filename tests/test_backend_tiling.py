@@ -69,6 +69,9 @@ TILED = {
     # 96 and 160 rows on 64-row units: the last tile overlaps the one before, its last rows kept
     "qkv_matmul_96_rows": ("QKV", {"gemm": 2}),
     "qkv_attention_160_rows": ("QKV", {"gemm": 6, "softmax": 3}),
+    # 32 and 16 rows: operands padded with zero rows to the 64-row units, the real rows kept
+    "qkv_matmul_32_rows": ("QKV", {"gemm": 1}),
+    "qkv_attention_16_rows": ("QKV", {"gemm": 2, "softmax": 1}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 8}),

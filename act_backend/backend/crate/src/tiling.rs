@@ -155,6 +155,16 @@ impl Extents {
             || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[0] == Some(n)))
     }
 
+    /// The leading extent to pad an operation of operator `op`, rank `rank` and `n` rows to:
+    /// the smallest constant leading extent above `n` of a semantics of `op` of that rank, when
+    /// none takes `n` itself.
+    pub fn padded_leading(&self, op: OpCode, rank: usize, n: i64) -> Option<i64> {
+        if self.takes_leading(op, rank, n) {
+            return None;
+        }
+        self.by_op.get(&op)?.iter().filter(|d| d.len() == rank).filter_map(|d| d[0]).filter(|&t| t > n).min()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_op.is_empty()
     }
@@ -305,6 +315,44 @@ pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
         })
         .collect();
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
+}
+
+/// An operation on fewer rows than every instruction of its operator takes, where a unit of a
+/// fixed larger row count `t` exists: the first rows of the operation on its operands padded
+/// with zero rows to `t`, `slice(node(concatenate_0(x, zeros)...), rows [0, r))`. Exact for
+/// every type: rows are independent, and what the padded rows compute is dropped. Only where
+/// every operand that feeds the rows does so along its own dimension 0, so that the padded
+/// operand is its rows followed by zeros in a buffer.
+pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    let code = opcode(&node.op)?;
+    let rows = *node.ty.shape.first()?;
+    let sources = leading_sources(eg, node)?;
+    if sources.iter().any(|s| matches!(s, Some(d) if *d != 0)) || !sources.iter().any(Option::is_some) {
+        return None;
+    }
+    let t = extents.padded_leading(code, node.ty.rank(), rows)?;
+    let operands = node
+        .children
+        .iter()
+        .zip(&sources)
+        .map(|(&c, src)| {
+            let c_ty = &eg[c].data;
+            if src.is_none() {
+                return Term::Class(c);
+            }
+            let mut pad = c_ty.shape.clone();
+            pad[0] = t - rows;
+            let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), c_ty.with_shape(pad), vec![]);
+            let mut padded = c_ty.shape.clone();
+            padded[0] = t;
+            Term::Node(Op::Concatenate(0), c_ty.with_shape(padded), vec![Term::Class(c), zeros])
+        })
+        .collect();
+    let mut whole = node.ty.shape.clone();
+    whole[0] = t;
+    let padded = Term::Node(node.op.clone(), node.ty.with_shape(whole), operands);
+    let keep = node.ty.shape.iter().enumerate().map(|(d, &n)| if d == 0 { (0, rows, 1) } else { (0, n, 1) }).collect();
+    Some(Term::Node(Op::Slice(keep), node.ty.clone(), vec![padded]))
 }
 
 /// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
