@@ -74,7 +74,8 @@ TILED = {
     "qkv_attention_16_rows": ("QKV", {"gemm": 2, "softmax": 1}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
-    "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 8}),
+    # the tiles' results side by side in the accumulator, stored through the ReLU at once
+    "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 1}),
     # strided loads of the operands' tiles; partial products accumulated by the array
     "gemmini_matmul_16x64x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
     # result columns written into their rows by strided stores

@@ -155,14 +155,19 @@ impl Extents {
             || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[0] == Some(n)))
     }
 
-    /// The leading extent to pad an operation of operator `op`, rank `rank` and `n` rows to:
-    /// the smallest constant leading extent above `n` of a semantics of `op` of that rank, when
-    /// none takes `n` itself.
-    pub fn padded_leading(&self, op: OpCode, rank: usize, n: i64) -> Option<i64> {
-        if self.takes_leading(op, rank, n) {
+    /// The leading extent to pad an operation of operator `op` and type `ty` to: among the
+    /// semantics of `op` of that rank that take every other dimension of `ty`, when each has a
+    /// constant leading extent above `ty`'s (so no tiling computes it), the smallest.
+    pub fn padded_leading(&self, op: OpCode, ty: &Ty) -> Option<i64> {
+        let (&n, rest) = ty.shape.split_first()?;
+        if self.takes_leading(op, ty.rank(), n) {
             return None;
         }
-        self.by_op.get(&op)?.iter().filter(|d| d.len() == rank).filter_map(|d| d[0]).filter(|&t| t > n).min()
+        let fits = |d: &[Option<i64>]| d[1..].iter().zip(rest).all(|(e, &m)| e.is_none_or(|e| m <= e));
+        let fitting: Vec<Option<i64>> =
+            self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank() && fits(d)).map(|d| d[0]).collect();
+        let above: Option<Vec<i64>> = fitting.iter().map(|t| t.filter(|&t| t > n)).collect();
+        above?.into_iter().min()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -330,7 +335,7 @@ pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     if sources.iter().any(|s| matches!(s, Some(d) if *d != 0)) || !sources.iter().any(Option::is_some) {
         return None;
     }
-    let t = extents.padded_leading(code, node.ty.rank(), rows)?;
+    let t = extents.padded_leading(code, &node.ty)?;
     let operands = node
         .children
         .iter()
@@ -610,6 +615,33 @@ mod tests {
         ]);
         assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[64, 128])), Some((1, 64)));
         assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[128, 64])), None);
+    }
+
+    #[test]
+    fn fewer_rows_than_every_fitting_fixed_unit_are_padded_to_the_smallest() {
+        let ex = Extents::from_entries([
+            (OpCode::Dot, vec![Some(64), Some(64)]),
+            (OpCode::Dot, vec![Some(32), Some(16)]),
+        ]);
+        // Only the 64-row unit takes 64 columns.
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 64])), Some(64));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[48, 64])), Some(64));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 16])), Some(32));
+        // A size a unit takes as it is, or one at least as large as a fitting unit (tiled).
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[32, 16])), None);
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[40, 16])), None);
+        // Wider than every unit: nothing to pad to.
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 128])), None);
+    }
+
+    #[test]
+    fn a_unit_whose_rows_are_an_attribute_takes_fewer_rows_without_padding() {
+        let ex = Extents::of(&table("gemmini_isa.json"));
+        assert!(ex.takes_leading(OpCode::Dot, 2, 5));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &Ty::new(DType::S32, vec![5, 16])), None);
+        let qkv = Extents::of(&table("qkv_isa.json"));
+        assert!(!qkv.takes_leading(OpCode::Dot, 2, 32));
+        assert_eq!(qkv.padded_leading(OpCode::Dot, &ty(&[32, 64])), Some(64));
     }
 
     fn table(name: &str) -> Isa {
