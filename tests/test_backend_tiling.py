@@ -82,9 +82,10 @@ TILED = {
     "gemmini_matmul_16x16x64": ("Gemmini", {"matmul32": 4, "mvout_acc_strided": 4}),
     # every dimension: (64/16)^3 products, each once
     "gemmini_matmul_64x64x64": ("Gemmini", {"matmul32": 16, "mac32": 48}),
-    # relu(A.B) at 128x128: each tile stored through the ReLU into its rows
+    # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
+    # through the ReLU into its columns at once
     "gemmini_relu_matmul_128x128": ("Gemmini", {"matmul32": 64, "mac32": 64, "mvin_strided": 32,
-                                                "mvout_acc_relu_strided": 64}),
+                                                "mvout_acc_relu_strided": 8}),
     # rows 16+16+8, columns 16+8, contraction 16+4: shorter last tiles
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
 }
