@@ -66,18 +66,26 @@ TILED = {
     "qkv_attention_256_rows": ("QKV", {"gemm": 8, "softmax": 4}),
     "qkv_attention_4_heads": ("QKV", {"gemm": 8, "softmax": 4}),
     "qkv_softmax_512_rows": ("QKV", {"softmax": 8}),
+    # 96 and 160 rows on 64-row units: the last tile overlaps the one before, its last rows kept
+    "qkv_matmul_96_rows": ("QKV", {"gemm": 2}),
+    "qkv_attention_160_rows": ("QKV", {"gemm": 6, "softmax": 3}),
+    # 32 and 16 rows: operands padded with zero rows to the 64-row units, the real rows kept
+    "qkv_matmul_32_rows": ("QKV", {"gemm": 1}),
+    "qkv_attention_16_rows": ("QKV", {"gemm": 2, "softmax": 1}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
-    "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 8}),
+    # the tiles' results side by side in the accumulator, stored through the ReLU at once
+    "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 1}),
     # strided loads of the operands' tiles; partial products accumulated by the array
     "gemmini_matmul_16x64x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
     # result columns written into their rows by strided stores
     "gemmini_matmul_16x16x64": ("Gemmini", {"matmul32": 4, "mvout_acc_strided": 4}),
     # every dimension: (64/16)^3 products, each once
     "gemmini_matmul_64x64x64": ("Gemmini", {"matmul32": 16, "mac32": 48}),
-    # relu(A.B) at 128x128: each tile stored through the ReLU into its rows
+    # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
+    # through the ReLU into its columns at once
     "gemmini_relu_matmul_128x128": ("Gemmini", {"matmul32": 64, "mac32": 64, "mvin_strided": 32,
-                                                "mvout_acc_relu_strided": 64}),
+                                                "mvout_acc_relu_strided": 8}),
     # rows 16+16+8, columns 16+8, contraction 16+4: shorter last tiles
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
 }

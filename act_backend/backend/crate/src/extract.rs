@@ -13,8 +13,9 @@
 //! best candidate, in which on-chip values are reloaded from HBM for every reader, take up to
 //! half of the candidate places (see [`Extractor::candidates`]).
 //!
-//! Besides instructions, three providers cost no instruction: a contiguous byte run of an HBM
-//! value is a view of it, byte strings end to end in HBM are a concatenation whose parts are
+//! Besides instructions, four providers cost no instruction: a contiguous byte run of an HBM
+//! value is a view of it, a slice of a value on chip that is a region of its storage is a view
+//! of it there (`views.rs`), byte strings end to end in HBM are a concatenation whose parts are
 //! written in place, and the bytes of a literal are a constant placed in HBM.
 
 use crate::bound;
@@ -23,6 +24,7 @@ use crate::isa::Isa;
 use crate::isa_match;
 use crate::lang::{DType, Op};
 use crate::pii::{PiiGraph, PiiNode};
+use crate::views;
 use egg::Id;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
@@ -42,8 +44,9 @@ struct StateKey {
 enum How {
     Input { param: usize, bytes: u64 },
     Instr { instr: usize, comp: Vec<i64> },
-    /// `size` bytes of HBM starting `offset` bytes into the operand's: no instruction.
-    View { offset: i64, size: i64 },
+    /// The part of the operand's value that starts `offset` positions into it and spans
+    /// `size`, per access dimension of its buffer (bytes in HBM): no instruction.
+    View { offset: Vec<i64>, size: Vec<i64> },
     /// The operands' bytes end to end in HBM, each written in place: no instruction.
     Concat,
     /// A literal's bytes, placed in HBM before the program runs.
@@ -112,6 +115,27 @@ fn literal_bytes(eg: &SelGraph, bytes: Id) -> Vec<(DType, Vec<i64>, Vec<u64>)> {
     out
 }
 
+/// The states found so far, each with its providers.
+#[derive(Default)]
+struct States {
+    index: BTreeMap<StateKey, usize>,
+    keys: Vec<StateKey>,
+    providers: Vec<Vec<Provider>>,
+}
+
+impl States {
+    /// The index of state `key`, added (without providers) if new.
+    fn intern(&mut self, key: StateKey) -> usize {
+        if let Some(&s) = self.index.get(&key) {
+            return s;
+        }
+        self.index.insert(key.clone(), self.keys.len());
+        self.keys.push(key);
+        self.providers.push(Vec::new());
+        self.keys.len() - 1
+    }
+}
+
 /// Ways an extraction can fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExtractFailure {
@@ -123,16 +147,7 @@ impl Extractor {
     /// Collects states and providers from `eg`; `root` is the byte-flattened output class.
     pub fn new(eg: &SelGraph, isa: &Isa, root: Id) -> Result<Extractor, String> {
         let hbm = isa.buffers.iter().position(|b| b.is_hbm()).ok_or("the ISA table has no HBM buffer")?;
-        let mut index: BTreeMap<StateKey, usize> = BTreeMap::new();
-        let mut keys: Vec<StateKey> = Vec::new();
-        let mut providers: Vec<Vec<Provider>> = Vec::new();
-        let mut state = |key: StateKey, keys: &mut Vec<StateKey>, providers: &mut Vec<Vec<Provider>>| -> usize {
-            *index.entry(key.clone()).or_insert_with(|| {
-                keys.push(key);
-                providers.push(Vec::new());
-                keys.len() - 1
-            })
-        };
+        let mut st = States::default();
         let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
         ids.sort();
         for id in ids {
@@ -141,31 +156,23 @@ impl Extractor {
                 match &node.op {
                     Op::Uninit(_) => {
                         let bytes = class.data.bytes();
-                        let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false },
-                            &mut keys,
-                            &mut providers,
-                        );
-                        providers[s].push(Provider { how: How::Uninit { bytes: bytes as u64 }, inputs: vec![] });
+                        let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false });
+                        st.providers[s].push(Provider { how: How::Uninit { bytes: bytes as u64 }, inputs: vec![] });
                     }
                     Op::Input(param) => {
                         let bytes = class.data.bytes();
                         let s =
-                            state(StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false }, &mut keys, &mut providers);
-                        providers[s]
+                            st.intern(StateKey { class: id, buffer: hbm, sizes: vec![bytes], written: false });
+                        st.providers[s]
                             .push(Provider { how: How::Input { param: *param, bytes: bytes as u64 }, inputs: vec![] });
                     }
                     // The bytes of a literal are a constant in HBM.
                     Op::Reshape if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
                         for (dtype, shape, bits) in literal_bytes(eg, node.children[0]) {
-                            let s = state(
-                                StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false },
-                                &mut keys,
-                                &mut providers,
-                            );
+                            let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false });
                             let how = How::Constant { dtype, shape, bits };
-                            if !providers[s].iter().any(|p| p.how == how) {
-                                providers[s].push(Provider { how, inputs: vec![] });
+                            if !st.providers[s].iter().any(|p| p.how == how) {
+                                st.providers[s].push(Provider { how, inputs: vec![] });
                             }
                         }
                     }
@@ -177,13 +184,9 @@ impl Extractor {
                             continue;
                         }
                         let from = StateKey { class: eg.find(node.children[0]), buffer: hbm, sizes: vec![whole], written: false };
-                        let from = state(from, &mut keys, &mut providers);
-                        let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![hi - lo], written: false },
-                            &mut keys,
-                            &mut providers,
-                        );
-                        providers[s].push(Provider { how: How::View { offset: lo, size: hi - lo }, inputs: vec![from] });
+                        let from = st.intern(from);
+                        let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![hi - lo], written: false });
+                        st.providers[s].push(Provider { how: How::View { offset: vec![lo], size: vec![hi - lo] }, inputs: vec![from] });
                     }
                     // Byte strings end to end in HBM: a concatenation written in place.
                     Op::Concatenate(0)
@@ -193,14 +196,10 @@ impl Extractor {
                         for &child in &node.children {
                             let key =
                                 StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()], written: true };
-                            inputs.push(state(key, &mut keys, &mut providers));
+                            inputs.push(st.intern(key));
                         }
-                        let s = state(
-                            StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false },
-                            &mut keys,
-                            &mut providers,
-                        );
-                        providers[s].push(Provider { how: How::Concat, inputs });
+                        let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false });
+                        st.providers[s].push(Provider { how: How::Concat, inputs });
                     }
                     Op::Pii { instr, comp } => {
                         let ins = &isa.instructions[*instr];
@@ -224,15 +223,17 @@ impl Extractor {
                                 sizes: sized(slice)?,
                                 written: false,
                             };
-                            inputs.push(state(key, &mut keys, &mut providers));
+                            inputs.push(st.intern(key));
                         }
-                        let s = state(out, &mut keys, &mut providers);
-                        providers[s].push(Provider { how: How::Instr { instr: *instr, comp: comp.clone() }, inputs });
+                        let s = st.intern(out);
+                        st.providers[s].push(Provider { how: How::Instr { instr: *instr, comp: comp.clone() }, inputs });
                     }
                     _ => {}
                 }
             }
         }
+        on_chip(eg, isa, hbm, &mut st);
+        let States { index, keys, mut providers } = st;
         // Parts of concatenations are written by instructions: their twins' instructions.
         for s in 0..keys.len() {
             if keys[s].written {
@@ -384,7 +385,7 @@ impl Extractor {
                     How::Uninit { bytes } => PiiNode::Uninit { bytes: *bytes },
                     How::Instr { instr, comp } => PiiNode::Instr { instr: *instr, comp: comp.clone(), operands },
                     How::View { offset, size } => {
-                        PiiNode::View { of: operands[0], offset: vec![*offset], size: vec![*size] }
+                        PiiNode::View { of: operands[0], offset: offset.clone(), size: size.clone() }
                     }
                     How::Concat => PiiNode::Concat { parts: operands, dim: 0 },
                     How::Constant { dtype, shape, bits } => {
@@ -512,14 +513,16 @@ impl Extractor {
     }
 
     /// Whether no value of `g` is overwritten in place by two instructions (a fresh instance
-    /// of an in-place writer would read the same instance as the shared one).
+    /// of an in-place writer would read the same instance as the shared one), and none that
+    /// shares its storage with a view or a concatenation (the other names would change).
     fn overwrites_once(&self, g: &PiiGraph) -> bool {
         let mut written = vec![false; g.nodes.len()];
-        for node in &g.nodes {
+        let readers = g.readers();
+        for (n, node) in g.nodes.iter().enumerate() {
             let PiiNode::Instr { instr, operands, .. } = node else { continue };
             for &slot in &self.in_place[*instr] {
                 let Some(&op) = operands.get(slot) else { continue };
-                if std::mem::replace(&mut written[op], true) {
+                if std::mem::replace(&mut written[op], true) || !g.may_overwrite(&readers, op, n) {
                     return false;
                 }
             }
@@ -591,3 +594,66 @@ impl Extractor {
             .collect()
     }
 }
+
+/// Adds the identity providers on chip. A state that is a slice of a value some other state
+/// holds in the same on-chip buffer, where the slice is a region of that value's storage
+/// ([`views::region_of_slice`]), is a view of that state; a state that is a concatenation
+/// along dimension 0 whose parts are such regions is a concatenation whose parts their
+/// instructions write in place. Which of them an instruction may then overwrite in place is
+/// decided per candidate ([`PiiGraph::may_overwrite`]).
+fn on_chip(eg: &SelGraph, isa: &Isa, hbm: usize, st: &mut States) {
+    let existing = st.keys.len();
+    let mut held: BTreeMap<(Id, usize), Vec<usize>> = BTreeMap::new();
+    for (s, key) in st.keys.iter().enumerate() {
+        if key.buffer != hbm && !key.written {
+            held.entry((key.class, key.buffer)).or_default().push(s);
+        }
+    }
+    for s in 0..existing {
+        let key = st.keys[s].clone();
+        if key.buffer == hbm || key.written {
+            continue;
+        }
+        let buffer = &isa.buffers[key.buffer];
+        for node in &eg[key.class].nodes {
+            match &node.op {
+                Op::Slice(ranges) => {
+                    let x = eg.find(node.children[0]);
+                    for &t in held.get(&(x, key.buffer)).into_iter().flatten() {
+                        let region = views::region_of_slice(&eg[x].data, ranges, &st.keys[t].sizes, buffer);
+                        let Some((offset, size)) = region.filter(|(_, size)| t != s && *size == key.sizes) else {
+                            continue;
+                        };
+                        let how = How::View { offset, size };
+                        if !st.providers[s].iter().any(|p| p.how == how && p.inputs == [t]) {
+                            st.providers[s].push(Provider { how, inputs: vec![t] });
+                        }
+                    }
+                }
+                Op::Concatenate(0) if node.children.len() > 1 => {
+                    let ty = &eg[key.class].data;
+                    let mut inputs = Vec::new();
+                    let mut at = 0;
+                    for &child in &node.children {
+                        let rows = eg[child].data.shape[0];
+                        let ranges: Vec<(i64, i64, i64)> = ty
+                            .shape
+                            .iter()
+                            .enumerate()
+                            .map(|(d, &n)| if d == 0 { (at, at + rows, 1) } else { (0, n, 1) })
+                            .collect();
+                        at += rows;
+                        let Some((_, size)) = views::region_of_slice(ty, &ranges, &key.sizes, buffer) else { break };
+                        inputs.push(st.intern(StateKey { class: eg.find(child), buffer: key.buffer, sizes: size, written: true }));
+                    }
+                    let complete = inputs.len() == node.children.len();
+                    if complete && !st.providers[s].iter().any(|p| p.how == How::Concat && p.inputs == inputs) {
+                        st.providers[s].push(Provider { how: How::Concat, inputs });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+

@@ -39,6 +39,7 @@ pub mod select;
 pub mod solve;
 pub mod tiling;
 pub mod value;
+pub mod views;
 pub mod vocabulary;
 
 pub use compile::{compile, Assembly, CompileError, CompileOptions, Target};

@@ -76,6 +76,34 @@ impl PiiGraph {
         shape.iter().product::<i64>() * i64::from(dtype.bytes())
     }
 
+    /// The nodes that read each node (with repeats when one node reads another twice).
+    pub fn readers(&self) -> Vec<Vec<usize>> {
+        let mut readers = vec![Vec::new(); self.nodes.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            for &op in node.operands() {
+                readers[op].push(n);
+            }
+        }
+        readers
+    }
+
+    /// Whether instruction node `writer` may overwrite the value of node `op` in place
+    /// (`readers` from [`PiiGraph::readers`]): a value no view or concatenation names, or a
+    /// view that `writer` alone reads of an instruction's value that nothing else reads (the
+    /// rest of that storage is never read again, so writing over part of it changes nothing
+    /// anyone sees).
+    pub fn may_overwrite(&self, readers: &[Vec<usize>], op: usize, writer: usize) -> bool {
+        let named = |v: usize| readers[v].iter().any(|&r| self.nodes[r].is_identity());
+        match &self.nodes[op] {
+            PiiNode::View { of, .. } => {
+                matches!(self.nodes[*of], PiiNode::Instr { .. })
+                    && readers[*of] == [op]
+                    && readers[op] == [writer]
+            }
+            node => !node.is_identity() && !named(op),
+        }
+    }
+
     /// Checks the structural invariants: operands precede their users, the root exists.
     pub fn check(&self) -> Result<(), String> {
         if self.root >= self.nodes.len() {

@@ -343,6 +343,9 @@ impl<'a> Finder<'a> {
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, &self.rules.tiles, n)) {
                 self.push("split-leading", id, term);
             }
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::pad_rows(eg, &self.rules.tiles, n)) {
+                self.push("pad-rows", id, term);
+            }
             if self.rules.strided_writes {
                 if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n)) {
                     self.push("broadcast-as-copies", id, term);
@@ -1035,7 +1038,9 @@ mod tests {
     }
 
     fn saturate(eg: &mut SelGraph, rules: &RuleSet) {
-        for _ in 0..10 {
+        // Every rule set reaches its fixed point well within this many rounds (the padding
+        // rules of a test ISA of fixed-size units take 12).
+        for _ in 0..20 {
             let found = search(eg, rules);
             if !apply(eg, &found) {
                 return;

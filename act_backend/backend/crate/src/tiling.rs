@@ -23,7 +23,7 @@ use crate::isa::{CmpOp, Expr, Instruction, Isa};
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::Term;
 use egg::Id;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The extents an ISA's semantics give each operator: per operator, one entry per
 /// semantics operation, the largest extent of each of its dimensions (`None`: unbounded).
@@ -32,6 +32,9 @@ pub struct Extents {
     by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
     /// The largest contraction of each product the semantics compute.
     contraction: Vec<Option<i64>>,
+    /// (operator, rank) of semantics whose leading extent is not a constant (an attribute, or
+    /// unbounded): they may take a smaller leading extent than the largest.
+    flexible_leading: BTreeSet<(OpCode, usize)>,
 }
 
 /// The upper bound of `c.<attr>` that `instr`'s constraints state (`attr <= N`, `attr < N`,
@@ -101,6 +104,7 @@ impl Extents {
     pub fn of(isa: &Isa) -> Extents {
         let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut contraction = Vec::new();
+        let mut flexible_leading = BTreeSet::new();
         for instr in &isa.instructions {
             for op in &instr.semantics {
                 if op.op == OpCode::Dot {
@@ -116,6 +120,9 @@ impl Extents {
                 if op.shape.is_empty() {
                     continue;
                 }
+                if op.shape[0].eval(&BTreeMap::new()).is_err() {
+                    flexible_leading.insert((op.op, op.shape.len()));
+                }
                 let dims = op.shape.iter().map(|e| largest(isa, instr, e)).collect();
                 let entry = by_op.entry(op.op).or_default();
                 if !entry.contains(&dims) {
@@ -123,7 +130,7 @@ impl Extents {
                 }
             }
         }
-        Extents { by_op, contraction }
+        Extents { by_op, contraction, flexible_leading }
     }
 
     /// Extents from explicit entries (for tests).
@@ -132,13 +139,35 @@ impl Extents {
         for (op, dims) in entries {
             by_op.entry(op).or_default().push(dims);
         }
-        Extents { by_op, contraction: Vec::new() }
+        Extents { by_op, contraction: Vec::new(), flexible_leading: BTreeSet::new() }
     }
 
     /// The same extents, with products whose largest contractions are `ks` (for tests).
     pub fn with_contractions(mut self, ks: &[i64]) -> Extents {
         self.contraction = ks.iter().map(|&k| Some(k)).collect();
         self
+    }
+
+    /// Whether some semantics of operator `op` and rank `rank` computes a leading extent of
+    /// `n`: one whose leading extent is that constant, or not a constant.
+    pub fn takes_leading(&self, op: OpCode, rank: usize, n: i64) -> bool {
+        self.flexible_leading.contains(&(op, rank))
+            || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[0] == Some(n)))
+    }
+
+    /// The leading extent to pad an operation of operator `op` and type `ty` to: among the
+    /// semantics of `op` of that rank that take every other dimension of `ty`, when each has a
+    /// constant leading extent above `ty`'s (so no tiling computes it), the smallest.
+    pub fn padded_leading(&self, op: OpCode, ty: &Ty) -> Option<i64> {
+        let (&n, rest) = ty.shape.split_first()?;
+        if self.takes_leading(op, ty.rank(), n) {
+            return None;
+        }
+        let fits = |d: &[Option<i64>]| d[1..].iter().zip(rest).all(|(e, &m)| e.is_none_or(|e| m <= e));
+        let fitting: Vec<Option<i64>> =
+            self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank() && fits(d)).map(|d| d[0]).collect();
+        let above: Option<Vec<i64>> = fitting.iter().map(|t| t.filter(|&t| t > n)).collect();
+        above?.into_iter().min()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -249,30 +278,86 @@ fn leading_sources(eg: &SelGraph, node: &Node) -> Option<Vec<Option<usize>>> {
 }
 
 /// `node = concatenate_0(node on rows [0, t), node on rows [t, 2t), ...)` when its leading
-/// dimension is larger than every instruction of its operator takes.
+/// dimension is larger than every instruction of its operator takes. A last tile shorter than
+/// every instruction takes (a unit of a fixed size) is the last rows of a full tile that
+/// overlaps the one before: `slice(node on rows [n - t, n), rows [t - r, t))`.
 pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
-    let tile = extents.leading_tile(opcode(&node.op)?, &node.ty)?;
+    let code = opcode(&node.op)?;
+    let tile = extents.leading_tile(code, &node.ty)?;
     let sources = leading_sources(eg, node)?;
     let lead = node.ty.shape[0];
-    let parts = (0..lead)
-        .step_by(tile as usize)
-        .map(|lo| {
-            let hi = (lo + tile).min(lead);
-            let operands = node
-                .children
-                .iter()
-                .zip(&sources)
-                .map(|(&c, src)| match src {
-                    Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
-                    None => Term::Class(c),
-                })
-                .collect();
-            let mut shape = node.ty.shape.clone();
-            shape[0] = hi - lo;
-            Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
+    let rows = |lo: i64, hi: i64| {
+        let operands = node
+            .children
+            .iter()
+            .zip(&sources)
+            .map(|(&c, src)| match src {
+                Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
+                None => Term::Class(c),
+            })
+            .collect();
+        let mut shape = node.ty.shape.clone();
+        shape[0] = hi - lo;
+        Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
+    };
+    let parts = tiles(lead, tile)
+        .into_iter()
+        .map(|(lo, hi)| {
+            if hi - lo == tile || extents.takes_leading(code, node.ty.rank(), hi - lo) {
+                rows(lo, hi)
+            } else {
+                // No instruction computes so few rows: the last full tile, overlapping the one
+                // before, computes them (rows are independent, so the same bits), and its
+                // last rows are kept.
+                let window = rows(lead - tile, lead);
+                let keep = (0..node.ty.rank())
+                    .map(|d| if d == 0 { (tile - (hi - lo), tile, 1) } else { (0, node.ty.shape[d], 1) })
+                    .collect();
+                let mut kept = node.ty.shape.clone();
+                kept[0] = hi - lo;
+                Term::Node(Op::Slice(keep), node.ty.with_shape(kept), vec![window])
+            }
         })
         .collect();
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
+}
+
+/// An operation on fewer rows than every instruction of its operator takes, where a unit of a
+/// fixed larger row count `t` exists: the first rows of the operation on its operands padded
+/// with zero rows to `t`, `slice(node(concatenate_0(x, zeros)...), rows [0, r))`. Exact for
+/// every type: rows are independent, and what the padded rows compute is dropped. Only where
+/// every operand that feeds the rows does so along its own dimension 0, so that the padded
+/// operand is its rows followed by zeros in a buffer.
+pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    let code = opcode(&node.op)?;
+    let rows = *node.ty.shape.first()?;
+    let sources = leading_sources(eg, node)?;
+    if sources.iter().any(|s| matches!(s, Some(d) if *d != 0)) || !sources.iter().any(Option::is_some) {
+        return None;
+    }
+    let t = extents.padded_leading(code, &node.ty)?;
+    let operands = node
+        .children
+        .iter()
+        .zip(&sources)
+        .map(|(&c, src)| {
+            let c_ty = &eg[c].data;
+            if src.is_none() {
+                return Term::Class(c);
+            }
+            let mut pad = c_ty.shape.clone();
+            pad[0] = t - rows;
+            let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), c_ty.with_shape(pad), vec![]);
+            let mut padded = c_ty.shape.clone();
+            padded[0] = t;
+            Term::Node(Op::Concatenate(0), c_ty.with_shape(padded), vec![Term::Class(c), zeros])
+        })
+        .collect();
+    let mut whole = node.ty.shape.clone();
+    whole[0] = t;
+    let padded = Term::Node(node.op.clone(), node.ty.with_shape(whole), operands);
+    let keep = node.ty.shape.iter().enumerate().map(|(d, &n)| if d == 0 { (0, rows, 1) } else { (0, n, 1) }).collect();
+    Some(Term::Node(Op::Slice(keep), node.ty.clone(), vec![padded]))
 }
 
 /// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
@@ -530,6 +615,33 @@ mod tests {
         ]);
         assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[64, 128])), Some((1, 64)));
         assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[128, 64])), None);
+    }
+
+    #[test]
+    fn fewer_rows_than_every_fitting_fixed_unit_are_padded_to_the_smallest() {
+        let ex = Extents::from_entries([
+            (OpCode::Dot, vec![Some(64), Some(64)]),
+            (OpCode::Dot, vec![Some(32), Some(16)]),
+        ]);
+        // Only the 64-row unit takes 64 columns.
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 64])), Some(64));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[48, 64])), Some(64));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 16])), Some(32));
+        // A size a unit takes as it is, or one at least as large as a fitting unit (tiled).
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[32, 16])), None);
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[40, 16])), None);
+        // Wider than every unit: nothing to pad to.
+        assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 128])), None);
+    }
+
+    #[test]
+    fn a_unit_whose_rows_are_an_attribute_takes_fewer_rows_without_padding() {
+        let ex = Extents::of(&table("gemmini_isa.json"));
+        assert!(ex.takes_leading(OpCode::Dot, 2, 5));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &Ty::new(DType::S32, vec![5, 16])), None);
+        let qkv = Extents::of(&table("qkv_isa.json"));
+        assert!(!qkv.takes_leading(OpCode::Dot, 2, 32));
+        assert_eq!(qkv.padded_leading(OpCode::Dot, &ty(&[32, 64])), Some(64));
     }
 
     fn table(name: &str) -> Isa {

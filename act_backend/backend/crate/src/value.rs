@@ -139,15 +139,13 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
             values[op].users.push((n, slot));
         }
     }
+    let readers = graph.readers();
     for (n, node) in graph.nodes.iter().enumerate() {
         if let PiiNode::Instr { instr, operands, .. } = node {
             for slot in in_place_slots(&isa.instructions[*instr]) {
                 let op = operands[slot];
                 // Writing over shared storage would change what the other names of it see.
-                let aliased = values[op].identity
-                    || values[op].within.is_some()
-                    || values[op].users.iter().any(|&(u, _)| graph.nodes[u].is_identity());
-                if aliased {
+                if !graph.may_overwrite(&readers, op, n) {
                     return Err(CandidateError(format!(
                         "node {n} overwrites node {op} in place, but node {op} shares its \
                          storage with a view or concatenation"

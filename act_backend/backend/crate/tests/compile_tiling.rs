@@ -55,6 +55,25 @@ fn a_softmax_of_512_rows_runs_eight_64_row_softmaxes() {
 }
 
 #[test]
+fn rows_no_fixed_size_unit_divides_end_in_a_tile_overlapping_the_one_before() {
+    // QKV's gemm and softmax take exactly 64 rows: 96 rows are rows [0, 64) and the last 32
+    // rows of [32, 96), read from where they lie on chip.
+    let calls = compiled("qkv_isa.json", "qkv_matmul_96_rows");
+    assert_eq!(count(&calls, "gemm"), 2, "{calls:?}");
+    let calls = compiled("qkv_isa.json", "qkv_attention_160_rows");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "softmax")), (6, 3), "{calls:?}");
+}
+
+#[test]
+fn fewer_rows_than_a_fixed_size_unit_takes_are_padded_with_zero_rows() {
+    // 32 rows of A and 32 rows of zeros loaded side by side, one 64-row gemm, 32 rows kept.
+    let calls = compiled("qkv_isa.json", "qkv_matmul_32_rows");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "store_rm")), (1, 1), "{calls:?}");
+    let calls = compiled("qkv_isa.json", "qkv_attention_16_rows");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "softmax")), (2, 1), "{calls:?}");
+}
+
+#[test]
 fn int8_products_taller_than_the_array_or_batched_run_one_product_per_tile() {
     let tall = compiled("gemmini_isa.json", "gemmini_matmul_64_rows");
     assert_eq!(count(&tall, "matmul32"), 4, "{tall:?}");

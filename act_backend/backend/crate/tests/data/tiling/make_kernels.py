@@ -43,6 +43,12 @@ KERNELS = {
     "qkv_attention_256_rows": (attention, [shape(256, 64), shape(64, 64), shape(64, 64)]),
     "qkv_attention_4_heads": (attention, [shape(4, 64, 64)] * 3),
     "qkv_softmax_512_rows": (lambda x: row_softmax(x), [shape(512, 64)]),
+    # row counts no multiple of the fixed 64-row units: the last tile overlaps the one before
+    "qkv_matmul_96_rows": (jnp.matmul, [shape(96, 64), shape(64, 64)]),
+    "qkv_attention_160_rows": (attention, [shape(160, 64), shape(64, 64), shape(64, 64)]),
+    # fewer rows than the fixed 64-row units: operands padded with zero rows on chip
+    "qkv_matmul_32_rows": (jnp.matmul, [shape(32, 64), shape(64, 64)]),
+    "qkv_attention_16_rows": (attention, [shape(16, 64), shape(64, 64), shape(64, 64)]),
     # refused: a row softmax over 128 columns, on a 64-wide softmax unit
     "qkv_softmax_128_columns": (lambda x: row_softmax(x), [shape(64, 128)]),
     # for Gemmini (int8, a 16x16 systolic array)
