@@ -41,13 +41,14 @@ instr = rowreduce.add_instruction("load_strided", ["rows", "cols", "stride", "co
                                   constraints=["@c.col + @c.cols <= @c.stride"])
 instr.set_inputs([["d0", ["@a.hbm_addr"], ["@c.rows * @c.stride * 4"]]])
 instr.set_outputs([MAT])
-instr.add_semantics("""
-ENTRY load_strided {
+WINDOW = "[0:`@c.rows`], [`@c.col`:`@c.col + @c.cols`], [0:4]"
+instr.add_semantics(f"""
+ENTRY load_strided {{
     %In1 = u8[`@c.rows * @c.stride * 4`] parameter(0);
     %grid = u8[`@c.rows`,`@c.stride`,4] reshape(%In1);
-    %bytes = u8[`@c.rows`,`@c.cols`,4] slice(%grid), slice={[0:`@c.rows`], [`@c.col`:`@c.col + @c.cols`], [0:4]};
+    %bytes = u8[`@c.rows`,`@c.cols`,4] slice(%grid), slice={{{WINDOW}}};
     ROOT %Out0 = s32[`@c.rows`,`@c.cols`] bitcast_convert(%bytes);
-}
+}}
 """)
 
 # --- reductions along rows, into vec -----------------------------------------------------------
