@@ -525,8 +525,8 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
 /// accumulating semantics write it (`add(reduce(x), acc)`), like [`split_product`]'s partial
 /// products. Integers only, whose sums and products wrap and whose maxima and minima are
 /// exact, so that the order does not matter. A reduction with an init value applies it once:
-/// the later tiles of a sum start from zero (of a product from one); a maximum's or
-/// minimum's repeat it, which changes nothing.
+/// the later tiles of a sum start from zero (`reduce_add`), of a product from one; a
+/// maximum's or minimum's repeat it, which changes nothing.
 pub fn split_reduction(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     let (reducer, dims) = reduction(&node.op)?;
     let x = node.children[0];
@@ -537,14 +537,19 @@ pub fn split_reduction(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<
     let (dim, tile) = extents.reduction_tile(reducer, x_ty, dims)?;
     let mut acc: Option<Term> = None;
     for (j, (lo, hi)) in tiles(x_ty.shape[dim], tile).into_iter().enumerate() {
-        let mut operands = vec![slice_along(x, x_ty, dim, lo, hi)];
-        if let Some(&init) = node.children.get(1) {
-            operands.push(match restart(reducer) {
-                Some(v) if j > 0 => Term::Node(Op::Constant(Literal::from_values(&[v])), eg[init].data.clone(), vec![]),
-                _ => Term::Class(init),
-            });
-        }
-        let part = Term::Node(node.op.clone(), node.ty.clone(), operands);
+        let x_tile = slice_along(x, x_ty, dim, lo, hi);
+        let reduce = |operands| Term::Node(node.op.clone(), node.ty.clone(), operands);
+        let part = match (node.children.get(1), restart(reducer)) {
+            // A sum from zero is the `reduce_add` kernels and semantics are normalised to.
+            (Some(_), Some(_)) if j > 0 && reducer == Reducer::Add => {
+                Term::Node(Op::ReduceAdd(dims.to_vec()), node.ty.clone(), vec![x_tile])
+            }
+            (Some(&init), Some(v)) if j > 0 => {
+                reduce(vec![x_tile, Term::Node(Op::Constant(Literal::from_values(&[v])), eg[init].data.clone(), vec![])])
+            }
+            (Some(&init), _) => reduce(vec![x_tile, Term::Class(init)]),
+            (None, _) => reduce(vec![x_tile]),
+        };
         acc = Some(match acc {
             None => part,
             Some(acc) => Term::Node(combine(reducer), node.ty.clone(), vec![part, acc]),
@@ -884,9 +889,9 @@ mod tests {
         let init = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[5.0])), int(&[])));
         let sum = Op::Reduce { dims: vec![1], reducer: Reducer::Add };
         let node = Node::new(sum.clone(), int(&[4]), vec![x, init]);
-        let zero = Term::Node(Op::Constant(Literal::from_values(&[0.0])), int(&[]), vec![]);
-        let first = Term::Node(sum.clone(), int(&[4]), vec![cols(x, &x_ty, 0, 16), Term::Class(init)]);
-        let second = Term::Node(sum, int(&[4]), vec![cols(x, &x_ty, 16, 32), zero]);
+        // The second tile's sum starts from zero: a `reduce_add`.
+        let first = Term::Node(sum, int(&[4]), vec![cols(x, &x_ty, 0, 16), Term::Class(init)]);
+        let second = Term::Node(Op::ReduceAdd(vec![1]), int(&[4]), vec![cols(x, &x_ty, 16, 32)]);
         assert_eq!(split_reduction(&eg, &ex, &node), Some(Term::Node(Op::Add, int(&[4]), vec![second, first])));
     }
 
