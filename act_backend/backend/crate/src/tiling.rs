@@ -18,8 +18,8 @@
 //! dimension ([`split_columns`]), and of a product's columns ([`split_product`]).
 //!
 //! A contraction or a reduction is split only where the order of the accumulation does not
-//! matter: integer sums wrap, and the maximum or minimum of integers is the same in any order
-//! ([`split_product`], [`split_reduction`]). A float sum is never split (that would change its
+//! matter: integer sums and products wrap, and the maximum or minimum of integers is the same
+//! in any order ([`split_product`], [`split_reduction`]). A float sum is never split (that would change its
 //! rounding): a float reduction longer than every instruction's is refused, naming its
 //! dimension ([`Extents::unsplit_reduction`]). Tiles of values read from HBM are byte ranges
 //! or strided views (`rewrites.rs`), a slice of a concatenation that falls inside one part is
