@@ -1,8 +1,10 @@
 """Tiling end to end: a product taller than QKV's 64-row matrix unit compiles, through views of
 its operand's bytes and an output written tile by tile in place, and the simulated result is
-the kernel's; JAX-written kernels larger than one instruction along their leading or batch
-dimension (act_backend/backend/crate/tests/data/tiling) compile on QKV and Gemmini and equal
-XLA's run of the same HLO; a dimension no instruction takes is named in the refusal."""
+the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
+contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
+on QKV, Gemmini and the RowReduce test accelerator and equal XLA's run of the same HLO; a
+dimension no instruction takes, or a float reduction too long for every instruction, is named
+in the refusal."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from helpers.differential import check_kernel
 from helpers.examples import ROOT, compile_kernel, instruction_calls, parse_kernel_file
 from helpers.oracle_harness import bf16_tolerance, run_assembly
 
+from act_backend.hlo.dtypes import numpy_dtype
 from act_backend.kernel import evaluate
 
 pytestmark = pytest.mark.slow
@@ -88,11 +91,23 @@ TILED = {
                                                 "mvout_acc_relu_strided": 8}),
     # rows 16+16+8, columns 16+8, contraction 16+4: shorter last tiles
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
+    # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's
+    "gemmini_relu_16x64": ("Gemmini", {"mvin_acc_strided": 4, "mvout_acc_relu_strided": 4}),
+    "gemmini_relu_64x64": ("Gemmini", {"mvin_strided": 4, "mvout_relu_strided": 4}),
+    "gemmini_scale_16x40": ("Gemmini", {"mvin_strided": 3, "mvout_strided": 3}),
+    # an int32 row sum over 64 columns: a product with ones, its contraction split
+    "gemmini_row_sums_16x64": ("Gemmini", {"matmul32": 1, "mac32": 3}),
+    # reductions of rows longer than the unit's 16: the tiles' sums accumulated, their maxima
+    # combined
+    "rowreduce_row_sums_16x64": ("RowReduce", {"load_strided": 4, "row_sum": 1,
+                                               "row_sum_acc": 3}),
+    "rowreduce_row_max_16x40": ("RowReduce", {"load_strided": 3, "row_max": 3, "vec_max": 2}),
 }
 
 
 def kernel_inputs(path: Path, seed: int) -> list[np.ndarray]:
-    """bf16 values in [-1, 1), or integers over the whole int8 range (products wrap)."""
+    """bf16 values in [-1, 1), or integers over the whole range of their type (products and
+    sums wrap)."""
     rng = np.random.default_rng(seed)
     out = []
     for p in parse_kernel_file(path).entry.parameters():
@@ -100,7 +115,9 @@ def kernel_inputs(path: Path, seed: int) -> list[np.ndarray]:
         if p.type.dtype == "bf16":
             out.append(random_bf16(rng, shape))
         else:
-            out.append(rng.integers(-128, 127, shape, endpoint=True).astype(np.int8))
+            dtype = numpy_dtype(p.type.dtype)
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype))
     return out
 
 
@@ -117,10 +134,13 @@ def test_a_kernel_larger_than_its_instructions_compiles_and_equals_xla(example_b
     assert {i: calls.count(i) for i in counts} == counts, calls
 
 
-def test_a_softmax_wider_than_the_unit_is_refused_naming_the_dimension(example_build, tmp_path):
+def test_a_softmax_wider_than_the_unit_is_refused_naming_its_row_sum(example_build, tmp_path):
     run = compile_kernel(example_build("QKV").backend, TILING / "qkv_softmax_128_columns.hlo",
                          tmp_path / "softmax.py")
     assert run.returncode != 0
-    wide = "dimension 1 (128) is larger than every instruction computing `exponential`"
-    assert wide in run.stderr
+    # The exponential splits into 64-column tiles; the bf16 sum of a row does not (that would
+    # reorder it), and the unit sums rows of at most 64.
+    long = ("computes `reduce` of bf16[64,128] over its dimension 1 (128), longer than every "
+            "instruction computing `reduce` reduces (at most 64)")
+    assert long in run.stderr
     assert not (tmp_path / "softmax.py").exists()

@@ -1,7 +1,8 @@
 """The ISA tables the backend crate's selection tests read agree with the table generator.
 
-The crate's tests carry their own copies of the QKV and QKV_new tables (so that they run
-wherever the crate is copied); these must be what ``isa_table`` makes of the examples.
+The crate's tests carry their own copies of the example tables and of the RowReduce test
+accelerator's (so that they run wherever the crate is copied); these must be what
+``isa_table`` makes of the specs.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data"
 
 
-@pytest.mark.parametrize(("example", "fixture", "variable"), [
-    ("QKV", "qkv_isa.json", "qkv"),
-    ("QKV_new", "qkv_new_isa.json", "qkv"),
-    ("Gemmini", "gemmini_isa.json", "gemmini"),
+@pytest.mark.parametrize(("spec", "fixture", "variable"), [
+    ("examples/QKV/QKV.py", "qkv_isa.json", "qkv"),
+    ("examples/QKV_new/QKV_new.py", "qkv_new_isa.json", "qkv"),
+    ("examples/Gemmini/Gemmini.py", "gemmini_isa.json", "gemmini"),
+    ("tests/specs/RowReduce/RowReduce.py", "rowreduce_isa.json", "rowreduce"),
 ])
-def test_selection_fixture_is_the_generated_table(example, fixture, variable, monkeypatch):
-    # The example scripts end by generating; only their accelerator is wanted here.
+def test_selection_fixture_is_the_generated_table(spec, fixture, variable, monkeypatch):
+    # The spec scripts end by generating; only their accelerator is wanted here.
     monkeypatch.setitem(vars(act_backend), "generate_oracle", lambda *a, **k: None)
     monkeypatch.setitem(vars(act_backend), "generate_backend", lambda *a, **k: None)
-    acc = runpy.run_path(str(ROOT / "examples" / example / f"{example}.py"))[variable]
+    acc = runpy.run_path(str(ROOT / spec))[variable]
     generated = json.loads(json.dumps(isa_table(acc)))
     assert generated == json.loads((FIXTURES / fixture).read_text(encoding="utf-8"))

@@ -46,7 +46,7 @@ pub struct RuleSet {
     /// (a transposing store or move) finish a value computed in the other layout.
     pub transpose: bool,
     /// What the ISA's semantics take along each dimension of each operator: operations larger
-    /// than that along their leading dimension are split into tiles (see `tiling.rs`).
+    /// than that along a dimension are split into tiles of it (see `tiling.rs`).
     pub tiles: Extents,
     /// Some semantics write with `dynamic_update_slice` (strided stores): values
     /// concatenated along a later dimension are written into HBM piece by piece, and a
@@ -339,11 +339,17 @@ impl<'a> Finder<'a> {
             self.push("constant-in-hbm", id, from_bytes_term(to_bytes_term(Term::Class(id), &ty), &ty));
         }
         if !self.rules.tiles.is_empty() {
-            // One split per class: the tiles are operations too, and take the other rules.
-            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, &self.rules.tiles, n)) {
+            // One split per class: the tiles are operations too, and take the other rules (the
+            // row tiles of a value too wide as well are split into columns in turn).
+            let tiles = &self.rules.tiles;
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, tiles, n)) {
                 self.push("split-leading", id, term);
+            } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_columns(eg, tiles, n)) {
+                self.push("split-column-tiles", id, term);
+            } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {
+                self.push("split-reduction", id, term);
             }
-            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::pad_rows(eg, &self.rules.tiles, n)) {
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::pad_rows(eg, tiles, n)) {
                 self.push("pad-rows", id, term);
             }
             if self.rules.strided_writes {
@@ -575,6 +581,9 @@ impl<'a> Finder<'a> {
             if !self.rules.tiles.is_empty() {
                 if let Some(term) = tiling::slice_through(eg, ranges, &node.ty, inner) {
                     self.push("slice-through-rows", id, term);
+                }
+                if let Some(term) = tiling::slice_through_columns(eg, ranges, &node.ty, inner) {
+                    self.push("slice-through-columns", id, term);
                 }
             }
             match &inner.op {

@@ -282,24 +282,30 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         };
     }
     // An operation wider than every instruction of its operator, along a dimension tiling
-    // does not split, is the proof by itself: blame the first one (program order).
+    // does not split, or a reduction longer than every instruction's that is not split across
+    // tiles (a float sum), is the proof by itself: blame the first one (program order).
     let extents = crate::tiling::Extents::of(isa);
-    let too_wide = |k: usize| {
+    let too_large = |k: usize| {
         let node = &kernel.nodes[k];
-        crate::tiling::opcode(&node.op).and_then(|code| extents.too_large(code, &node.ty))
-    };
-    if let Some(k) = (0..kernel.nodes.len()).find(|&k| !ok(k) && too_wide(k).is_some()) {
-        let node = &kernel.nodes[k];
-        let (dim, widest) = too_wide(k).expect("found above");
         let name = node.op.hlo_name();
-        return error(
-            k,
-            format!(
+        if let Some((dim, widest)) = extents.too_large(&node.op, &node.ty) {
+            return Some(format!(
                 "computes `{name}` of type {}: its dimension {dim} ({}) is larger than every instruction \
                  computing `{name}` takes (at most {widest}), and tiling does not split that dimension",
                 node.ty, node.ty.shape[dim]
-            ),
-        );
+            ));
+        }
+        let x_ty = &kernel.nodes[*node.operands.first()?].ty;
+        let (dim, longest) = extents.unsplit_reduction(&node.op, x_ty, &node.ty)?;
+        Some(format!(
+            "computes `{name}` of {x_ty} over its dimension {dim} ({}), longer than every instruction \
+             computing `{name}` reduces (at most {longest}); a {} reduction is not split across tiles, \
+             which would change the order of its accumulation",
+            x_ty.shape[dim], x_ty.dtype
+        ))
+    };
+    if let Some((k, why)) = (0..kernel.nodes.len()).filter(|&k| !ok(k)).find_map(|k| Some((k, too_large(k)?))) {
+        return error(k, why);
     }
     let mut seen = vec![false; kernel.nodes.len()];
     let mut stack = vec![root];

@@ -1,5 +1,5 @@
 //! Tiling: an operation larger than every instruction that computes its operator is the
-//! concatenation of the same operation on tiles of its leading dimension.
+//! concatenation of the same operation on tiles of its leading dimension, or of a later one.
 //!
 //! What an ISA takes is read from its semantics, never from names: for each operator, the
 //! extents its semantics give each dimension, either a constant (`bf16[64,64] dot`) or the
@@ -13,14 +13,22 @@
 //! The split is exact for every element type: along the leading dimension of an elementwise
 //! operation, a broadcast, a reduction over other dimensions, a transpose, or a product's
 //! batch or lhs free dimension, each result row depends on the matching operand rows only, so
-//! the tiles compute the same bits as the whole. A contraction is never split here (that
-//! would reorder a sum). Tiles of values read from HBM are byte ranges (`rewrites.rs`), and a
-//! slice of a concatenation that falls inside one part is that part, so a tiled operation
-//! reads the tiles of a tiled operand directly.
+//! the tiles compute the same bits as the whole. The same holds along a later dimension of an
+//! elementwise operation, a convert or copy, a broadcast and a reduction that keeps the
+//! dimension ([`split_columns`]), and of a product's columns ([`split_product`]).
+//!
+//! A contraction or a reduction is split only where the order of the accumulation does not
+//! matter: integer sums and products wrap, and the maximum or minimum of integers is the same
+//! in any order ([`split_product`], [`split_reduction`]). A float sum is never split (that would change its
+//! rounding): a float reduction longer than every instruction's is refused, naming its
+//! dimension ([`Extents::unsplit_reduction`]). Tiles of values read from HBM are byte ranges
+//! or strided views (`rewrites.rs`), a slice of a concatenation that falls inside one part is
+//! that part, and a slice moves through the operations it splits, so a tiled operation reads
+//! the tiles of a tiled operand directly.
 
 use crate::egraph::SelGraph;
 use crate::isa::{CmpOp, Expr, Instruction, Isa};
-use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
+use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
 use crate::rewrites::Term;
 use egg::Id;
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,6 +43,9 @@ pub struct Extents {
     /// (operator, rank) of semantics whose leading extent is not a constant (an attribute, or
     /// unbounded): they may take a smaller leading extent than the largest.
     flexible_leading: BTreeSet<(OpCode, usize)>,
+    /// Per reducer, one entry per semantics reduction: the largest extent of each dimension
+    /// of its operand (how long a reduction it computes).
+    reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>>,
 }
 
 /// The upper bound of `c.<attr>` that `instr`'s constraints state (`attr <= N`, `attr < N`,
@@ -99,14 +110,72 @@ pub fn opcode(op: &Op) -> Option<OpCode> {
     })
 }
 
+/// The reducer of a kernel reduction, and the dimensions it reduces.
+fn reduction(op: &Op) -> Option<(Reducer, &[usize])> {
+    match op {
+        Op::ReduceAdd(dims) => Some((Reducer::Add, dims)),
+        Op::Reduce { dims, reducer } => Some((*reducer, dims)),
+        _ => None,
+    }
+}
+
+/// The operation that combines the reductions of two tiles.
+fn combine(reducer: Reducer) -> Op {
+    match reducer {
+        Reducer::Add => Op::Add,
+        Reducer::Max => Op::Maximum,
+        Reducer::Min => Op::Minimum,
+        Reducer::Mul => Op::Multiply,
+    }
+}
+
+/// The value a reduction's later tiles start from in place of its init value, which is
+/// applied once (`None`: the init value itself, for reducers it is idempotent under).
+fn restart(reducer: Reducer) -> Option<f64> {
+    match reducer {
+        Reducer::Add => Some(0.0),
+        Reducer::Mul => Some(1.0),
+        Reducer::Max | Reducer::Min => None,
+    }
+}
+
+/// Operators split along a later dimension by [`split_columns`]: each result element depends
+/// on operand elements of the same index along that dimension only.
+fn splits_columns(op: &Op) -> bool {
+    op.is_elementwise() || matches!(op, Op::Convert | Op::Copy | Op::Broadcast(_) | Op::Reduce { .. } | Op::ReduceAdd(_))
+}
+
+/// The largest extent of dimension `dim` among `entries` of rank `rank`, when every one is
+/// bounded (`None` also when there is none).
+fn widest_of(entries: &[Vec<Option<i64>>], rank: usize, dim: usize) -> Option<i64> {
+    entries.iter().filter(|d| d.len() == rank).map(|d| d[dim]).try_fold(None, |acc: Option<i64>, x| {
+        let x = x?;
+        Some(Some(acc.map_or(x, |a| a.max(x))))
+    })?
+}
+
 impl Extents {
     /// What `isa`'s semantics take, per operator.
     pub fn of(isa: &Isa) -> Extents {
         let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut contraction = Vec::new();
         let mut flexible_leading = BTreeSet::new();
+        let mut reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         for instr in &isa.instructions {
+            let find = |name: &String| instr.semantics.iter().find(|o| &o.name == name);
             for op in &instr.semantics {
+                let reducer = match op.op {
+                    OpCode::ReduceAdd => Some(Reducer::Add),
+                    OpCode::Reduce => op.attrs.get("computation").and_then(|c| Reducer::from_table_name(c.as_str()?)),
+                    _ => None,
+                };
+                if let (Some(reducer), Some(x)) = (reducer, op.operands.first().and_then(find)) {
+                    let dims: Vec<Option<i64>> = x.shape.iter().map(|e| largest(isa, instr, e)).collect();
+                    let entry = reductions.entry(reducer).or_default();
+                    if !entry.contains(&dims) {
+                        entry.push(dims);
+                    }
+                }
                 if op.op == OpCode::Dot {
                     let lhs = op.operands.first().and_then(|name| instr.semantics.iter().find(|o| &o.name == name));
                     let dim = op.attrs.get("lhs_contracting_dims").and_then(|d| d.as_array()?.first()?.as_u64());
@@ -130,7 +199,7 @@ impl Extents {
                 }
             }
         }
-        Extents { by_op, contraction, flexible_leading }
+        Extents { by_op, contraction, flexible_leading, reductions }
     }
 
     /// Extents from explicit entries (for tests).
@@ -139,7 +208,14 @@ impl Extents {
         for (op, dims) in entries {
             by_op.entry(op).or_default().push(dims);
         }
-        Extents { by_op, contraction: Vec::new(), flexible_leading: BTreeSet::new() }
+        Extents { by_op, contraction: Vec::new(), flexible_leading: BTreeSet::new(), reductions: BTreeMap::new() }
+    }
+
+    /// The same extents, with reductions by `reducer` of operands as large as `dims` (for
+    /// tests).
+    pub fn with_reduction(mut self, reducer: Reducer, dims: Vec<Option<i64>>) -> Extents {
+        self.reductions.entry(reducer).or_default().push(dims);
+        self
     }
 
     /// The same extents, with products whose largest contractions are `ks` (for tests).
@@ -199,6 +275,40 @@ impl Extents {
         (lead > largest && largest > 0).then_some(largest)
     }
 
+    /// The dimension of an operation `op : ty` that [`split_columns`] splits, and its tile:
+    /// the first from `first` on that is larger than every semantics of its operator of that
+    /// rank gives it (all of them bounded).
+    fn column_tile(&self, op: &Op, ty: &Ty, first: usize) -> Option<(usize, i64)> {
+        if !splits_columns(op) {
+            return None;
+        }
+        let entries = self.by_op.get(&opcode(op)?)?;
+        (first..ty.rank()).find_map(|d| {
+            let widest = widest_of(entries, ty.rank(), d).filter(|&w| w > 0)?;
+            (ty.shape[d] > widest).then_some((d, widest))
+        })
+    }
+
+    /// The reduced dimension of `x_ty` that a reduction by `reducer` over `dims` must split,
+    /// and the longest reduction along it that the ISA's semantics compute: the first of
+    /// `dims` longer than every semantics reduction by `reducer` of that rank (all bounded).
+    fn reduction_tile(&self, reducer: Reducer, x_ty: &Ty, dims: &[usize]) -> Option<(usize, i64)> {
+        let entries = self.reductions.get(&reducer)?;
+        dims.iter().find_map(|&d| {
+            let longest = widest_of(entries, x_ty.rank(), d).filter(|&w| w > 0)?;
+            (x_ty.shape[d] > longest).then_some((d, longest))
+        })
+    }
+
+    /// Why a reduction `op` of `x_ty` into `ty` cannot be computed: a reduced dimension longer
+    /// than every reduction the ISA computes, with that length, where the reduction is not
+    /// split across tiles (a float one, whose sum would be reordered).
+    pub fn unsplit_reduction(&self, op: &Op, x_ty: &Ty, ty: &Ty) -> Option<(usize, i64)> {
+        let (reducer, dims) = reduction(op)?;
+        let too_long = self.reduction_tile(reducer, x_ty, dims)?;
+        (!splits_reduction(x_ty, ty)).then_some(too_long)
+    }
+
     /// How many tiles the split rules make of `kernel`'s operations, at least one each: the
     /// scale of the search the kernel needs.
     pub fn tile_count(&self, kernel: &crate::kernel::Kernel) -> usize {
@@ -216,6 +326,19 @@ impl Extents {
                         let split_k = node.ty.dtype.is_int().then_some(largest).flatten();
                         ceil(node.ty.shape[1], widest(self, OpCode::Dot, 2, 1)) * k.map_or(1, |k| ceil(k, split_k))
                     }
+                    (op, rank) if splits_columns(op) => {
+                        let entries = self.by_op.get(&code).map_or(&[][..], Vec::as_slice);
+                        let columns: i64 = (1..rank).map(|d| ceil(node.ty.shape[d], widest_of(entries, rank, d))).product();
+                        let reduced = match (reduction(op), node.operands.first()) {
+                            (Some((reducer, dims)), Some(&x)) if splits_reduction(&kernel.nodes[x].ty, &node.ty) => {
+                                let x_ty = &kernel.nodes[x].ty;
+                                let entries = self.reductions.get(&reducer).map_or(&[][..], Vec::as_slice);
+                                dims.iter().map(|&d| ceil(x_ty.shape[d], widest_of(entries, x_ty.rank(), d))).product()
+                            }
+                            _ => 1,
+                        };
+                        columns * reduced
+                    }
                     _ => 1,
                 };
                 (lead * more).max(1) as usize
@@ -223,23 +346,31 @@ impl Extents {
             .sum()
     }
 
-    /// Why no instruction can compute an operation of operator `op` and type `ty` in one
-    /// piece: the first dimension tiling does not split (the leading one is split, and a
-    /// matrix product's columns) that is larger than every semantics of `op` of that rank
-    /// takes.
-    pub fn too_large(&self, op: OpCode, ty: &Ty) -> Option<(usize, i64)> {
+    /// Why no instruction can compute an operation `op : ty` in one piece: the first
+    /// dimension tiling does not split (the leading one is split; so are a matrix product's
+    /// columns, and every dimension of the operators [`split_columns`] splits) that is larger
+    /// than every semantics of its operator of that rank takes.
+    pub fn too_large(&self, op: &Op, ty: &Ty) -> Option<(usize, i64)> {
+        let code = opcode(op)?;
         let entries: Vec<&Vec<Option<i64>>> =
-            self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank()).collect();
-        if entries.is_empty() {
+            self.by_op.get(&code)?.iter().filter(|d| d.len() == ty.rank()).collect();
+        if entries.is_empty() || splits_columns(op) {
             return None;
         }
         // A matrix product's columns are split too (`split_product`).
-        let first_untiled = if op == OpCode::Dot && ty.rank() == 2 { 2 } else { 1 };
+        let first_untiled = if code == OpCode::Dot && ty.rank() == 2 { 2 } else { 1 };
         (first_untiled..ty.rank()).find_map(|d| {
             let widest = entries.iter().map(|dims| dims[d]).try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))?;
             (ty.shape[d] > widest).then_some((d, widest))
         })
     }
+}
+
+/// Whether a reduction of `x_ty` into `ty` may be split across tiles: integer sums and
+/// products wrap and integer maxima and minima are exact, so their order does not matter; a
+/// float sum's does (and a float maximum's may, for the sign of a zero or a NaN's payload).
+fn splits_reduction(x_ty: &Ty, ty: &Ty) -> bool {
+    x_ty.dtype.is_int() && ty.dtype.is_int()
 }
 
 /// `x` sliced to `[lo, hi)` along dimension `dim`.
@@ -363,11 +494,7 @@ pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
 /// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
 /// every one is bounded.
 fn widest(extents: &Extents, op: OpCode, rank: usize, dim: usize) -> Option<i64> {
-    let entries = extents.by_op.get(&op)?;
-    entries.iter().filter(|d| d.len() == rank).map(|d| d[dim]).try_fold(None, |acc: Option<i64>, x| {
-        let x = x?;
-        Some(Some(acc.map_or(x, |a| a.max(x))))
-    })?
+    widest_of(extents.by_op.get(&op)?, rank, dim)
 }
 
 /// Tiles `[0, t), [t, 2t), ...` of `0..n` (the last one shorter where `t` does not divide).
@@ -422,6 +549,116 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
         out.extend(sum.map(|s| ("split-contraction", s)));
     }
     out
+}
+
+/// For each operand of `node`, the dimension that feeds the result's dimension `dim` (`None`:
+/// the operand is used whole by every tile); `None` when the result's dimension `dim` does
+/// not split into independent tiles, or for operators [`split_columns`] does not split.
+fn column_sources(eg: &SelGraph, node: &Node, dim: usize) -> Option<Vec<Option<usize>>> {
+    let n = node.children.len();
+    Some(match &node.op {
+        op if op.is_elementwise() || matches!(op, Op::Convert | Op::Copy) => vec![Some(dim); n],
+        Op::Broadcast(d) => vec![d.iter().position(|&r| r == dim)],
+        Op::Reduce { dims, .. } | Op::ReduceAdd(dims) => {
+            let rank = eg[node.children[0]].data.rank();
+            let kept: Vec<usize> = (0..rank).filter(|k| !dims.contains(k)).collect();
+            let mut v = vec![None; n];
+            v[0] = Some(*kept.get(dim)?);
+            v
+        }
+        _ => return None,
+    })
+}
+
+/// `node` on the tile `[lo, hi)` of its result dimension `dim`, its operands sliced as
+/// `sources` says.
+fn on_tile(eg: &SelGraph, node: &Node, sources: &[Option<usize>], dim: usize, lo: i64, hi: i64) -> Term {
+    let operands = node
+        .children
+        .iter()
+        .zip(sources)
+        .map(|(&c, src)| match src {
+            Some(d) => slice_along(c, &eg[c].data, *d, lo, hi),
+            None => Term::Class(c),
+        })
+        .collect();
+    let mut shape = node.ty.shape.clone();
+    shape[dim] = hi - lo;
+    Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
+}
+
+/// `node = concatenate_d(node on tile 0 of dimension d, node on tile 1, ...)` for an
+/// elementwise operation, a convert or copy, a broadcast, or a reduction, whose dimension `d`
+/// (after the leading one, which [`split_leading`] splits; the leading one too for a
+/// reduction over it) is wider than every instruction of its operator takes: tiles of the
+/// widest extent, the last one shorter where the sizes do not divide. Exact for every type:
+/// each result element depends on the operand elements of the same index along `d` only.
+pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    if !splits_columns(&node.op) || node.ty.rank() == 0 {
+        return None;
+    }
+    let first = if leading_sources(eg, node).is_some() { 1 } else { 0 };
+    let (dim, tile) = extents.column_tile(&node.op, &node.ty, first)?;
+    let sources = column_sources(eg, node, dim)?;
+    let parts = tiles(node.ty.shape[dim], tile).into_iter().map(|(lo, hi)| on_tile(eg, node, &sources, dim, lo, hi)).collect();
+    Some(Term::Node(Op::Concatenate(dim), node.ty.clone(), parts))
+}
+
+/// A reduction whose reduced dimension is longer than every reduction the ISA computes, as
+/// the combination of the reductions of its tiles along that dimension: `combine(reduce(x
+/// tile j), ... combine(reduce(x tile 1), reduce(x tile 0)))`, the tile's reduction first as
+/// accumulating semantics write it (`add(reduce(x), acc)`), like [`split_product`]'s partial
+/// products. Integers only, whose sums and products wrap and whose maxima and minima are
+/// exact, so that the order does not matter. A reduction with an init value applies it once:
+/// the later tiles of a sum start from zero (`reduce_add`), of a product from one; a
+/// maximum's or minimum's repeat it, which changes nothing.
+pub fn split_reduction(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    let (reducer, dims) = reduction(&node.op)?;
+    let x = node.children[0];
+    let x_ty = &eg[x].data;
+    if !splits_reduction(x_ty, &node.ty) {
+        return None;
+    }
+    let (dim, tile) = extents.reduction_tile(reducer, x_ty, dims)?;
+    let mut acc: Option<Term> = None;
+    for (j, (lo, hi)) in tiles(x_ty.shape[dim], tile).into_iter().enumerate() {
+        let x_tile = slice_along(x, x_ty, dim, lo, hi);
+        let reduce = |operands| Term::Node(node.op.clone(), node.ty.clone(), operands);
+        let part = match (node.children.get(1), restart(reducer)) {
+            // A sum from zero is the `reduce_add` kernels and semantics are normalised to.
+            (Some(_), Some(_)) if j > 0 && reducer == Reducer::Add => {
+                Term::Node(Op::ReduceAdd(dims.to_vec()), node.ty.clone(), vec![x_tile])
+            }
+            (Some(&init), Some(v)) if j > 0 => {
+                reduce(vec![x_tile, Term::Node(Op::Constant(Literal::from_values(&[v])), eg[init].data.clone(), vec![])])
+            }
+            (Some(&init), _) => reduce(vec![x_tile, Term::Class(init)]),
+            (None, _) => reduce(vec![x_tile]),
+        };
+        acc = Some(match acc {
+            None => part,
+            Some(acc) => Term::Node(combine(reducer), node.ty.clone(), vec![part, acc]),
+        });
+    }
+    acc
+}
+
+/// `slice(op(x...), [lo, hi) along dimension d)`, the other dimensions whole, is
+/// `op(slice(x...))` for an operation [`split_columns`] splits along `d`: the slice moves
+/// towards the operands (and on to strided views of the bytes they are read from).
+pub fn slice_through_columns(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: &Node) -> Option<Term> {
+    let mut cut = ranges.iter().zip(&inner.ty.shape).enumerate().filter(|(_, (r, &n))| **r != (0, n, 1));
+    let (dim, (&(lo, hi, stride), _)) = cut.next()?;
+    if cut.next().is_some() || stride != 1 {
+        return None;
+    }
+    let sources = column_sources(eg, inner, dim)?;
+    // A slice of leading rows moves through [`slice_through`].
+    if dim == 0 && leading_sources(eg, inner).is_some() {
+        return None;
+    }
+    let Term::Node(op, _, operands) = on_tile(eg, inner, &sources, dim, lo, hi) else { return None };
+    Some(Term::Node(op, ty.clone(), operands))
 }
 
 /// `slice(op(x...), rows [lo, hi))` is `op(slice(x, rows [lo, hi))...)` for an operation whose
@@ -610,11 +847,163 @@ mod tests {
     #[test]
     fn a_dimension_too_large_for_every_instruction_is_named() {
         let ex = Extents::from_entries([
+            (OpCode::Transpose, vec![Some(64), Some(64)]),
+            (OpCode::Transpose, vec![Some(32), Some(32)]),
             (OpCode::Exponential, vec![Some(64), Some(64)]),
-            (OpCode::Exponential, vec![Some(32), Some(32)]),
         ]);
-        assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[64, 128])), Some((1, 64)));
-        assert_eq!(ex.too_large(OpCode::Exponential, &ty(&[128, 64])), None);
+        let transpose = Op::Transpose(vec![1, 0]);
+        assert_eq!(ex.too_large(&transpose, &ty(&[64, 128])), Some((1, 64)));
+        assert_eq!(ex.too_large(&transpose, &ty(&[128, 64])), None);
+        // Elementwise operations are split along every dimension: never too large.
+        assert_eq!(ex.too_large(&Op::Exponential, &ty(&[64, 128])), None);
+    }
+
+    use crate::egraph::TypeAnalysis;
+
+    fn int(shape: &[i64]) -> Ty {
+        Ty::new(DType::S32, shape.to_vec())
+    }
+
+    fn input(eg: &mut SelGraph, i: usize, ty: Ty) -> Id {
+        eg.add(Node::leaf(Op::Input(i), ty))
+    }
+
+    /// `x[:, lo..hi]` (rank 2) as the rules write it.
+    fn cols(x: Id, x_ty: &Ty, lo: i64, hi: i64) -> Term {
+        slice_along(x, x_ty, 1, lo, hi)
+    }
+
+    #[test]
+    fn an_elementwise_operation_wider_than_every_instruction_is_split_into_column_tiles() {
+        let ex = Extents::from_entries([(OpCode::Maximum, vec![Some(1024), Some(16)])]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let (a, b) = (input(&mut eg, 0, int(&[16, 40])), input(&mut eg, 1, int(&[16, 40])));
+        let node = Node::new(Op::Maximum, int(&[16, 40]), vec![a, b]);
+        // 40 columns: 16 + 16 + 8, each the maximum of the operands' columns.
+        let tile = |lo, hi| {
+            let t = int(&[16, 40]);
+            Term::Node(Op::Maximum, int(&[16, hi - lo]), vec![cols(a, &t, lo, hi), cols(b, &t, lo, hi)])
+        };
+        let expected = Term::Node(Op::Concatenate(1), int(&[16, 40]), vec![tile(0, 16), tile(16, 32), tile(32, 40)]);
+        assert_eq!(split_columns(&eg, &ex, &node), Some(expected));
+        // Columns that fit, an operator no semantics computes: nothing to split.
+        assert_eq!(split_columns(&eg, &ex, &Node::new(Op::Maximum, int(&[16, 16]), vec![a, a])), None);
+        assert_eq!(split_columns(&eg, &ex, &Node::new(Op::Add, int(&[16, 40]), vec![a, b])), None);
+    }
+
+    #[test]
+    fn a_broadcast_keeps_its_operand_whole_along_a_dimension_it_repeats_it() {
+        let ex = Extents::from_entries([(OpCode::Broadcast, vec![Some(64), Some(16)])]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let column = input(&mut eg, 0, int(&[16]));
+        let row = input(&mut eg, 1, int(&[32]));
+        // A column repeated across 32 columns: each tile repeats the whole column.
+        let across = Node::new(Op::Broadcast(vec![0]), int(&[16, 32]), vec![column]);
+        let part = Term::Node(Op::Broadcast(vec![0]), int(&[16, 16]), vec![Term::Class(column)]);
+        assert_eq!(
+            split_columns(&eg, &ex, &across),
+            Some(Term::Node(Op::Concatenate(1), int(&[16, 32]), vec![part.clone(), part]))
+        );
+        // A row repeated down 16 rows: each tile repeats the row's matching elements.
+        let down = Node::new(Op::Broadcast(vec![1]), int(&[16, 32]), vec![row]);
+        let part = |lo, hi| {
+            let slice = slice_along(row, &int(&[32]), 0, lo, hi);
+            Term::Node(Op::Broadcast(vec![1]), int(&[16, hi - lo]), vec![slice])
+        };
+        assert_eq!(
+            split_columns(&eg, &ex, &down),
+            Some(Term::Node(Op::Concatenate(1), int(&[16, 32]), vec![part(0, 16), part(16, 32)]))
+        );
+    }
+
+    #[test]
+    fn a_reduction_over_other_dimensions_splits_the_dimension_it_keeps() {
+        // A sum over rows of [8, 64] keeps the 64 columns as its only dimension.
+        let ex = Extents::from_entries([(OpCode::ReduceAdd, vec![Some(16)])]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = int(&[8, 64]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let node = Node::new(Op::ReduceAdd(vec![0]), int(&[64]), vec![x]);
+        let Some(Term::Node(Op::Concatenate(0), _, parts)) = split_columns(&eg, &ex, &node) else { panic!("not split") };
+        let expected: Vec<Term> = (0..4)
+            .map(|j| Term::Node(Op::ReduceAdd(vec![0]), int(&[16]), vec![cols(x, &x_ty, 16 * j, 16 * j + 16)]))
+            .collect();
+        assert_eq!(parts, expected);
+    }
+
+    #[test]
+    fn an_integer_reduction_longer_than_every_instruction_combines_the_reductions_of_its_tiles() {
+        let ex = Extents::default()
+            .with_reduction(Reducer::Add, vec![Some(64), Some(16)])
+            .with_reduction(Reducer::Max, vec![Some(64), Some(16)]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = int(&[8, 40]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let tile = |op: Op, lo, hi, init: Option<Term>| {
+            let mut operands = vec![cols(x, &x_ty, lo, hi)];
+            operands.extend(init);
+            Term::Node(op, int(&[8]), operands)
+        };
+        // add(sum of tile 2, add(sum of tile 1, sum of tile 0)): the tile's sum first.
+        let sum = Op::ReduceAdd(vec![1]);
+        let node = Node::new(sum.clone(), int(&[8]), vec![x]);
+        let inner = Term::Node(Op::Add, int(&[8]), vec![tile(sum.clone(), 16, 32, None), tile(sum.clone(), 0, 16, None)]);
+        let expected = Term::Node(Op::Add, int(&[8]), vec![tile(sum, 32, 40, None), inner]);
+        assert_eq!(split_reduction(&eg, &ex, &node), Some(expected));
+        // A maximum's init value is idempotent: every tile starts from it.
+        let init = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[-2147483648.0])), int(&[])));
+        let max = Op::Reduce { dims: vec![1], reducer: Reducer::Max };
+        let node = Node::new(max.clone(), int(&[8]), vec![x, init]);
+        let Some(Term::Node(Op::Maximum, _, parts)) = split_reduction(&eg, &ex, &node) else { panic!("not split") };
+        assert_eq!(parts[0], tile(max, 32, 40, Some(Term::Class(init))));
+        // Floats are never split: the order of a sum is its rounding.
+        let f = input(&mut eg, 1, ty(&[8, 40]));
+        let float_sum = Node::new(Op::ReduceAdd(vec![1]), ty(&[8]), vec![f]);
+        assert_eq!(split_reduction(&eg, &ex, &float_sum), None);
+        // ...and named as the reason: only the float sum is too long and not split.
+        assert_eq!(ex.unsplit_reduction(&float_sum.op, &ty(&[8, 40]), &ty(&[8])), Some((1, 16)));
+        assert_eq!(ex.unsplit_reduction(&Op::ReduceAdd(vec![1]), &x_ty, &int(&[8])), None);
+    }
+
+    #[test]
+    fn a_sum_with_an_init_value_adds_it_once() {
+        let ex = Extents::default().with_reduction(Reducer::Add, vec![Some(16), Some(16)]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = int(&[4, 32]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let init = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[5.0])), int(&[])));
+        let sum = Op::Reduce { dims: vec![1], reducer: Reducer::Add };
+        let node = Node::new(sum.clone(), int(&[4]), vec![x, init]);
+        // The second tile's sum starts from zero: a `reduce_add`.
+        let first = Term::Node(sum, int(&[4]), vec![cols(x, &x_ty, 0, 16), Term::Class(init)]);
+        let second = Term::Node(Op::ReduceAdd(vec![1]), int(&[4]), vec![cols(x, &x_ty, 16, 32)]);
+        assert_eq!(split_reduction(&eg, &ex, &node), Some(Term::Node(Op::Add, int(&[4]), vec![second, first])));
+    }
+
+    #[test]
+    fn a_column_slice_moves_through_the_operations_split_by_columns() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = int(&[16, 64]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let exp = Node::new(Op::Convert, x_ty.with_dtype(DType::S8), vec![x]);
+        let ranges = [(0, 16, 1), (16, 32, 1)];
+        let sliced = Ty::new(DType::S8, vec![16, 16]);
+        let expected = Term::Node(Op::Convert, sliced.clone(), vec![cols(x, &x_ty, 16, 32)]);
+        assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &exp), Some(expected));
+        // Rows are [`slice_through`]'s; a window of both, or a strided slice, is left alone.
+        assert_eq!(slice_through_columns(&eg, &[(0, 8, 1), (0, 64, 1)], &sliced, &exp), None);
+        assert_eq!(slice_through_columns(&eg, &[(0, 8, 1), (16, 32, 1)], &sliced, &exp), None);
+        assert_eq!(slice_through_columns(&eg, &[(0, 16, 1), (0, 64, 4)], &sliced, &exp), None);
+    }
+
+    #[test]
+    fn reductions_are_read_from_the_operands_of_the_semantics() {
+        // QKV's softmax sums `n` rows of 64 columns in bf16: never split, so too long is named.
+        let qkv = Extents::of(&table("qkv_isa.json"));
+        assert_eq!(qkv.reductions[&Reducer::Add], vec![vec![Some(64), Some(64)]]);
+        let sum = Op::ReduceAdd(vec![1]);
+        assert_eq!(qkv.unsplit_reduction(&sum, &ty(&[64, 128]), &ty(&[64])), Some((1, 64)));
+        assert_eq!(qkv.unsplit_reduction(&sum, &ty(&[64, 64]), &ty(&[64])), None);
     }
 
     #[test]

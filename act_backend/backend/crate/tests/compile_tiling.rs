@@ -1,12 +1,14 @@
-//! Tiling through the whole pipeline: kernels larger than one instruction along their leading
-//! or batch dimension compile into one instruction per tile, every candidate computes the
-//! kernel bit for bit (reference interpreter), and a dimension no instruction can take is
-//! named in the refusal.
+//! Tiling through the whole pipeline: kernels larger than one instruction along their rows,
+//! columns, contraction, reduced dimension or batch compile into one instruction per tile,
+//! every candidate computes the kernel bit for bit (reference interpreter), and a dimension no
+//! instruction can take (or a float reduction too long to compute whole) is named in the
+//! refusal.
 
 mod select_support;
 
 use act_compiler::compile::{compile, CompileError, CompileOptions, Target};
-use select_support::{assert_candidates_compute_kernel, data, isa, kernel_text, run};
+use act_compiler::isa::Isa;
+use select_support::{assert_candidates_compute_kernel, data, isa, kernel_text, multiset, run, without};
 use std::sync::Arc;
 
 fn target(table: &str) -> Arc<Target> {
@@ -30,6 +32,15 @@ fn compiled(table: &str, kernel: &str) -> Vec<String> {
     let opts = CompileOptions::new(target(table), &format!("{kernel}.hlo"));
     let asm = compile(&text, &opts).unwrap_or_else(|e| panic!("{kernel}: {e}"));
     calls(&asm.text)
+}
+
+/// `kernel` (under tests/data/tiling) selected for `isa`, every candidate checked against the
+/// kernel: the best candidate's instructions (a multiset).
+fn selected(isa: &Isa, kernel: &str) -> Vec<String> {
+    let text = kernel_text(&data(&format!("tiling/{kernel}.hlo")));
+    let selection = run(&text, isa).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    assert_candidates_compute_kernel(isa, &text, &selection);
+    multiset(isa, &selection.candidates[0])
 }
 
 fn count(calls: &[String], name: &str) -> usize {
@@ -89,7 +100,8 @@ fn a_dimension_wider_than_every_instruction_is_named_in_the_refusal() {
     let opts = CompileOptions::new(target("qkv_isa.json"), "softmax.hlo");
     match compile(&text, &opts) {
         Err(CompileError::Inexpressible { message, .. }) => {
-            assert!(message.contains("dimension 1 (128)"), "{message}");
+            // The exponential splits into column tiles; its bf16 row sum does not.
+            assert!(message.contains("computes `reduce` of bf16[64,128] over its dimension 1 (128)"), "{message}");
             assert!(message.contains("at most 64"), "{message}");
         }
         other => panic!("expected a refusal, got {other:?}"),
@@ -121,4 +133,48 @@ fn sizes_that_are_no_multiple_of_the_array_end_in_shorter_tiles() {
     // Rows 16+16+8, columns 16+8, contraction 16+4: 3 x 2 tiles, each of two products.
     let calls = compiled("gemmini_isa.json", "gemmini_matmul_40x20x24");
     assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (6, 6), "{calls:?}");
+}
+
+#[test]
+fn elementwise_operations_wider_than_the_array_run_on_column_tiles() {
+    // A ReLU is a store's: each 16-column tile loaded and stored into its place.
+    let relu = compiled("gemmini_isa.json", "gemmini_relu_16x64");
+    assert_eq!((count(&relu, "mvin_acc_strided"), count(&relu, "mvout_acc_relu_strided")), (4, 4), "{relu:?}");
+    let relu = compiled("gemmini_isa.json", "gemmini_relu_64x64");
+    assert_eq!((count(&relu, "mvin_strided"), count(&relu, "mvout_relu_strided")), (4, 4), "{relu:?}");
+    // A scale is a load's; 40 columns are 16 + 16 + 8.
+    let scale = compiled("gemmini_isa.json", "gemmini_scale_16x40");
+    assert_eq!((count(&scale, "mvin_strided"), count(&scale, "mvout_strided")), (3, 3), "{scale:?}");
+}
+
+#[test]
+fn column_tiles_of_elementwise_operations_need_no_matrix_unit() {
+    // Without the array no identity product splits a value by columns: the column split does.
+    let isa = without(&isa("gemmini_isa.json"), &["matmul8", "matmul32", "mac8", "mac32"]);
+    let relu = selected(&isa, "gemmini_relu_16x64");
+    assert_eq!((count(&relu, "mvin_acc_strided"), count(&relu, "mvout_acc_relu_strided")), (4, 4), "{relu:?}");
+    let scale = selected(&isa, "gemmini_scale_16x40");
+    assert_eq!((count(&scale, "mvin_strided"), count(&scale, "mvout_strided")), (3, 3), "{scale:?}");
+}
+
+#[test]
+fn an_integer_row_sum_longer_than_the_array_accumulates_the_sums_of_its_tiles() {
+    let calls = compiled("gemmini_isa.json", "gemmini_row_sums_16x64");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4, "{calls:?}");
+}
+
+#[test]
+fn an_integer_sum_of_rows_longer_than_the_unit_adds_the_sums_of_its_column_tiles() {
+    // RowReduce sums rows of at most 16: four tiles, the later three added by the
+    // accumulating sum (the tile's sum first, as its semantics write it).
+    let calls = compiled("rowreduce_isa.json", "rowreduce_row_sums_16x64");
+    assert_eq!((count(&calls, "row_sum"), count(&calls, "row_sum_acc")), (1, 3), "{calls:?}");
+    assert_eq!(count(&calls, "load_strided"), 4, "{calls:?}");
+}
+
+#[test]
+fn an_integer_maximum_of_rows_longer_than_the_unit_is_the_maximum_of_its_column_tiles() {
+    // 40 columns: 16 + 16 + 8, the tiles' maxima combined by two elementwise maxima.
+    let calls = compiled("rowreduce_isa.json", "rowreduce_row_max_16x40");
+    assert_eq!((count(&calls, "row_max"), count(&calls, "vec_max")), (3, 2), "{calls:?}");
 }

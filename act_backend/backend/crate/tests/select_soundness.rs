@@ -111,6 +111,21 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Instrs(&["mvin", "mvin", "matmul32", "mvout_acc_relu"]),
         ),
         (
+            "a ReLU over 48 int32 columns runs on three column tiles, loaded and stored strided",
+            "HloModule k\nENTRY e {\n  x = s32[16,48] parameter(0)\n  z = s32[] constant(0)\n  \
+             zs = s32[16,48] broadcast(z), dimensions={}\n  ROOT r = s32[16,48] maximum(x, zs)\n}\n"
+                .into(),
+            without(&gemmini(), &["matmul8", "matmul32", "mac8", "mac32"]),
+            Instrs(&[
+                "mvin_acc_strided",
+                "mvin_acc_strided",
+                "mvin_acc_strided",
+                "mvout_acc_relu_strided",
+                "mvout_acc_relu_strided",
+                "mvout_acc_relu_strided",
+            ]),
+        ),
+        (
             "a multiply by a broadcast constant is a scaled load",
             int8("  k = s8[] constant(3)\n  ks = s8[16,16] broadcast(k), dimensions={}\n  ROOT m = s8[16,16] multiply(a, ks)\n"),
             gemmini(),
@@ -325,6 +340,17 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             "HloModule k\nENTRY e {\n  a = f32[64,32] parameter(0)\n  ROOT c = f32[64,32] copy(a)\n}\n".into(),
             qkv(),
             Missing("parameter", 3),
+        ),
+        (
+            // The exponential splits into 64-column tiles; the bf16 sum does not.
+            "a float row sum longer than every instruction's is not split across tiles",
+            format!(
+                "{ADD}ENTRY e {{\n  x = bf16[64,128] parameter(0)\n  e = bf16[64,128] exponential(x)\n  \
+                 z = bf16[] constant(0)\n  r = bf16[64] reduce(e, z), dimensions={{1}}, to_apply=%add\n  \
+                 d = bf16[64,128] broadcast(r), dimensions={{0}}\n  ROOT s = bf16[64,128] divide(e, d)\n}}\n"
+            ),
+            qkv(),
+            Missing("reduce", 11),
         ),
     ]
 }

@@ -1,7 +1,8 @@
 """Writes the tiling kernels (``<name>.hlo`` beside this file) as JAX prints them.
 
-Each kernel is larger than one instruction of the ISA it targets along its leading or batch
-dimension, written with ``jax.numpy`` the way a user writes it. Rerun after a JAX upgrade
+Each kernel is larger than one instruction of the ISA it targets along some dimension (rows,
+columns, a contraction, a reduction or a batch), written with ``jax.numpy`` the way a user
+writes it. Rerun after a JAX upgrade
 with ``python make_kernels.py`` and review the diff.
 """
 
@@ -34,6 +35,10 @@ def attention(q, k, v):
     return jnp.matmul(row_softmax(jnp.matmul(q, jnp.swapaxes(k, -1, -2))), v)
 
 
+def relu(x):
+    return jnp.maximum(x, jnp.zeros((), x.dtype))
+
+
 def int8_product(a, b):
     return jnp.matmul(a, b, preferred_element_type=I32)
 
@@ -64,6 +69,17 @@ KERNELS = {
                                     [shape(128, 32, dtype=I8), shape(32, 128, dtype=I8)]),
     # sizes that are no multiple of the array: shorter last tiles in every dimension
     "gemmini_matmul_40x20x24": (int8_product, [shape(40, 20, dtype=I8), shape(20, 24, dtype=I8)]),
+    # elementwise operations wider than the array's 16 columns: column tiles, read and written
+    # by strided transfers (a ReLU is a store's, a scale a load's)
+    "gemmini_relu_16x64": (relu, [shape(16, 64, dtype=I32)]),
+    "gemmini_relu_64x64": (relu, [shape(64, 64, dtype=I8)]),
+    "gemmini_scale_16x40": (lambda x: x * jnp.int8(3), [shape(16, 40, dtype=I8)]),
+    # an int32 row sum over 64 columns (a product with ones, its contraction split)
+    "gemmini_row_sums_16x64": (lambda x: jnp.sum(x.astype(I32), axis=1), [shape(16, 64, dtype=I8)]),
+    # for RowReduce (tests/specs: int32 reductions of rows of at most 16 elements): reductions
+    # of longer rows, combined from those of their column tiles
+    "rowreduce_row_sums_16x64": (lambda x: jnp.sum(x, axis=1), [shape(16, 64, dtype=I32)]),
+    "rowreduce_row_max_16x40": (lambda x: jnp.max(x, axis=1), [shape(16, 40, dtype=I32)]),
 }
 
 
