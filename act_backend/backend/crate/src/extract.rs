@@ -362,7 +362,12 @@ impl Extractor {
                 for (slot, &i) in p.inputs.iter().enumerate() {
                     let choice = owner.map(|consumer| Choice::Use { consumer, slot });
                     let rank = choice.and_then(|c| self.overrides.get(&c)).copied().unwrap_or(0);
-                    let node = if rank == 0 {
+                    let node = if rank == 0 && self.ex.keys[i].written {
+                        // A part is written into its concatenation's place: an instance of its
+                        // own for each concatenation that has it.
+                        let q = &self.ex.providers[i][*self.ex.alts[i].first()?];
+                        self.emit(Some(i), q)?
+                    } else if rank == 0 {
                         self.visit(i)?
                     } else {
                         // A fresh instance of the operand for this use only (a reload, a second

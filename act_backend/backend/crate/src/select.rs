@@ -325,7 +325,26 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     let k = blamed.unwrap_or(root);
     let node = &kernel.nodes[k];
     let what = match &node.op {
-        Op::Parameter(i) => format!("loads parameter {i} (`{}`, {})", node.name, node.ty),
+        Op::Parameter(i) => {
+            // A parameter read by an operation wider than every instruction of its operator
+            // could only be read in column windows: say so, since that is why it fails.
+            let wide = kernel.nodes.iter().find_map(|user| {
+                let (dim, widest) = extents.wider_than_every(&user.op, &user.ty)?;
+                user.operands.contains(&k).then_some((user, dim, widest))
+            });
+            let windows = match wide {
+                Some((user, dim, widest)) => format!(
+                    " whole or in windows of its columns (it feeds `{name}` of type {ty}, whose dimension \
+                     {dim} ({n}) is wider than every instruction computing `{name}` takes (at most {widest}), \
+                     so its tiles read such windows)",
+                    name = user.op.hlo_name(),
+                    ty = user.ty,
+                    n = user.ty.shape[dim]
+                ),
+                None => String::new(),
+            };
+            format!("loads parameter {i} (`{}`, {}){windows}", node.name, node.ty)
+        }
         Op::Constant(_) => format!(
             "uses the constant `{}` as an operand (a constant must be part of an instruction's semantics)",
             node.name

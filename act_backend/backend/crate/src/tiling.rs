@@ -351,15 +351,28 @@ impl Extents {
     /// columns, and every dimension of the operators [`split_columns`] splits) that is larger
     /// than every semantics of its operator of that rank takes.
     pub fn too_large(&self, op: &Op, ty: &Ty) -> Option<(usize, i64)> {
-        let code = opcode(op)?;
-        let entries: Vec<&Vec<Option<i64>>> =
-            self.by_op.get(&code)?.iter().filter(|d| d.len() == ty.rank()).collect();
-        if entries.is_empty() || splits_columns(op) {
+        if splits_columns(op) {
             return None;
         }
         // A matrix product's columns are split too (`split_product`).
-        let first_untiled = if code == OpCode::Dot && ty.rank() == 2 { 2 } else { 1 };
-        (first_untiled..ty.rank()).find_map(|d| {
+        let first_untiled = if opcode(op) == Some(OpCode::Dot) && ty.rank() == 2 { 2 } else { 1 };
+        self.wider_from(op, ty, first_untiled)
+    }
+
+    /// The first dimension after the leading one along which an operation `op : ty` is wider
+    /// than every semantics of its operator of that rank takes, tiled or not, with that
+    /// largest extent.
+    pub fn wider_than_every(&self, op: &Op, ty: &Ty) -> Option<(usize, i64)> {
+        self.wider_from(op, ty, 1)
+    }
+
+    fn wider_from(&self, op: &Op, ty: &Ty, first: usize) -> Option<(usize, i64)> {
+        let entries: Vec<&Vec<Option<i64>>> =
+            self.by_op.get(&opcode(op)?)?.iter().filter(|d| d.len() == ty.rank()).collect();
+        if entries.is_empty() {
+            return None;
+        }
+        (first..ty.rank()).find_map(|d| {
             let widest = entries.iter().map(|dims| dims[d]).try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))?;
             (ty.shape[d] > widest).then_some((d, widest))
         })

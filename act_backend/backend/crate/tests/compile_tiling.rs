@@ -109,6 +109,21 @@ fn a_dimension_wider_than_every_instruction_is_named_in_the_refusal() {
 }
 
 #[test]
+fn a_parameter_only_column_windows_of_could_serve_is_refused_saying_so() {
+    // QKV has no strided loads: the exponential's column tiles cannot be read.
+    let text = data("tiling/qkv_exponential_128_columns.hlo");
+    let opts = CompileOptions::new(target("qkv_isa.json"), "exp.hlo");
+    match compile(&text, &opts) {
+        Err(CompileError::Inexpressible { message, .. }) => {
+            assert!(message.contains("loads parameter 0"), "{message}");
+            assert!(message.contains("whole or in windows of its columns"), "{message}");
+            assert!(message.contains("`exponential` of type bf16[64,128], whose dimension 1 (128)"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_contraction_longer_than_the_array_accumulates_its_partial_products() {
     let calls = compiled("gemmini_isa.json", "gemmini_matmul_16x64x16");
     assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4, "{calls:?}");

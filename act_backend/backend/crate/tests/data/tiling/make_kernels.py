@@ -54,6 +54,8 @@ KERNELS = {
     # fewer rows than the fixed 64-row units: operands padded with zero rows on chip
     "qkv_matmul_32_rows": (jnp.matmul, [shape(32, 64), shape(64, 64)]),
     "qkv_attention_16_rows": (attention, [shape(16, 64), shape(64, 64), shape(64, 64)]),
+    # refused: an exponential over 128 columns, whose column windows QKV cannot load
+    "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
     # refused: a row softmax over 128 columns, on a 64-wide softmax unit
     "qkv_softmax_128_columns": (lambda x: row_softmax(x), [shape(64, 128)]),
     # for Gemmini (int8, a 16x16 systolic array)
