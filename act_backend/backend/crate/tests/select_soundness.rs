@@ -213,7 +213,9 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
              ROOT d = s32[32,16] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"
                 .into(),
             gemmini(),
-            Instrs(&["matmul32", "matmul32", "mvin", "mvin", "mvin", "mvout_acc", "mvout_acc"]),
+            // A loaded whole and read as two row views; both tiles side by side in the
+            // accumulator, stored at once.
+            Instrs(&["matmul32", "matmul32", "mvin", "mvin", "mvout_acc"]),
         ),
     ]
 }
@@ -300,7 +302,9 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             "a product taller than the matrix unit is tiled by rows",
             "HloModule k\nENTRY e {\n  a = bf16[128,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  ROOT d = bf16[128,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n".into(),
             qkv(),
-            Count(9),
+            // A loaded whole and its rows read where they lie; the tiles side by side in d1,
+            // stored at once (allocation then finds it needs 192 of d1's 128 rows).
+            Count(7),
         ),
         (
             "four row tiles share one load of the right operand",
@@ -309,10 +313,12 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Count(17),
         ),
         (
-            "rows that are no multiple of the matrix unit are not tiled",
+            "rows that are no multiple of the fixed-size unit end in a tile overlapping the one before",
             "HloModule k\nENTRY e {\n  a = bf16[96,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  ROOT d = bf16[96,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n".into(),
             qkv(),
-            Missing("dot", 5),
+            // A and B loaded, rows [0, 64) and [32, 96) of A multiplied, 64 + the last 32 rows
+            // moved side by side and stored at once.
+            Instrs(&["gemm", "gemm", "load_rm", "load_rm", "mov", "mov", "store_rm"]),
         ),
         (
             "a value larger than the buffer is copied in row tiles: a load and a store per 64 rows",
@@ -454,19 +460,25 @@ fn the_interpreter_tells_a_product_from_its_transpose() {
 
 #[test]
 fn a_product_taller_than_the_matrix_unit_is_tiled_by_rows() {
-    // bf16[128,64] . bf16[64,64] on QKV, whose gemm takes 64 rows: the rows of A are two
-    // views of its bytes, and the two product tiles are stored side by side into the output.
+    // bf16[128,64] . bf16[64,64] on QKV, whose gemm takes 64 rows. The fewest instructions:
+    // A loaded whole, its two row tiles read on chip as views, the two product tiles moved
+    // side by side into one concatenation in d1 and stored at once.
     let isa = qkv();
     let k = kernel_file("matmul_128x64.hlo");
     let sel = run(&k, &isa).unwrap();
     let best = &sel.candidates[0];
-    assert_eq!(
-        multiset(&isa, best),
-        sorted(&["gemm", "gemm", "load_rm", "load_rm", "load_rm", "mov", "mov", "store_rm", "store_rm"])
-    );
+    assert_eq!(multiset(&isa, best), sorted(&["gemm", "gemm", "load_rm", "load_rm", "mov", "mov", "store_rm"]));
     let views = best.nodes.iter().filter(|n| matches!(n, PiiNode::View { .. })).count();
     assert_eq!(views, 2);
-    assert!(matches!(&best.nodes[best.root], PiiNode::Concat { parts, dim: 0 } if parts.len() == 2));
+    assert_eq!(best.nodes.iter().filter(|n| matches!(n, PiiNode::Concat { parts, dim: 0 } if parts.len() == 2)).count(), 1);
+    // Among the others: A's rows as two views of its bytes in HBM, two loads, and the tiles
+    // stored side by side into the output (what fits in d1).
+    let fits = sel.candidates.iter().any(|g| {
+        multiset(&isa, g)
+            == sorted(&["gemm", "gemm", "load_rm", "load_rm", "load_rm", "mov", "mov", "store_rm", "store_rm"])
+            && matches!(&g.nodes[g.root], PiiNode::Concat { parts, dim: 0 } if parts.len() == 2)
+    });
+    assert!(fits);
     assert_candidates_compute_kernel(&isa, &k, &sel);
 }
 
