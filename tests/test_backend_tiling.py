@@ -71,6 +71,7 @@ TILED = {
     "qkv_softmax_512_rows": ("QKV", {"softmax": 8}),
     # 96 and 160 rows on 64-row units: the last tile overlaps the one before, its last rows kept
     "qkv_matmul_96_rows": ("QKV", {"gemm": 2}),
+    "qkv_attention_96_rows": ("QKV", {"gemm": 4, "softmax": 2}),
     "qkv_attention_160_rows": ("QKV", {"gemm": 6, "softmax": 3}),
     # 32 and 16 rows: operands padded with zero rows to the 64-row units, the real rows kept
     "qkv_matmul_32_rows": ("QKV", {"gemm": 1}),

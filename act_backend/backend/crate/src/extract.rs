@@ -459,9 +459,20 @@ impl Extractor {
         let (g, used) =
             self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
         built += 1;
-        // Spilling variants of the best candidate get up to half of the places.
+        // Spilling variants of the best candidate get up to half of the places: first those of
+        // the best candidate without views and concatenations on chip (which keep values on
+        // chip longer: a whole operand read in tiles, results gathered for one store), then
+        // those of the best.
+        let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
+        if let Some(plain) = self.without_on_chip_identities(root) {
+            if let Some((_, plain_used)) = self.build(root, &plain) {
+                plans.push(plain.clone());
+                plans.extend(self.spill_plans(root, &plain_used, &plain).into_iter().take(1));
+            }
+        }
+        plans.extend(self.spill_plans(root, &used, &BTreeMap::new()));
         let mut spilled: Vec<PiiGraph> = Vec::new();
-        for plan in self.spill_plans(root, &used) {
+        for plan in plans {
             if spilled.len() >= max / 2 {
                 break;
             }
@@ -541,14 +552,67 @@ impl Extractor {
     /// instance's only reader), so that the value need not stay on chip between its making
     /// and its uses. First a plan with every such value spilled (its schedule needs little
     /// more than the operands of one instruction on chip at a time), then one per value.
-    fn spill_plans(&self, root: usize, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
-        let per_value = self.reloads(used);
+    fn spill_plans(&self, root: usize, used: &[(Choice, usize)], base: &BTreeMap<Choice, usize>) -> Vec<BTreeMap<Choice, usize>> {
+        let with_base = |plan: BTreeMap<Choice, usize>| {
+            let mut all = base.clone();
+            all.extend(plan);
+            all
+        };
+        let per_value: Vec<BTreeMap<Choice, usize>> = self.reloads(used).into_iter().map(with_base).collect();
         let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
         if per_value.len() > 1 {
             plans.push(self.spill_everything(root, &per_value));
         }
         plans.extend(per_value);
         plans
+    }
+
+    /// Choices that make every state on chip that an instruction can make by an instruction
+    /// rather than as a view or a concatenation (grown over a few rounds: a new choice reaches
+    /// new states), with the output written the way that leaves the fewest concatenations on
+    /// chip (parts stored one by one rather than gathered for one store); `None` when that
+    /// changes nothing.
+    fn without_on_chip_identities(&self, root: usize) -> Option<BTreeMap<Choice, usize>> {
+        const ROUNDS: usize = 16;
+        let on_chip = |s: usize, k: usize, concat_only: bool| {
+            self.keys[s].buffer != self.hbm
+                && match self.providers[s][k].how {
+                    How::Concat => true,
+                    How::View { .. } => !concat_only,
+                    _ => false,
+                }
+        };
+        let mut best: Option<(usize, BTreeMap<Choice, usize>)> = None;
+        for output in 0..self.root_alts(root).len() {
+            let mut plan = BTreeMap::from([(Choice::Output, output)]);
+            let mut gathered = usize::MAX;
+            for _ in 0..ROUNDS {
+                let Some((_, used)) = self.build(root, &plan) else { break };
+                let mut grown = plan.clone();
+                gathered = 0;
+                for (choice, s) in used {
+                    let Choice::State(_) = choice else { continue };
+                    let rank = plan.get(&choice).copied().unwrap_or(0);
+                    if !on_chip(s, self.alts[s][rank], false) {
+                        continue;
+                    }
+                    match self.alts[s].iter().position(|&k| !on_chip(s, k, false)) {
+                        Some(r) => {
+                            grown.insert(choice, r);
+                        }
+                        None => gathered += usize::from(on_chip(s, self.alts[s][rank], true)),
+                    }
+                }
+                if grown == plan {
+                    break;
+                }
+                plan = grown;
+            }
+            if best.as_ref().is_none_or(|(g, _)| gathered < *g) {
+                best = Some((gathered, plan));
+            }
+        }
+        best.map(|(_, plan)| plan).filter(|plan| plan.len() > 1 || plan.get(&Choice::Output) != Some(&0))
     }
 
     /// The union of `per_value`, grown to a fixed point: reloads change which instances the

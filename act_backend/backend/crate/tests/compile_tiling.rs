@@ -73,6 +73,10 @@ fn rows_no_fixed_size_unit_divides_end_in_a_tile_overlapping_the_one_before() {
     assert_eq!(count(&calls, "gemm"), 2, "{calls:?}");
     let calls = compiled("qkv_isa.json", "qkv_attention_160_rows");
     assert_eq!((count(&calls, "gemm"), count(&calls, "softmax")), (6, 3), "{calls:?}");
+    // Gathering both tiles' results on chip for one store would not fit beside K and V:
+    // the tiles are stored one by one.
+    let calls = compiled("qkv_isa.json", "qkv_attention_96_rows");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "softmax")), (4, 2), "{calls:?}");
 }
 
 #[test]

@@ -50,6 +50,7 @@ KERNELS = {
     "qkv_softmax_512_rows": (lambda x: row_softmax(x), [shape(512, 64)]),
     # row counts no multiple of the fixed 64-row units: the last tile overlaps the one before
     "qkv_matmul_96_rows": (jnp.matmul, [shape(96, 64), shape(64, 64)]),
+    "qkv_attention_96_rows": (attention, [shape(96, 64), shape(64, 64), shape(64, 64)]),
     "qkv_attention_160_rows": (attention, [shape(160, 64), shape(64, 64), shape(64, 64)]),
     # fewer rows than the fixed 64-row units: operands padded with zero rows on chip
     "qkv_matmul_32_rows": (jnp.matmul, [shape(32, 64), shape(64, 64)]),
