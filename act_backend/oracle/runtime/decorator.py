@@ -157,14 +157,14 @@ class Kernel:
         program = self.program()
         on_chip = _state.state_structs(program.table, self.hbm)[1:]
         initial = [image] + [np.zeros(s.shape, s.dtype) for s in on_chip]
-        placed = [jax.device_put(a, device) for a in initial]
+        placed = executable.arguments(initial, device)
         jax.block_until_ready(placed)
         start = time.perf_counter()
-        final, every = executable.run(placed)
-        jax.block_until_ready(final)
+        run = executable.run(placed)
+        jax.block_until_ready(run.pending)
         run_ms = (time.perf_counter() - start) * 1000.0
-        hbm = np.asarray(final)
-        self._last_run, self._last_state = every, None
+        hbm = run.hbm()
+        self._last_run, self._last_state = run.state, None
         outputs = [
             jax.device_put(hbm[t.addr:t.addr + t.nbytes].view(t.dtype).reshape(t.shape), device)
             for t in self.outputs]
