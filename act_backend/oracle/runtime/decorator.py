@@ -4,8 +4,8 @@
 
 * ``k('fsim-compile')()`` traces the body's api calls into a program, compiles it with XLA and
   returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
-  (``executable``): ``'whole'``, one function from the state (HBM, then each on-chip buffer)
-  to the new HBM; ``'stepwise'``, one function per distinct instruction signature, run call
+  (``executable``): ``'whole'``, one function from the HBM bytes the program reads to the
+  values it writes to HBM; ``'stepwise'``, one function per distinct instruction signature, run call
   after call; ``'auto'`` (the default), whole while the program has at most two calls per
   signature, stepwise beyond (a long kernel repeats a few signatures). Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
