@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+# This checkout's act_backend (whose runtime the generated oracles copy), not an installed one.
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from helpers.oracle_harness import (  # noqa: E402
     ASSEMBLY_DIR,
