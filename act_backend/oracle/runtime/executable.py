@@ -2,7 +2,8 @@
 
 * ``whole``: the program is one XLA function from the HBM bytes it reads (and the state, where a
   read needs a buffer's array) to the values it writes to HBM. A run is one dispatch, but XLA's
-  compile time grows with every call (about 13 ms a call on a CPU core).
+  compile time grows with every call (about 1.2 ms a call of a tiled Gemmini product on this
+  project's 2-core machine, more where the calls differ).
 * ``stepwise``: one XLA function per distinct step signature (the instruction, its
   computational attribute values, the buffers and sizes of its operands), which takes the
   operands' starts as run-time values; a run dispatches the calls one after another. Compile
@@ -31,10 +32,10 @@ from .tracing import Call, Program
 
 STRATEGIES = ("auto", "whole", "stepwise")
 
-# Compiling whole costs about a third of a compiled step per call (CPU time, 2-core CPU: 25-30
-# ms a call of a tiled Gemmini product against 70-75 ms a step), while a run of the whole
-# program is one dispatch; so ``auto`` compiles whole while a kernel has at most this many
-# calls per signature (attention: 9 calls of 6 signatures), stepwise beyond.
+# A run of the whole program is one dispatch, but its compile grows with every call (a tiled
+# Gemmini product of 1,078 calls: 1.2-1.4 s whole, against 0.3-0.5 s for its 4 steps); so
+# ``auto`` compiles whole while a kernel has at most this many calls per signature (attention:
+# 9 calls of 6 signatures), stepwise beyond.
 WHOLE_MAX_CALLS_PER_SIGNATURE = 2
 
 # Starts are int32 scalars inside a step (JAX computes in 32 bits): a buffer's extent must fit.
