@@ -18,7 +18,8 @@ from act_backend.oracle.runtime.table import Instruction, OracleError, SliceSpec
 BF16 = ml_dtypes.bfloat16
 _NAMES = {np.dtype(np.float32): "f32", np.dtype(BF16): "bf16", np.dtype(np.int32): "s32",
           np.dtype(np.uint8): "u8", np.dtype(np.int8): "s8", np.dtype(np.uint32): "u32",
-          np.dtype(np.float16): "f16"}
+          np.dtype(np.float16): "f16", np.dtype(np.uint16): "u16", np.dtype(np.int16): "s16"}
+_DTYPES = {name: dtype for dtype, name in _NAMES.items()}
 
 
 def _int(v):
@@ -79,6 +80,43 @@ def test_bitcast_convert_to_a_wider_type_consumes_the_last_dim_little_endian():
     got = run([op("r", "bitcast_convert", "bf16", (2, 3), ["p0"])], x)
     expected = (x[..., 0].astype(np.uint16) | (x[..., 1].astype(np.uint16) << 8)).view(BF16)
     np.testing.assert_array_equal(got.view(np.uint16), expected.view(np.uint16))
+
+
+# source type and shape, target type and shape: every change of width the oracle's types allow
+BITCASTS = [
+    ("u8", (6, 2), "bf16", (6,)),
+    ("u8", (6, 2), "f16", (6,)),
+    ("u8", (2, 3, 4), "f32", (2, 3)),
+    ("s8", (5, 4), "s32", (5,)),
+    ("u8", (5, 2), "s16", (5,)),
+    ("bf16", (3, 2), "u32", (3,)),
+    ("u16", (4, 2), "f32", (4,)),
+    ("bf16", (6,), "u8", (6, 2)),
+    ("f16", (6,), "s8", (6, 2)),
+    ("f32", (2, 3), "u8", (2, 3, 4)),
+    ("s32", (5,), "s8", (5, 4)),
+    ("u32", (3,), "bf16", (3, 2)),
+    ("f32", (4,), "u16", (4, 2)),
+]
+
+
+@pytest.mark.parametrize("source, shape, target, result", BITCASTS)
+def test_bitcast_convert_across_widths_gives_xlas_bits(source, shape, target, result):
+    # Any bit pattern, NaN payloads and infinities included, comes out as XLA's own op lays it.
+    width = _DTYPES[source].itemsize
+    raw = np.random.default_rng(3).integers(0, 256, (*shape, width), dtype=np.uint8)
+    raw.reshape(-1, width)[0] = 0xFF  # all ones: a NaN with a full payload in a float type
+    x = raw.view(_DTYPES[source]).reshape(shape)
+    got = run([op("r", "bitcast_convert", target, result, ["p0"])], x)
+    expected = np.asarray(jax.jit(lambda v: jax.lax.bitcast_convert_type(v, _DTYPES[target]))(x))
+    assert got.dtype == expected.dtype and got.shape == expected.shape == result
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+def test_bitcast_convert_to_a_wider_type_needs_the_ratio_as_last_dim():
+    x = np.zeros((4, 3), np.uint8)
+    with pytest.raises(OracleError, match=r"needs a last dim of 2"):
+        run([op("r", "bitcast_convert", "bf16", (4,), ["p0"])], x)
 
 
 def test_convert_rounds_f32_to_bf16_to_nearest_even_and_truncates_to_int():

@@ -110,6 +110,59 @@ def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build):
     assert_same_bits(load_oracle(oracle_dirs(example)), *build())
 
 
+def moves(body: list[str]) -> str:
+    """A QKV kernel of ``body``: inputs X at byte 0 and Y at 12288, output Z at 24576, each
+    bf16[64,64] (128 bytes a row)."""
+    tensor = "{{'addr': {}, 'shape': (64, 64), 'dtype': jnp.bfloat16}}"
+    lines = ["import jax.numpy as jnp", "", "", "def moves(kernel, api):",
+             f"    @kernel(hbm=32768, input=[{tensor.format(0)}, {tensor.format(12288)}],",
+             f"            constant=[], output=[{tensor.format(24576)}])",
+             "    def moves_():", *(f"        api.{line}" for line in body),
+             "    return moves_", ""]
+    return "\n".join(lines)
+
+
+def zeros(rows: int) -> np.ndarray:
+    return np.zeros((rows, 64), jnp.bfloat16)
+
+
+# what a whole program reads besides values written whole: rows written by two calls, HBM
+# partly overwritten, a stored value read back in part, rows no call wrote (zeros); then the
+# expected Z from X and Y
+READS = [
+    pytest.param(["load_rm(n=32, addr_in=0, addr_out=0)",
+                  "load_rm(n=32, addr_in=16384, addr_out=32)",
+                  "store_rm(n=64, addr_in=0, addr_out=24576)"],
+                 lambda x, y: np.concatenate([x[:32], y[32:]]), id="rows-of-two-writes"),
+    pytest.param(["load_rm(n=64, addr_in=0, addr_out=0)",
+                  "store_rm(n=32, addr_in=0, addr_out=16384)",
+                  "load_rm(n=64, addr_in=12288, addr_out=64)",
+                  "store_rm(n=64, addr_in=64, addr_out=24576)"],
+                 lambda x, y: np.concatenate([y[:32], x[:32]]), id="hbm-partly-overwritten"),
+    pytest.param(["load_rm(n=64, addr_in=0, addr_out=0)",
+                  "store_rm(n=64, addr_in=0, addr_out=24576)",
+                  "load_rm(n=32, addr_in=28672, addr_out=64)",
+                  "store_rm(n=32, addr_in=64, addr_out=24576)"],
+                 lambda x, y: np.concatenate([x[32:], x[32:]]), id="store-read-back-in-part"),
+    pytest.param(["load_rm(n=32, addr_in=0, addr_out=0)",
+                  "store_rm(n=64, addr_in=0, addr_out=24576)"],
+                 lambda x, y: np.concatenate([x[:32], zeros(32)]), id="rows-never-written"),
+    pytest.param(["load_rm(n=64, addr_in=0, addr_out=0)",
+                  "store_rm(n=16, addr_in=8, addr_out=24576)"],
+                 lambda x, y: np.concatenate([x[8:24], zeros(48)]), id="rows-inside-a-write"),
+]
+
+
+@pytest.mark.parametrize("body, expected", READS)
+def test_reads_beside_whole_writes_move_the_same_bytes(oracle_dirs, body, expected):
+    oracle = load_oracle(oracle_dirs("QKV"))
+    rng = np.random.default_rng(8)
+    x, y = (rng.standard_normal((64, 64)).astype(jnp.bfloat16) for _ in range(2))
+    assert_same_bits(oracle, moves(body), [x, y])
+    (z,), _, _ = run(oracle, moves(body), [x, y], "whole")
+    np.testing.assert_array_equal(z, expected(x, y).reshape(-1).view(np.uint8))
+
+
 TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
 
 # the backend's tiled kernels: bf16 attention split into row tiles and heads, int8 products

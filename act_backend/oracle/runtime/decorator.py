@@ -4,8 +4,8 @@
 
 * ``k('fsim-compile')()`` traces the body's api calls into a program, compiles it with XLA and
   returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
-  (``executable``): ``'whole'``, one function from the state (HBM, then each on-chip buffer)
-  to the new HBM; ``'stepwise'``, one function per distinct instruction signature, run call
+  (``executable``): ``'whole'``, one function from the HBM bytes the program reads to the
+  values it writes to HBM; ``'stepwise'``, one function per distinct instruction signature, run call
   after call; ``'auto'`` (the default), whole while the program has at most two calls per
   signature, stepwise beyond (a long kernel repeats a few signatures). Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
@@ -157,14 +157,14 @@ class Kernel:
         program = self.program()
         on_chip = _state.state_structs(program.table, self.hbm)[1:]
         initial = [image] + [np.zeros(s.shape, s.dtype) for s in on_chip]
-        placed = [jax.device_put(a, device) for a in initial]
+        placed = executable.arguments(initial, device)
         jax.block_until_ready(placed)
         start = time.perf_counter()
-        final, every = executable.run(placed)
-        jax.block_until_ready(final)
+        run = executable.run(placed)
+        jax.block_until_ready(run.pending)
         run_ms = (time.perf_counter() - start) * 1000.0
-        hbm = np.asarray(final)
-        self._last_run, self._last_state = every, None
+        hbm = run.hbm()
+        self._last_run, self._last_state = run.state, None
         outputs = [
             jax.device_put(hbm[t.addr:t.addr + t.nbytes].view(t.dtype).reshape(t.shape), device)
             for t in self.outputs]

@@ -1,7 +1,9 @@
 """How a recorded program runs on a device: compiled whole, or compiled step by step.
 
-* ``whole``: the program is one XLA function from the state to the final HBM. A run is one
-  dispatch, but XLA's compile time grows with every call (about 13 ms a call on a CPU core).
+* ``whole``: the program is one XLA function from the HBM bytes it reads (and the state, where a
+  read needs a buffer's array) to the values it writes to HBM. A run is one dispatch, but XLA's
+  compile time grows with every call (about 1.2 ms a call of a tiled Gemmini product on this
+  project's 2-core machine, more where the calls differ).
 * ``stepwise``: one XLA function per distinct step signature (the instruction, its
   computational attribute values, the buffers and sizes of its operands), which takes the
   operands' starts as run-time values; a run dispatches the calls one after another. Compile
@@ -30,10 +32,10 @@ from .tracing import Call, Program
 
 STRATEGIES = ("auto", "whole", "stepwise")
 
-# Compiling whole costs about a third of a compiled step per call (CPU time, 2-core CPU: 25-30
-# ms a call of a tiled Gemmini product against 70-75 ms a step), while a run of the whole
-# program is one dispatch; so ``auto`` compiles whole while a kernel has at most this many
-# calls per signature (attention: 9 calls of 6 signatures), stepwise beyond.
+# A run of the whole program is one dispatch, but its compile grows with every call (a tiled
+# Gemmini product of 1,078 calls: 1.2-1.4 s whole, against 0.3-0.5 s for its 4 steps); so
+# ``auto`` compiles whole while a kernel has at most this many calls per signature (attention:
+# 9 calls of 6 signatures), stepwise beyond.
 WHOLE_MAX_CALLS_PER_SIGNATURE = 2
 
 # Starts are int32 scalars inside a step (JAX computes in 32 bits): a buffer's extent must fit.
@@ -68,22 +70,40 @@ def compile_program(program: Program, keys: Sequence[Signature], device: jax.Dev
     raise ValueError(f"kernel {program.kernel}: cannot compile with strategy {strategy!r}")
 
 
+class Run(NamedTuple):
+    """What one run leaves: ``pending``, the device arrays to wait for before the run is done;
+    ``hbm()``, the final HBM (NumPy bytes); ``state()``, every final buffer, HBM first as in
+    the state, computed on demand."""
+
+    pending: list[jax.Array]
+    hbm: Callable[[], np.ndarray]
+    state: Callable[[], list[jax.Array]]
+
+
 class Executable:
-    """A compiled program. ``run(state)`` maps the initial state arrays to the final HBM and a
-    function giving every final buffer (HBM first, as in the state), computed on demand."""
+    """A compiled program. ``arguments(state, device)`` places what a run takes, given the
+    initial state (the HBM image, then each on-chip buffer, as NumPy arrays); ``run`` runs."""
 
     strategy: str
 
-    def run(self, state: Sequence[jax.Array]) -> tuple[jax.Array, Callable[[], list[jax.Array]]]:
+    def arguments(self, state: Sequence[np.ndarray], device: jax.Device) -> list[jax.Array]:
+        return [jax.device_put(array, device) for array in state]
+
+    def run(self, arguments: list[jax.Array]) -> Run:
         raise NotImplementedError
 
 
 class WholeProgram(Executable):
-    """The whole program as one XLA function of the state.
+    """The whole program as one XLA function.
 
-    The function returns the final HBM only, which spares XLA the final on-chip buffers
-    (about a sixth of attention's compile time); a second function returning every buffer is
-    compiled the first time a run's final on-chip state is asked for.
+    The function takes the state and, beside it, the bytes of each HBM region the program
+    reads before any call writes there (sliced from the initial HBM on the host); it returns
+    the value of each HBM write, which a run lays over the initial HBM on the host. A read of a
+    region an earlier call wrote whole takes the value written (``TracedState``), so XLA keeps
+    a buffer's array only where a read needs it (a region partly written, contents never
+    written): attention's whole program holds no buffer at all, and its loads of Q and V are
+    one compiled kernel. A second function, returning every final buffer, is compiled the first
+    time a run's final on-chip state is asked for.
     """
 
     strategy = "whole"
@@ -93,30 +113,61 @@ class WholeProgram(Executable):
         self._calls = [(c, [index[r.buffer.name] for r in c.inputs],
                         index[c.output.buffer.name]) for c in program.calls]
         sharding = jax.sharding.SingleDeviceSharding(device)
-        self._structs = _state.state_structs(program.table, program.hbm, sharding)
+        structs = _state.state_structs(program.table, program.hbm, sharding)
+        self._arrays = len(structs)
+        self._initial = _initial_hbm_reads(self._calls, self._arrays)
+        self._structs = structs + [jax.ShapeDtypeStruct(r.shape, np.uint8, sharding=sharding)
+                                   for r in self._initial]
+        self._writes = [call.output for call, _, target in self._calls if target == 0]
         self._hbm = jax.jit(self._step(every=False)).lower(*self._structs).compile()
         self._every: Any = None
 
     def _step(self, every: bool) -> Callable[..., Any]:
         def step(*arrays: jax.Array) -> Any:
-            current = list(arrays)
+            initial = {(r.start, r.size): a
+                       for r, a in zip(self._initial, arrays[self._arrays:], strict=True)}
+            current = _state.TracedState(arrays[:self._arrays], initial)
             for call, sources, target in self._calls:
-                values = [_state.read(current, s, r)
-                          for s, r in zip(sources, call.inputs, strict=True)]
-                _state.write(current, target, call.output, call.lowered.fn(values))
-            return tuple(current) if every else current[0]
+                values = [current.read(s, r) for s, r in zip(sources, call.inputs, strict=True)]
+                current.write(target, call.output, call.lowered.fn(values))
+            return tuple(current.arrays) if every else tuple(current.hbm_writes)
 
         return step
 
-    def run(self, state: Sequence[jax.Array]) -> tuple[jax.Array, Callable[[], list[jax.Array]]]:
-        state = list(state)
+    def arguments(self, state: Sequence[np.ndarray], device: jax.Device) -> list[jax.Array]:
+        image = state[0]
+        regions = [image[r.start[0]:r.start[0] + r.size[0]] for r in self._initial]
+        return [jax.device_put(array, device) for array in [*state, *regions]]
+
+    def run(self, arguments: list[jax.Array]) -> Run:
+        writes = self._hbm(*arguments)
+
+        def hbm() -> np.ndarray:
+            image = np.array(arguments[0])
+            for region, value in zip(self._writes, writes, strict=True):
+                image[region.start[0]:region.start[0] + region.size[0]] = np.asarray(value)
+            return image
 
         def every() -> list[jax.Array]:
             if self._every is None:
                 self._every = jax.jit(self._step(every=True)).lower(*self._structs).compile()
-            return list(self._every(*state))
+            return list(self._every(*arguments))
 
-        return self._hbm(*state), every
+        return Run(list(writes), hbm, every)
+
+
+def _initial_hbm_reads(calls: Sequence[tuple[Call, list[int], int]],
+                       arrays: int) -> list[_state.Region]:
+    """The HBM regions calls read while no earlier call has written any of their bytes, each
+    once, in the order they are first read."""
+    state = _state.TracedState([None] * arrays)
+    regions: dict[tuple[tuple[int, ...], tuple[int, ...]], _state.Region] = {}
+    for call, sources, target in calls:
+        for source, region in zip(sources, call.inputs, strict=True):
+            if source == 0 and state.find(0, region)[0] == _state.INITIAL:
+                regions.setdefault((region.start, region.size), region)
+        state.write(target, call.output, None)
+    return list(regions.values())
 
 
 class Signature(NamedTuple):
@@ -184,13 +235,13 @@ class StepwiseProgram(Executable):
                               np.int32)
             self._steps.append(_Step(compiled_steps[device, key], sources, target, starts))
 
-    def run(self, state: Sequence[jax.Array]) -> tuple[jax.Array, Callable[[], list[jax.Array]]]:
+    def run(self, arguments: list[jax.Array]) -> Run:
         # Each step donates the array it replaces, so the state is updated in place.
-        current = list(state)
+        current = list(arguments)
         for step in self._steps:
             current[step.target] = step.compiled(*(current[i] for i in step.sources),
                                                  step.starts)
-        return current[0], lambda: current
+        return Run([current[0]], lambda: np.asarray(current[0]), lambda: current)
 
 
 def _operand_arrays(call: Call, index: dict[str, int]) -> tuple[tuple[int, ...], int]:

@@ -225,11 +225,58 @@ def _reshape(op: _Op, args, inputs, env):
     return lax.reshape(x, op.shape)
 
 
+# The unsigned integer type of each element width in bytes.
+_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32)}
+
+
 def _bitcast_convert(op: _Op, args, inputs, env):
     # XLA's rule: a wider source gains a trailing dim of the width ratio, a narrower source
-    # loses its trailing dim (which must equal the ratio); lax follows the same rule.
+    # loses its trailing dim (which must equal the ratio), least significant bytes first.
     op.arity(args, 1)
-    return lax.bitcast_convert_type(args[0], op.dtype)
+    (x,) = args
+    source, target = np.dtype(x.dtype), np.dtype(op.dtype)
+    if (source.itemsize == target.itemsize or source.itemsize not in _UNSIGNED
+            or target.itemsize not in _UNSIGNED or np.bool_ in (source.type, target.type)):
+        return lax.bitcast_convert_type(x, target)
+    if source.itemsize > target.itemsize:
+        return _bitcast_split(x, target)
+    ratio = target.itemsize // source.itemsize
+    if x.ndim == 0 or x.shape[-1] != ratio:
+        raise op.fail(f"a bitcast from {type_text(x.dtype, x.shape)} to the {ratio} times "
+                      f"wider {dtype_name(target)} needs a last dim of {ratio}")
+    return _bitcast_join(x, target)
+
+
+# A width-changing bitcast is written with shifts of same-width integers: XLA expands its own
+# into a reduction (joining) or a broadcast (splitting) that it does not fuse with the values
+# around it, which costs a kernel to compile per load or store. The bits are the same.
+
+
+def _bitcast_split(x: jax.Array, target: np.dtype) -> jax.Array:
+    """``x`` as ``target`` values, each element split into a trailing dim of parts."""
+    wide, narrow = _UNSIGNED[np.dtype(x.dtype).itemsize], _UNSIGNED[target.itemsize]
+    bits = lax.bitcast_convert_type(x, wide)
+    mask = np.array(np.iinfo(narrow).max, wide)
+    parts = []
+    for k in range(np.dtype(x.dtype).itemsize // target.itemsize):
+        shifted = lax.shift_right_logical(bits, np.array(8 * target.itemsize * k, wide))
+        part = lax.convert_element_type(lax.bitwise_and(shifted, mask), narrow)
+        parts.append(lax.expand_dims(part, (x.ndim,)))
+    # Joined as integers: XLA computes a concatenation of bf16 in f32, which would quiet NaNs.
+    return lax.bitcast_convert_type(lax.concatenate(parts, x.ndim), target)
+
+
+def _bitcast_join(x: jax.Array, target: np.dtype) -> jax.Array:
+    """The trailing dim of ``x`` joined into ``target`` values, its first part lowest."""
+    width = np.dtype(x.dtype).itemsize
+    narrow, wide = _UNSIGNED[width], _UNSIGNED[target.itemsize]
+    bits = lax.bitcast_convert_type(x, narrow)
+    joined = None
+    for k in range(target.itemsize // width):
+        part = lax.squeeze(lax.slice_in_dim(bits, k, k + 1, axis=x.ndim - 1), (x.ndim - 1,))
+        part = lax.shift_left(lax.convert_element_type(part, wide), np.array(8 * width * k, wide))
+        joined = part if joined is None else lax.bitwise_or(joined, part)
+    return lax.bitcast_convert_type(joined, target)
 
 
 def _convert(op: _Op, args, inputs, env):

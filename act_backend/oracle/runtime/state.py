@@ -7,12 +7,18 @@ access dim, unit dims whole. Regions are bound (and bounds-checked) when an inst
 called, so reading and writing them inside the compiled program never clamps. A region is read
 and written either at its bound starts (``read``, ``write``) or at starts given at run time
 (``read_at``, ``write_at``), which lets one compiled step serve every address.
+
+``TracedState`` follows the state while a whole program is traced: a read of a region that an
+earlier call wrote whole takes that call's value itself, and HBM bytes no call has written yet
+are read from parameters holding just those bytes, so that XLA is given only the data movement
+the program needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import numpy as np
@@ -118,3 +124,75 @@ def write_at(array: jax.Array, region: Region, starts: Sequence[jax.Array],
     unit = region.buffer.unit_dims
     # As in write: the starts were bounds-checked when the call was bound, so no clamping.
     return lax.dynamic_update_slice(array, update, list(starts) + [0] * len(unit))
+
+
+# How TracedState finds a region: inside a value written earlier, initial contents (no earlier
+# write touches it), or mixed (partly written, or beside what was written).
+WRITTEN, INITIAL, MIXED = "written", "initial", "mixed"
+
+
+class TracedState:
+    """The state arrays of a program being traced, and the values last written to regions.
+
+    ``arrays`` are the state arrays, each the chain of its writes; a value written to a region
+    is also kept, with the regions written earlier that it overlaps forgotten, so the kept
+    regions of one buffer never overlap. A read of a region inside a kept one is a slice of
+    that value, exactly the bytes the chain would give; ``initial`` maps HBM regions no call
+    has written to arrays of their initial bytes; every other read slices the chain. Each value
+    written to HBM is listed in ``hbm_writes``, in call order.
+    """
+
+    def __init__(self, arrays: Sequence[jax.Array | None],
+                 initial: Mapping[tuple[tuple[int, ...], tuple[int, ...]], jax.Array]
+                 | None = None):
+        self.arrays: list[Any] = list(arrays)  # None while only planning (no values)
+        self.initial = dict(initial or {})
+        self.hbm_writes: list[jax.Array] = []
+        self._kept: list[list[tuple[Region, jax.Array | None]]] = [[] for _ in self.arrays]
+
+    def find(self, index: int, region: Region) -> tuple[str, Region | None, jax.Array | None]:
+        """Where a read of ``region`` of array ``index`` takes its value: ``(WRITTEN, the kept
+        region holding it, its value)``, ``(INITIAL, None, None)`` or ``(MIXED, None, None)``."""
+        touched = False
+        for kept, value in self._kept[index]:
+            if _inside(region, kept):
+                return WRITTEN, kept, value
+            touched = touched or _overlap(region, kept)
+        return (MIXED if touched else INITIAL), None, None
+
+    def read(self, index: int, region: Region) -> jax.Array:
+        """The value of ``region`` of state array ``index``, shaped ``region.shape``."""
+        where, kept, value = self.find(index, region)
+        if where == WRITTEN:
+            assert kept is not None and value is not None
+            if kept.start == region.start and kept.size == region.size:
+                return value
+            unit = region.buffer.unit_dims
+            starts = [a - b for a, b in zip(region.start, kept.start, strict=True)]
+            limits = [a + z for a, z in zip(starts, region.size, strict=True)]
+            return lax.slice(value, starts + [0] * len(unit), limits + list(unit))
+        if where == INITIAL and index == 0 and (region.start, region.size) in self.initial:
+            return self.initial[region.start, region.size]
+        return read(self.arrays, index, region)
+
+    def write(self, index: int, region: Region, value: jax.Array | None) -> None:
+        """Writes ``value`` (any shape of ``region``'s element count) to ``region`` of state
+        array ``index``; ``value`` None records only that the region was written."""
+        update = None if value is None else lax.reshape(value, region.shape)
+        if update is not None:
+            write(self.arrays, index, region, update)
+            if index == 0:
+                self.hbm_writes.append(update)
+        kept = [(k, v) for k, v in self._kept[index] if not _overlap(k, region)]
+        kept.append((region, update))
+        self._kept[index] = kept
+
+
+def _inside(inner: Region, outer: Region) -> bool:
+    return all(o <= i and i + n <= o + m for i, n, o, m in
+               zip(inner.start, inner.size, outer.start, outer.size, strict=True))
+
+
+def _overlap(a: Region, b: Region) -> bool:
+    return all(x < y + m and y < x + n for x, n, y, m in
+               zip(a.start, a.size, b.start, b.size, strict=True))
