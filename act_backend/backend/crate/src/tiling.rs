@@ -388,10 +388,15 @@ fn splits_reduction(x_ty: &Ty, ty: &Ty) -> bool {
 
 /// `x` sliced to `[lo, hi)` along dimension `dim`.
 fn slice_along(x: Id, x_ty: &Ty, dim: usize, lo: i64, hi: i64) -> Term {
+    slice_of(Term::Class(x), x_ty, dim, lo, hi)
+}
+
+/// The term `x : x_ty` sliced to `[lo, hi)` along dimension `dim`.
+fn slice_of(x: Term, x_ty: &Ty, dim: usize, lo: i64, hi: i64) -> Term {
     let ranges = x_ty.shape.iter().enumerate().map(|(d, &n)| if d == dim { (lo, hi, 1) } else { (0, n, 1) }).collect();
     let mut shape = x_ty.shape.clone();
     shape[dim] = hi - lo;
-    Term::Node(Op::Slice(ranges), x_ty.with_shape(shape), vec![Term::Class(x)])
+    Term::Node(Op::Slice(ranges), x_ty.with_shape(shape), vec![x])
 }
 
 /// For each operand of `node`, the dimension that feeds the result's leading dimension
@@ -430,20 +435,7 @@ pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
     let tile = extents.leading_tile(code, &node.ty)?;
     let sources = leading_sources(eg, node)?;
     let lead = node.ty.shape[0];
-    let rows = |lo: i64, hi: i64| {
-        let operands = node
-            .children
-            .iter()
-            .zip(&sources)
-            .map(|(&c, src)| match src {
-                Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
-                None => Term::Class(c),
-            })
-            .collect();
-        let mut shape = node.ty.shape.clone();
-        shape[0] = hi - lo;
-        Term::Node(node.op.clone(), node.ty.with_shape(shape), operands)
-    };
+    let rows = |lo: i64, hi: i64| on_tile(eg, node, &sources, 0, lo, hi);
     let parts = tiles(lead, tile)
         .into_iter()
         .map(|(lo, hi)| {
@@ -453,13 +445,9 @@ pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
                 // No instruction computes so few rows: the last full tile, overlapping the one
                 // before, computes them (rows are independent, so the same bits), and its
                 // last rows are kept.
-                let window = rows(lead - tile, lead);
-                let keep = (0..node.ty.rank())
-                    .map(|d| if d == 0 { (tile - (hi - lo), tile, 1) } else { (0, node.ty.shape[d], 1) })
-                    .collect();
-                let mut kept = node.ty.shape.clone();
-                kept[0] = hi - lo;
-                Term::Node(Op::Slice(keep), node.ty.with_shape(kept), vec![window])
+                let mut window_shape = node.ty.shape.clone();
+                window_shape[0] = tile;
+                slice_of(rows(lead - tile, lead), &node.ty.with_shape(window_shape), 0, tile - (hi - lo), tile)
             }
         })
         .collect();
@@ -499,9 +487,8 @@ pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
         .collect();
     let mut whole = node.ty.shape.clone();
     whole[0] = t;
-    let padded = Term::Node(node.op.clone(), node.ty.with_shape(whole), operands);
-    let keep = node.ty.shape.iter().enumerate().map(|(d, &n)| if d == 0 { (0, rows, 1) } else { (0, n, 1) }).collect();
-    Some(Term::Node(Op::Slice(keep), node.ty.clone(), vec![padded]))
+    let padded_ty = node.ty.with_shape(whole);
+    Some(slice_of(Term::Node(node.op.clone(), padded_ty.clone(), operands), &padded_ty, 0, 0, rows))
 }
 
 /// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
@@ -693,16 +680,7 @@ pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: 
         return Some(Term::Node(Op::Reshape, ty.clone(), vec![slice_along(x, x_ty, 0, lo, hi)]));
     }
     let sources = leading_sources(eg, inner)?;
-    let operands = inner
-        .children
-        .iter()
-        .zip(&sources)
-        .map(|(&c, src)| match src {
-            Some(dim) => slice_along(c, &eg[c].data, *dim, lo, hi),
-            None => Term::Class(c),
-        })
-        .collect();
-    Some(Term::Node(inner.op.clone(), ty.clone(), operands))
+    Some(on_tile(eg, inner, &sources, 0, lo, hi))
 }
 
 /// A window `[r0, r1) x [c0, c1)` (further dimensions whole) of a row-major matrix read from
