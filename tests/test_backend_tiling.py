@@ -92,6 +92,8 @@ TILED = {
                                                 "mvout_acc_relu_strided": 8}),
     # rows 16+16+8, columns 16+8, contraction 16+4: shorter last tiles
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
+    # 8-row and 8-column last tiles side by side in 16-column buffers
+    "gemmini_matmul_40x40x40": ("Gemmini", {"matmul32": 9, "mac32": 18}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's
     "gemmini_relu_16x64": ("Gemmini", {"mvin_acc_strided": 4, "mvout_acc_relu_strided": 4}),
     "gemmini_relu_64x64": ("Gemmini", {"mvin_strided": 4, "mvout_relu_strided": 4}),

@@ -25,12 +25,6 @@ extern "C" {
     fn act_allocate_free(response_json: *mut c_char);
 }
 
-/// Requests with at least this many blocks are placed greedily first (see [`Plan::solve`]):
-/// below it CP-SAT answers in well under a second and its placements are optimal; above it,
-/// with views and concatenations tying blocks together, CP-SAT took seconds per candidate
-/// (a 64^3 int8 product's 100 instructions on Gemmini: 0.2-4.5 s; greedy: under 4 ms).
-pub const GREEDY_FROM: usize = 64;
-
 /// The solver's budget. Deterministic time decides the answer, so a given request gets the
 /// same answer on any machine.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -692,15 +686,15 @@ impl Plan {
         Placement { addrs, hbm_end, constants, message }
     }
 
-    /// Solves the plan: a request of at least [`GREEDY_FROM`] blocks first by the verified
-    /// greedy placement (`greedy.rs`), which is fast where CP-SAT's time grows; otherwise, or
-    /// when the greedy pass finds none, with the linked allocator (CP-SAT), which proves its
-    /// answer optimal or the request infeasible.
+    /// Solves the plan: first by the verified greedy placement (`greedy.rs`), which answers in
+    /// milliseconds at any size; only when it finds none, with the linked allocator (CP-SAT),
+    /// which finds a placement where first fit does not or proves that none exists. CP-SAT
+    /// used to place every small request: packing by the sum of starts, which it rarely
+    /// proves optimal, took its whole budget (a 40x40x40 int8 product on Gemmini, 42 blocks:
+    /// 17 s per candidate); no cost reads how tightly values are packed.
     pub fn solve(&self) -> Result<Outcome, AllocError> {
-        if self.request.blocks.len() >= GREEDY_FROM {
-            if let Some(values) = crate::greedy::place(&self.request) {
-                return Ok(Outcome::Solved(self.placement(&values, "greedy placement, verified".into())));
-            }
+        if let Some(values) = crate::greedy::place(&self.request) {
+            return Ok(Outcome::Solved(self.placement(&values, "greedy placement, verified".into())));
         }
         self.read_response(&call_allocator(&self.to_json())?)
     }

@@ -155,6 +155,14 @@ fn sizes_that_are_no_multiple_of_the_array_end_in_shorter_tiles() {
 }
 
 #[test]
+fn last_tiles_narrower_than_the_buffer_are_placed_where_their_starts_split_into_rows() {
+    // 40 = 16 + 16 + 8 in every dimension: 8-column tiles lie side by side in the 16-column
+    // buffers, where a row-major start must split into a row and a column start.
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_40x40x40");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (9, 18), "{calls:?}");
+}
+
+#[test]
 fn elementwise_operations_wider_than_the_array_run_on_column_tiles() {
     // A ReLU is a store's: each 16-column tile loaded and stored into its place.
     let relu = compiled("gemmini_isa.json", "gemmini_relu_16x64");

@@ -72,6 +72,9 @@ KERNELS = {
                                     [shape(128, 32, dtype=I8), shape(32, 128, dtype=I8)]),
     # sizes that are no multiple of the array: shorter last tiles in every dimension
     "gemmini_matmul_40x20x24": (int8_product, [shape(40, 20, dtype=I8), shape(20, 24, dtype=I8)]),
+    # 8-row and 8-column last tiles side by side in the 16-column buffers: their row-major
+    # starts split into a row and a column
+    "gemmini_matmul_40x40x40": (int8_product, [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8)]),
     # elementwise operations wider than the array's 16 columns: column tiles, read and written
     # by strided transfers (a ReLU is a store's, a scale a load's)
     "gemmini_relu_16x64": (relu, [shape(16, 64, dtype=I32)]),
