@@ -94,6 +94,10 @@ TILED = {
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
     # 8-row and 8-column last tiles side by side in 16-column buffers
     "gemmini_matmul_40x40x40": ("Gemmini", {"matmul32": 9, "mac32": 18}),
+    # an addend written first joins the accumulation of the split contraction's products
+    "gemmini_bias_plus_matmul_16x32x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
+    # a row bias repeated down the rows: every tile's three products accumulate onto it
+    "gemmini_matmul_row_bias_40x40x40": ("Gemmini", {"matmul32": 0, "mac32": 27}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's
     "gemmini_relu_16x64": ("Gemmini", {"mvin_acc_strided": 4, "mvout_acc_relu_strided": 4}),
     "gemmini_relu_64x64": ("Gemmini", {"mvin_strided": 4, "mvout_relu_strided": 4}),

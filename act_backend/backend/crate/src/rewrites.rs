@@ -357,6 +357,9 @@ impl<'a> Finder<'a> {
                     self.push("broadcast-as-copies", id, term);
                 }
             }
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_rows(eg, n)) {
+                self.push("broadcast-as-rows", id, term);
+            }
             let products = self.nodes(id).iter().map(|n| tiling::split_product(eg, &self.rules.tiles, n));
             if let Some(splits) = products.into_iter().find(|s| !s.is_empty()) {
                 for (rule, term) in splits {
@@ -540,6 +543,7 @@ impl<'a> Finder<'a> {
                     }
                 }
             }
+            Op::Add if self.rules.dot => self.accumulate(id, node),
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
             Op::Constant(lit) if !node.ty.shape.is_empty() => {
@@ -840,6 +844,54 @@ impl<'a> Finder<'a> {
         }
     }
 
+    /// Sums that a multiply-accumulate computes: an addend joins the accumulation of products.
+    /// - `add(x, y) = add(y, x)` where `y` is led by a product (it holds a `dot` of no
+    ///   constant, or a sum whose first term does) and `x` is not a product: the product
+    ///   first, as the partial products of a split contraction are written (`c + A.B`,
+    ///   `c + (P1 + P0)`). Exact in every type: one rounding, the same either way (two NaN
+    ///   operands give a NaN either way, whose payload may be the other's);
+    /// - integers only, `add(add(d, q), z) = add(d, add(q, z))` where `d` is a product, `q` is
+    ///   led by one and `z` is not a product: the addend moves in along the chain of partial
+    ///   products, so that `(P1 + P0) + c` is `P1 + (P0 + c)`, one accumulation onto `c` per
+    ///   tile. Two's-complement sums wrap, so they are associative; a float sum is never
+    ///   regrouped (that changes its rounding).
+    ///
+    /// Products are never moved among themselves and an addend only inwards, so a chain of
+    /// `n` partial products and one addend gains `O(n)` nodes, not every bracketing of them.
+    fn accumulate(&mut self, id: Id, node: &Node) {
+        let eg = self.eg;
+        // A product of computed or input values: the identity products `x = dot(x, I)` that
+        // put a product in nearly every class have a constant operand.
+        let constant = |c: Id| constant_valued(eg, c, 3);
+        let product = |c: Id| {
+            eg[c].nodes.iter().any(|n| matches!(n.op, Op::Dot(_)) && !n.children.iter().any(|&k| constant(k)))
+        };
+        let led_by_product =
+            |c: Id| product(c) || eg[c].nodes.iter().any(|n| n.op == Op::Add && product(n.children[0]));
+        let (x, y) = (node.children[0], node.children[1]);
+        // A constant addend stays where it is: `x = add(x, 0)`, the identity that lets an
+        // accumulating instruction make any value, has nothing to accumulate.
+        if constant(x) || constant(y) {
+            return;
+        }
+        if !product(x) && led_by_product(y) {
+            self.push("add-product-first", id, Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(y), Term::Class(x)]));
+        }
+        if product(y) || !node.ty.dtype.is_int() {
+            return;
+        }
+        for inner in eg[x].nodes.iter().filter(|n| n.op == Op::Add && product(n.children[0])) {
+            let (d, q) = (inner.children[0], inner.children[1]);
+            // Only along a chain of products: `q` is one or leads a sum of them. An identity
+            // `x = add(x, 0)` in the class would otherwise nest zeros around `z` forever.
+            if !led_by_product(q) || [d, q].iter().any(|&c| eg.find(c) == eg.find(x)) {
+                continue;
+            }
+            let rest = Term::Node(Op::Add, class_ty(eg, q).clone(), vec![Term::Class(q), Term::Class(y)]);
+            self.push("add-into-accumulation", id, Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(d), rest]));
+        }
+    }
+
     fn broadcast(&mut self, id: Id, node: &Node, d: &[usize]) {
         let eg = self.eg;
         let x = node.children[0];
@@ -1001,6 +1053,18 @@ pub fn pass_through(eg: &SelGraph, rules: &RuleSet, kernel: &crate::kernel::Kern
         }
     }
     out
+}
+
+/// Whether class `c` holds a constant, or within `depth` steps a slice, reshape, broadcast,
+/// transpose or conversion of one (a tile of a zero matrix is not folded to a literal).
+fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {
+    eg[c].nodes.iter().any(|n| match n.op {
+        Op::Constant(_) => true,
+        Op::Slice(_) | Op::Reshape | Op::Broadcast(_) | Op::Transpose(_) | Op::Convert | Op::BitcastConvert => {
+            depth > 0 && constant_valued(eg, n.children[0], depth - 1)
+        }
+        _ => false,
+    })
 }
 
 /// Adds a term, checking the type of every new node; `None` when a node is ill-typed (a bug

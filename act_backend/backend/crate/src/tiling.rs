@@ -761,6 +761,31 @@ pub fn broadcast_as_copies(eg: &SelGraph, node: &Node) -> Option<Term> {
     Some(Term::Node(Op::Concatenate(1), node.ty.clone(), vec![copy; n as usize]))
 }
 
+/// A row repeated down the rows of a matrix, `broadcast(x : [n] or [1, n]) : [m, n]` with
+/// `x` along dimension 1, is `concatenate_0` of `m` copies of the row (`m` at most
+/// [`MAX_COPIES`]): an ISA that cannot repeat a value across rows writes each copy into its
+/// row, on chip or in HBM (a row bias added to a product by a multiply-accumulate). Exact
+/// for every type.
+pub fn broadcast_as_rows(eg: &SelGraph, node: &Node) -> Option<Term> {
+    let Op::Broadcast(d) = &node.op else { return None };
+    let x = node.children[0];
+    let x_ty = &eg[x].data;
+    let &[m, n] = node.ty.shape.as_slice() else { return None };
+    let row = match (x_ty.shape.as_slice(), d.as_slice()) {
+        (&[xn], [1]) => xn == n,
+        (&[1, xn], [0, 1]) => xn == n,
+        _ => false,
+    };
+    // A constant is written whole as a literal: copying its rows would only grow the graph.
+    let constant = eg[x].nodes.iter().any(|n| matches!(n.op, Op::Constant(_)));
+    if !row || constant || m <= 1 || m > MAX_COPIES {
+        return None;
+    }
+    let row_ty = node.ty.with_shape(vec![1, n]);
+    let copy = if *x_ty == row_ty { Term::Class(x) } else { Term::Node(Op::Reshape, row_ty, vec![Term::Class(x)]) };
+    Some(Term::Node(Op::Concatenate(0), node.ty.clone(), vec![copy; m as usize]))
+}
+
 /// The flat bytes of `concatenate_d(parts) : grid` (`d >= 1`) as strided stores write them:
 /// starting from HBM whose contents do not matter (tagged `tag`), each part is written over
 /// its place with `dynamic_update_slice` into the rows it lies in, read and written back

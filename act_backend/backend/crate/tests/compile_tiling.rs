@@ -163,6 +163,17 @@ fn last_tiles_narrower_than_the_buffer_are_placed_where_their_starts_split_into_
 }
 
 #[test]
+fn an_integer_addend_joins_the_accumulation_of_a_split_contraction() {
+    // c + (P1 + P0) is P1 + (P0 + c): two multiply-accumulates onto the loaded addend.
+    let first = compiled("gemmini_isa.json", "gemmini_bias_plus_matmul_16x32x16");
+    assert_eq!((count(&first, "matmul32"), count(&first, "mac32")), (0, 2), "{first:?}");
+    // A row bias repeated down 40 rows: each of the 3 x 3 tiles accumulates its 3 products
+    // onto its part of the repeated rows.
+    let row = compiled("gemmini_isa.json", "gemmini_matmul_row_bias_40x40x40");
+    assert_eq!((count(&row, "matmul32"), count(&row, "mac32")), (0, 27), "{row:?}");
+}
+
+#[test]
 fn elementwise_operations_wider_than_the_array_run_on_column_tiles() {
     // A ReLU is a store's: each 16-column tile loaded and stored into its place.
     let relu = compiled("gemmini_isa.json", "gemmini_relu_16x64");

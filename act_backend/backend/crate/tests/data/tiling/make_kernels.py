@@ -75,6 +75,15 @@ KERNELS = {
     # 8-row and 8-column last tiles side by side in the 16-column buffers: their row-major
     # starts split into a row and a column
     "gemmini_matmul_40x40x40": (int8_product, [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8)]),
+    # an int32 addend written first, with a split contraction: the partial products
+    # accumulate onto it
+    "gemmini_bias_plus_matmul_16x32x16": (lambda c, a, b: c + int8_product(a, b),
+                                          [shape(16, 16, dtype=I32), shape(16, 32, dtype=I8),
+                                           shape(32, 16, dtype=I8)]),
+    # an int32 row bias repeated down 40 rows, every tile's products accumulated onto it
+    "gemmini_matmul_row_bias_40x40x40": (lambda a, b, c: int8_product(a, b) + c[None, :],
+                                         [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8),
+                                          shape(40, dtype=I32)]),
     # elementwise operations wider than the array's 16 columns: column tiles, read and written
     # by strided transfers (a ReLU is a store's, a scale a load's)
     "gemmini_relu_16x64": (relu, [shape(16, 64, dtype=I32)]),
