@@ -544,6 +544,7 @@ impl<'a> Finder<'a> {
                 }
             }
             Op::Add if self.rules.dot => self.accumulate(id, node),
+            Op::Concatenate(d) if node.ty.dtype == DType::U8 && node.ty.rank() == 1 => self.flatten_concat(id, node, *d),
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
             Op::Constant(lit) if !node.ty.shape.is_empty() => {
@@ -890,6 +891,31 @@ impl<'a> Finder<'a> {
             let rest = Term::Node(Op::Add, class_ty(eg, q).clone(), vec![Term::Class(q), Term::Class(y)]);
             self.push("add-into-accumulation", id, Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(d), rest]));
         }
+    }
+
+    /// Byte strings end to end whose parts are themselves byte strings end to end are one
+    /// concatenation of the inner parts: each part of an HBM concatenation must be written by
+    /// an instruction, so the output of a batch whose items are each gathered from tiles (a
+    /// batched product plus an addend, larger than the array in rows and columns) is written
+    /// tile by tile into its place. Every part that holds a concatenation is replaced by the
+    /// parts of its first one, all at once: one node per node, not one per subset of parts.
+    fn flatten_concat(&mut self, id: Id, node: &Node, d: usize) {
+        let eg = self.eg;
+        let inner = |c: Id| {
+            eg[c].nodes.iter().find(|n| n.op == Op::Concatenate(d) && n.children.len() > 1 && eg.find(c) != id)
+        };
+        if !node.children.iter().any(|&c| inner(c).is_some()) {
+            return;
+        }
+        let parts = node
+            .children
+            .iter()
+            .flat_map(|&c| match inner(c) {
+                Some(n) => n.children.iter().map(|&k| Term::Class(k)).collect(),
+                None => vec![Term::Class(c)],
+            })
+            .collect();
+        self.push("concat-flatten", id, Term::Node(Op::Concatenate(d), node.ty.clone(), parts));
     }
 
     fn broadcast(&mut self, id: Id, node: &Node, d: &[usize]) {

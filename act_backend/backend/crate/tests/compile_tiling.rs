@@ -174,6 +174,14 @@ fn an_integer_addend_joins_the_accumulation_of_a_split_contraction() {
 }
 
 #[test]
+fn the_items_of_a_batch_gathered_from_tiles_are_written_tile_by_tile_into_the_output() {
+    // Two items of 17 x 17 (16 + 1 rows and columns), each tile a multiply-accumulate onto
+    // its part of the addend; the batch's output is one concatenation of all the tiles.
+    let calls = compiled("gemmini_isa.json", "gemmini_batched_matmul_bias_2x17x17");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (0, 8), "{calls:?}");
+}
+
+#[test]
 fn elementwise_operations_wider_than_the_array_run_on_column_tiles() {
     // A ReLU is a store's: each 16-column tile loaded and stored into its place.
     let relu = compiled("gemmini_isa.json", "gemmini_relu_16x64");

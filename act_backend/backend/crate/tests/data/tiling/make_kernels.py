@@ -80,6 +80,11 @@ KERNELS = {
     "gemmini_bias_plus_matmul_16x32x16": (lambda c, a, b: c + int8_product(a, b),
                                           [shape(16, 16, dtype=I32), shape(16, 32, dtype=I8),
                                            shape(32, 16, dtype=I8)]),
+    # a batch of two products plus an int32 addend, each item larger than the array in rows
+    # and columns: each item's tiles written into their place in the batch's output
+    "gemmini_batched_matmul_bias_2x17x17": (lambda a, b, c: int8_product(a, b) + c,
+                                            [shape(2, 17, 3, dtype=I8), shape(2, 3, 17, dtype=I8),
+                                             shape(2, 17, 17, dtype=I32)]),
     # an int32 row bias repeated down 40 rows, every tile's products accumulated onto it
     "gemmini_matmul_row_bias_40x40x40": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                          [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8),
