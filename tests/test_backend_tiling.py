@@ -99,6 +99,9 @@ TILED = {
     # a batch of two, each item's 2 x 2 tiles accumulated onto the addend and written into
     # their place in the batch's output
     "gemmini_batched_matmul_bias_2x17x17": ("Gemmini", {"matmul32": 0, "mac32": 8}),
+    # a batch of two one-row products: each item a matrix of one row, accumulated onto its
+    # row of the addend
+    "gemmini_batched_row_products_bias_2x1x3x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
     # a row bias repeated down the rows: every tile's three products accumulate onto it
     "gemmini_matmul_row_bias_40x40x40": ("Gemmini", {"matmul32": 0, "mac32": 27}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's

@@ -700,6 +700,68 @@ impl<'a> Finder<'a> {
                 self.push("squeeze", id, reshape_term(inner, &out, node.ty.clone()));
             }
         }
+        if let Op::Dot(dd) = &node.op {
+            if let Some(term) = self.squeeze_batch(node, dd) {
+                self.push("squeeze-batch", id, term);
+            }
+        }
+        // Likewise an elementwise operation on a batch of one keeps its other dimensions (a
+        // bias added to a batch item of one row is a matrix of one row, not a vector).
+        let elementwise = (node.op.is_elementwise() || node.op == Op::Convert)
+            && node.children.iter().all(|&c| class_ty(eg, c).shape.first() == Some(&1));
+        if elementwise && node.ty.rank() >= 3 && node.ty.shape[0] == 1 && out.rank() < node.ty.rank() - 1 {
+            let drop_first = |t: &Ty| t.with_shape(t.shape[1..].to_vec());
+            let operands = node
+                .children
+                .iter()
+                .map(|&c| {
+                    let t = class_ty(eg, c);
+                    reshape_term(Term::Class(c), t, drop_first(t))
+                })
+                .collect();
+            let inner_ty = drop_first(&node.ty);
+            let inner = Term::Node(node.op.clone(), inner_ty.clone(), operands);
+            self.push("squeeze-batch", id, reshape_term(inner, &inner_ty, node.ty.clone()));
+        }
+    }
+
+    /// A product's batch dimensions of size one dropped, and nothing else: the squeeze above
+    /// also drops a free dimension of one, which leaves a vector where a matrix unit takes a
+    /// matrix of one row (a batch of products of one row each).
+    fn squeeze_batch(&self, node: &Node, dd: &DotDims) -> Option<Term> {
+        let eg = self.eg;
+        let (a, b) = (node.children[0], node.children[1]);
+        let (a_ty, b_ty) = (class_ty(eg, a), class_ty(eg, b));
+        let ones: Vec<usize> = (0..dd.lhs_batch.len()).filter(|&i| a_ty.shape[dd.lhs_batch[i]] == 1).collect();
+        if ones.is_empty() || !self.rules.dot {
+            return None;
+        }
+        let dropped_a: Vec<usize> = ones.iter().map(|&i| dd.lhs_batch[i]).collect();
+        let dropped_b: Vec<usize> = ones.iter().map(|&i| dd.rhs_batch[i]).collect();
+        let renumber = |dims: &[usize], dropped: &[usize]| -> Vec<usize> {
+            dims.iter()
+                .filter(|d| !dropped.contains(d))
+                .map(|&d| d - dropped.iter().filter(|&&x| x < d).count())
+                .collect()
+        };
+        let without = |ty: &Ty, dropped: &[usize]| {
+            ty.with_shape((0..ty.rank()).filter(|d| !dropped.contains(d)).map(|d| ty.shape[d]).collect())
+        };
+        let dims = DotDims {
+            lhs_contracting: renumber(&dd.lhs_contracting, &dropped_a),
+            rhs_contracting: renumber(&dd.rhs_contracting, &dropped_b),
+            lhs_batch: renumber(&dd.lhs_batch, &dropped_a),
+            rhs_batch: renumber(&dd.rhs_batch, &dropped_b),
+        };
+        // The result's batch dimensions come first, in lhs_batch order.
+        let out = without(&node.ty, &ones);
+        let operand = |c: Id, ty: &Ty, dropped: &[usize]| reshape_term(Term::Class(c), ty, without(ty, dropped));
+        let inner = Term::Node(
+            Op::Dot(dims),
+            out.clone(),
+            vec![operand(a, a_ty, &dropped_a), operand(b, b_ty, &dropped_b)],
+        );
+        Some(reshape_term(inner, &out, node.ty.clone()))
     }
 
     /// `transpose(broadcast(y, d), p)` is a broadcast of `y` (itself transposed when its

@@ -182,6 +182,14 @@ fn the_items_of_a_batch_gathered_from_tiles_are_written_tile_by_tile_into_the_ou
 }
 
 #[test]
+fn a_batch_of_one_row_products_keeps_each_row_a_matrix() {
+    // Dropping every dimension of one would leave vectors, which the array does not take;
+    // dropping the batch of one keeps a 1 x 3 by 3 x 16 product per item.
+    let calls = compiled("gemmini_isa.json", "gemmini_batched_row_products_bias_2x1x3x16");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (0, 2), "{calls:?}");
+}
+
+#[test]
 fn elementwise_operations_wider_than_the_array_run_on_column_tiles() {
     // A ReLU is a store's: each 16-column tile loaded and stored into its place.
     let relu = compiled("gemmini_isa.json", "gemmini_relu_16x64");

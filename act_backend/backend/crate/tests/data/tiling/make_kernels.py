@@ -85,6 +85,12 @@ KERNELS = {
     "gemmini_batched_matmul_bias_2x17x17": (lambda a, b, c: int8_product(a, b) + c,
                                             [shape(2, 17, 3, dtype=I8), shape(2, 3, 17, dtype=I8),
                                              shape(2, 17, 17, dtype=I32)]),
+    # a batch of two one-row products plus an addend: a batch of one is dropped, the row of
+    # one kept (the array takes matrices)
+    "gemmini_batched_row_products_bias_2x1x3x16": (lambda a, b, c: int8_product(a, b) + c,
+                                                   [shape(2, 1, 3, dtype=I8),
+                                                    shape(2, 3, 16, dtype=I8),
+                                                    shape(2, 1, 16, dtype=I32)]),
     # an int32 row bias repeated down 40 rows, every tile's products accumulated onto it
     "gemmini_matmul_row_bias_40x40x40": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                          [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8),

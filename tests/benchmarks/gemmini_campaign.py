@@ -1,0 +1,144 @@
+"""A differential campaign over int8 layer kernels of random shapes on the Gemmini example:
+products, ReLUs of products, int32 addends written before or after the product, row and
+column biases, requantization to int8, wrapping int8 products, batched products with an
+addend and scales, each with rows, contraction and columns drawn from 1 to 64 (multiples of
+the 16x16 array and not), written with ``jax.numpy`` as a user writes them, compiled by the
+example's backend, simulated on its oracle and compared exactly with XLA's run of the same
+HLO text.
+
+Prints one line per kernel, then how many compiled, how many were wrong, the refusals grouped
+by message and the compile-and-check times. Exits 1 when any compiled kernel was wrong.
+
+Kernels this ISA cannot compute are not drawn: a product with a transposed operand (the
+array reads both operands row-major and nothing transposes) and an int32-to-int8 conversion
+that wraps (every store to int8 saturates).
+
+    python tests/benchmarks/gemmini_campaign.py [--kernels 100] [--seed 0] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from helpers.differential import check_kernel  # noqa: E402
+from helpers.examples import build_example  # noqa: E402
+
+I8, I32 = jnp.int8, jnp.int32
+SIZES = (1, 3, 8, 16, 17, 24, 32, 40, 48, 64)
+
+
+def product(a, b):
+    return jnp.matmul(a, b, preferred_element_type=I32)
+
+
+def relu(x):
+    return jnp.maximum(x, jnp.zeros((), x.dtype))
+
+
+# kind -> (m, k, n) -> (function, [(shape, dtype) per argument])
+KINDS = {
+    "product": lambda m, k, n: (product, [((m, k), I8), ((k, n), I8)]),
+    "relu(product)": lambda m, k, n: (lambda a, b: relu(product(a, b)),
+                                      [((m, k), I8), ((k, n), I8)]),
+    "product + c": lambda m, k, n: (lambda a, b, c: product(a, b) + c,
+                                    [((m, k), I8), ((k, n), I8), ((m, n), I32)]),
+    "c + product": lambda m, k, n: (lambda c, a, b: c + product(a, b),
+                                    [((m, n), I32), ((m, k), I8), ((k, n), I8)]),
+    "product + row bias": lambda m, k, n: (lambda a, b, c: product(a, b) + c[None, :],
+                                           [((m, k), I8), ((k, n), I8), ((n,), I32)]),
+    "product + int8 column bias": lambda m, k, n: (
+        lambda a, b, c: product(a, b) + c.astype(I32)[:, None],
+        [((m, k), I8), ((k, n), I8), ((m,), I8)]),
+    "relu(product + c)": lambda m, k, n: (lambda a, b, c: relu(product(a, b) + c),
+                                          [((m, k), I8), ((k, n), I8), ((m, n), I32)]),
+    "requantize": lambda m, k, n: (lambda a, b: jnp.clip(product(a, b), -128, 127).astype(I8),
+                                   [((m, k), I8), ((k, n), I8)]),
+    "int8 product": lambda m, k, n: (jnp.matmul, [((m, k), I8), ((k, n), I8)]),
+    "batched product + c": lambda m, k, n: (lambda a, b, c: product(a, b) + c,
+                                            [((2, m, k), I8), ((2, k, n), I8),
+                                             ((2, m, n), I32)]),
+    "scale": lambda m, k, n: (lambda x: x * jnp.int8(3), [((m, n), I8)]),
+}
+
+
+def draw(rng: np.random.Generator) -> tuple[str, tuple[int, int, int]]:
+    kind = sorted(KINDS)[int(rng.integers(len(KINDS)))]
+    m, k, n = (int(SIZES[int(rng.integers(len(SIZES)))]) for _ in range(3))
+    return kind, (m, k, n)
+
+
+def hlo_text(kind: str, dims: tuple[int, int, int]) -> tuple[str, list]:
+    fn, args = KINDS[kind](*dims)
+    specs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in args]
+    return jax.jit(fn).lower(*specs).as_text(dialect="hlo"), args
+
+
+def random_inputs(rng: np.random.Generator, args: list) -> list[np.ndarray]:
+    """Integers over the whole range of their type: products and sums wrap."""
+    out = []
+    for shape, dtype in args:
+        info = np.iinfo(np.dtype(dtype))
+        out.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, help="keep the kernels and assembly here")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="act-gemmini-") as scratch:
+        work = args.keep or Path(scratch)
+        print("building the Gemmini example ...", flush=True)
+        build = build_example("Gemmini", work / "build")
+        rng = np.random.default_rng(args.seed)
+        refusals: collections.Counter[str] = collections.Counter()
+        wrong: list[str] = []
+        compiled = 0
+        seconds: list[float] = []
+        for index in range(args.kernels):
+            kind, dims = draw(rng)
+            text, arg_types = hlo_text(kind, dims)
+            started = time.perf_counter()
+            outcome = check_kernel(build, text, random_inputs(rng, arg_types),
+                                   work / f"k{index}", "kernel")
+            seconds.append(time.perf_counter() - started)
+            label = f"{index:3d} {kind} {'x'.join(map(str, dims))}"
+            print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
+                  f"{seconds[-1]:.2f} s", flush=True)
+            if not outcome.compiled:
+                refusals[outcome.refusal] += 1
+                continue
+            compiled += 1
+            if outcome.wrong:
+                wrong.append(label)
+
+    total = args.kernels
+    print(f"\n{compiled} of {total} compiled ({100 * compiled / total:.0f}%), "
+          f"{len(wrong)} wrong, {total - compiled} refused")
+    for message, count in refusals.most_common():
+        print(f"  {count:4d}  {message}")
+    for label in wrong:
+        print(f"  WRONG {label}")
+    print(f"compile, simulate and compare: median {statistics.median(seconds):.2f} s, "
+          f"max {max(seconds):.2f} s per kernel")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
