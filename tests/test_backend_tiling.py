@@ -102,6 +102,10 @@ TILED = {
     # a batch of two one-row products: each item a matrix of one row, accumulated onto its
     # row of the addend
     "gemmini_batched_row_products_bias_2x1x3x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
+    # a quantized layer at 128^3: all 512 products accumulate onto the row bias, each column
+    # of tiles saturated to int8 by one store
+    "gemmini_quantized_layer_128": ("Gemmini", {"matmul32": 0, "mac32": 512,
+                                                "mvout_acc_s8_strided": 8}),
     # a row bias repeated down the rows: every tile's three products accumulate onto it
     "gemmini_matmul_row_bias_40x40x40": ("Gemmini", {"matmul32": 0, "mac32": 27}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's

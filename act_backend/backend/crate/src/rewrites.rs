@@ -914,10 +914,11 @@ impl<'a> Finder<'a> {
     ///   `c + (P1 + P0)`). Exact in every type: one rounding, the same either way (two NaN
     ///   operands give a NaN either way, whose payload may be the other's);
     /// - integers only, `add(add(d, q), z) = add(d, add(q, z))` where `d` is a product, `q` is
-    ///   led by one and `z` is not a product: the addend moves in along the chain of partial
-    ///   products, so that `(P1 + P0) + c` is `P1 + (P0 + c)`, one accumulation onto `c` per
-    ///   tile. Two's-complement sums wrap, so they are associative; a float sum is never
-    ///   regrouped (that changes its rounding).
+    ///   led by one and `z` is not a product, applied down the whole chain at once: the addend
+    ///   moves in along the chain of partial products, so that `(P2 + (P1 + P0)) + c` is
+    ///   `P2 + (P1 + (P0 + c))`, one accumulation onto `c` per tile. Two's-complement sums
+    ///   wrap, so they are associative; a float sum is never regrouped (that changes its
+    ///   rounding).
     ///
     /// Products are never moved among themselves and an addend only inwards, so a chain of
     /// `n` partial products and one addend gains `O(n)` nodes, not every bracketing of them.
@@ -943,16 +944,33 @@ impl<'a> Finder<'a> {
         if product(y) || !node.ty.dtype.is_int() {
             return;
         }
-        for inner in eg[x].nodes.iter().filter(|n| n.op == Op::Add && product(n.children[0])) {
-            let (d, q) = (inner.children[0], inner.children[1]);
-            // Only along a chain of products: `q` is one or leads a sum of them. An identity
-            // `x = add(x, 0)` in the class would otherwise nest zeros around `z` forever.
-            if !led_by_product(q) || [d, q].iter().any(|&c| eg.find(c) == eg.find(x)) {
-                continue;
-            }
-            let rest = Term::Node(Op::Add, class_ty(eg, q).clone(), vec![Term::Class(q), Term::Class(y)]);
-            self.push("add-into-accumulation", id, Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(d), rest]));
+        // The next link of a chain of partial products: `add(d, q)` in `c` with `d` a product
+        // and `q` one or the head of a sum of them. Only along such chains: an identity
+        // `x = add(x, 0)` in the class would otherwise nest zeros around `z` forever.
+        let link = |c: Id| {
+            eg[c].nodes.iter().find(|n| {
+                n.op == Op::Add
+                    && product(n.children[0])
+                    && led_by_product(n.children[1])
+                    && n.children.iter().all(|&k| eg.find(k) != eg.find(c))
+            })
+        };
+        let Some(first) = link(x) else { return };
+        // The whole chain at once, `add(d1, add(d2, ... add(dn, z)))`: one iteration instead
+        // of one per product (a 128-deep contraction has eight).
+        let mut products = vec![first.children[0]];
+        let mut rest = first.children[1];
+        let mut seen = vec![eg.find(x)];
+        while let Some(next) = link(rest).filter(|_| !seen.contains(&eg.find(rest)) && products.len() < 256) {
+            seen.push(eg.find(rest));
+            products.push(next.children[0]);
+            rest = next.children[1];
         }
+        let mut sum = Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(rest), Term::Class(y)]);
+        for &d in products.iter().rev() {
+            sum = Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(d), sum]);
+        }
+        self.push("add-into-accumulation", id, sum);
     }
 
     /// Byte strings end to end whose parts are themselves byte strings end to end are one

@@ -190,6 +190,14 @@ fn a_batch_of_one_row_products_keeps_each_row_a_matrix() {
 }
 
 #[test]
+fn a_quantized_layer_accumulates_every_product_onto_its_bias() {
+    // 128^3 with a row bias and a saturating store: first computed past the search's per-tile
+    // target, every one of the 8^3 products a multiply-accumulate onto the bias's tile.
+    let calls = compiled("gemmini_isa.json", "gemmini_quantized_layer_128");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (0, 512));
+}
+
+#[test]
 fn elementwise_operations_wider_than_the_array_run_on_column_tiles() {
     // A ReLU is a store's: each 16-column tile loaded and stored into its place.
     let relu = compiled("gemmini_isa.json", "gemmini_relu_16x64");

@@ -91,6 +91,12 @@ KERNELS = {
                                                    [shape(2, 1, 3, dtype=I8),
                                                     shape(2, 3, 16, dtype=I8),
                                                     shape(2, 1, 16, dtype=I32)]),
+    # a quantized layer at 128^3: an int32 row bias, the products accumulated onto it, the
+    # result saturated to int8 by the store (the search grows past its per-tile target)
+    "gemmini_quantized_layer_128": (lambda a, b, c: jnp.clip(int8_product(a, b) + c[None, :],
+                                                             -128, 127).astype(I8),
+                                    [shape(128, 128, dtype=I8), shape(128, 128, dtype=I8),
+                                     shape(128, dtype=I32)]),
     # an int32 row bias repeated down 40 rows, every tile's products accumulated onto it
     "gemmini_matmul_row_bias_40x40x40": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                          [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8),
