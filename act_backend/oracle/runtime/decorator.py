@@ -174,9 +174,7 @@ class Kernel:
     def last_state(self) -> dict[str, np.ndarray] | None:
         """Each buffer's contents after the last run (``d0`` first), or None before one."""
         if self._last_state is None and self._last_run is not None:
-            final = self._last_run()
-            index = _state.state_index(self.program().table)
-            self._last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+            self._last_state = _state.contents(self.program().table, self._last_run())
         return self._last_state
 
     def _cost(self) -> int:
