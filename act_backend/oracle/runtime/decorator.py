@@ -6,7 +6,7 @@
   returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
   (``executable``): ``'whole'``, one function from the HBM bytes the program reads to the
   values it writes to HBM; ``'stepwise'``, one function per distinct instruction signature, run call
-  after call; ``'auto'`` (the default), whole while the program has at most two calls per
+  after call; ``'auto'`` (the default), whole while the program has at most 16 calls per
   signature, stepwise beyond (a long kernel repeats a few signatures). Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
   program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
