@@ -29,8 +29,8 @@ from act_backend.oracle import write_oracle
 from act_backend.oracle.generator import runtime_files
 from act_backend.table import isa_table
 
-RUNTIME = {"api.py", "decorator.py", "executable.py", "semantics.py", "state.py", "table.py",
-           "tracing.py"}
+RUNTIME = {"api.py", "bits.py", "decorator.py", "executable.py", "semantics.py", "state.py",
+           "table.py", "tracing.py"}
 
 SPEC = '''
 from act_backend import Accelerator

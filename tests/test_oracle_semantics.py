@@ -2,7 +2,8 @@
 
 Each case builds a one-instruction semantics program, lowers it with the runtime, runs it
 under jax.jit and compares the result with NumPy. Elementwise bf16 arithmetic is compared bit
-for bit with an f32 computation rounded once to bf16, which is what XLA does.
+for bit with an f32 computation rounded once to bf16, which is what XLA does. Operators that
+only move values keep every bit pattern of bf16, f16 and f32 (NaN payloads included).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import jax
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers.bit_patterns import bits_of, every_pattern
 
+from act_backend.oracle.runtime.bits import from_bits, to_bits
 from act_backend.oracle.runtime.semantics import lower
 from act_backend.oracle.runtime.table import Instruction, OracleError, SliceSpec
 
@@ -43,6 +46,20 @@ def program(ops, inputs):
 def run(ops, *inputs):
     lowered = lower(program(ops, inputs), {})
     return np.asarray(jax.jit(lowered.fn)([np.asarray(x) for x in inputs]))
+
+
+def run_on_bits(ops, *inputs):
+    """What ``run`` computes, but as the runtime runs an instruction: its inputs read from, and
+    its result written to, a state that holds floating values as their bits; the result's bits.
+    (Given bf16 parameters and results, XLA folds the operators' own bitcasts away and may move
+    the values through f32 after all: a broadcast then quiets signalling NaNs.)"""
+    lowered = lower(program(ops, inputs), {})
+    types = [np.dtype(x.dtype) for x in inputs]
+
+    def on_bits(held):
+        return to_bits(lowered.fn([from_bits(h, t) for h, t in zip(held, types, strict=True)]))
+
+    return np.asarray(jax.jit(on_bits)([bits_of(np.asarray(x)) for x in inputs]))
 
 
 def rng_array(shape, dtype=np.float32, seed=0):
@@ -179,6 +196,63 @@ def test_dynamic_update_slice_clamps_indices_as_hlo_does():
     expected = x.copy()
     expected[2:4, 0:2] = 1  # row index 3 clamps to 2 (the update must fit), -1 clamps to 0
     np.testing.assert_array_equal(got, expected)
+
+
+def _select_on_s32(x):
+    # which of two values each element takes is decided by s32 operands, not by x itself
+    a = np.arange(x.size, dtype=np.int32).reshape(x.shape) % 3
+    return ([op("r", "select_lt", "T", x.shape, ["p1", "p2", "p0", "p3"])],
+            [x, a, np.ones_like(a), x[::-1].copy()],
+            np.where(a < 1, bits_of(x), bits_of(x[::-1])))
+
+
+# how each operator that moves values is called on x (ops, inputs), and the bits it gives;
+# "T" stands for x's element type
+MOVES = [
+    ("reshape", lambda x: ([op("r", "reshape", "T", (6, 8), ["p0"])], [x],
+                           bits_of(x).reshape(6, 8))),
+    ("copy", lambda x: ([op("r", "copy", "T", x.shape, ["p0"])], [x], bits_of(x))),
+    ("transpose", lambda x: ([op("r", "transpose", "T", (12, 4), ["p0"], dimensions=[1, 0])],
+                             [x], bits_of(x).T)),
+    ("slice", lambda x: ([op("r", "slice", "T", (2, 6), ["p0"],
+                             slice=[[_int(1), _int(4), _int(2)], [_int(0), _int(12), _int(2)]])],
+                         [x], bits_of(x)[1:4:2, ::2])),
+    ("broadcast", lambda x: ([op("r", "broadcast", "T", (4, 3, 12), ["p0"], dimensions=[0, 2])],
+                             [x], np.repeat(bits_of(x)[:, None, :], 3, axis=1))),
+    ("concatenate", lambda x: ([op("r", "concatenate", "T", (4, 24), ["p0", "p1"],
+                                   dimensions=[1])], [x, x[::-1].copy()],
+                               np.concatenate([bits_of(x), bits_of(x[::-1])], axis=1))),
+    ("select_lt", _select_on_s32),
+    ("dynamic_update_slice", lambda x: (
+        [op("r", "dynamic_update_slice", "T", (4, 12), ["p0", "p1", "p2", "p3"])],
+        [x, x[:2, :5][::-1].copy(), np.int32(1), np.int32(6)],
+        np.concatenate([bits_of(x)[:1], np.concatenate(
+            [bits_of(x)[1:3, :6], bits_of(x)[:2, :5][::-1], bits_of(x)[1:3, 11:]], axis=1),
+            bits_of(x)[3:]]))),
+]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+@pytest.mark.parametrize("name, case", MOVES, ids=[name for name, _ in MOVES])
+def test_operators_that_move_values_keep_every_bit_pattern(name, case, dtype):
+    # NaN payloads, signalling NaNs, infinities, negative zeros and subnormals come out as they
+    # went in: XLA's CPU computes some of these operators on bf16 in f32, quieting NaNs.
+    x = every_pattern((4, 12), _DTYPES[dtype], seed=7)
+    ops, inputs, expected = case(x)
+    ops = [{**o, "dtype": dtype if o["dtype"] == "T" else o["dtype"]} for o in ops]
+    np.testing.assert_array_equal(run_on_bits(ops, *inputs), expected)
+
+
+@pytest.mark.parametrize("opcode, operands", [
+    ("concatenate", ["p0", "p1"]),
+    ("dynamic_update_slice", ["p0", "p1", "p2", "p3"]),
+])
+def test_operators_that_move_values_refuse_operands_of_two_element_types(opcode, operands):
+    a, b = rng_array((2, 4)), rng_array((2, 4), BF16)
+    attrs = {"dimensions": [0]} if opcode == "concatenate" else {}
+    with pytest.raises(OracleError, match=r"f32\[2,4\], bf16\[2,4\] differ in element type"):
+        run([op("r", opcode, "f32", (4, 4) if opcode == "concatenate" else (2, 4), operands,
+                **attrs)], a, b, np.int32(0), np.int32(0))
 
 
 def test_constant_takes_a_nested_list_and_a_scalar_fills_its_shape():

@@ -4,8 +4,11 @@
 instruction signature once and runs the calls in sequence. For the example kernels (QKV and
 QKV_new attention, every Gemmini instruction), a tiled Gemmini product, a long bf16 kernel of
 many attention heads and the backend's own tiled kernels (slow: they build the backends), both
-strategies must leave every output and every buffer of the final state byte for byte equal.
-Kernels of thousands of instructions are held to NumPy exactly.
+strategies must leave every output and every buffer of the final state byte for byte equal,
+on seeded numbers, on random bit patterns of every type the kernels take (NaN payloads,
+infinities, negative zeros and subnormals planted among them) and on numbers with those planted.
+Kernels that only move data move every bit pattern exactly; kernels of thousands of
+instructions are held to NumPy exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from assembly.probe_tables import probe_table
+from helpers.bit_patterns import bits_of, every_pattern, specials, with_specials
 from helpers.examples import ROOT, compile_kernel, parse_kernel_file
 from helpers.oracle_harness import (
     ASSEMBLY_DIR,
@@ -29,6 +33,8 @@ from helpers.oracle_kernels import (
     gemmini_every_instruction,
     gemmini_tiled_matmul,
     qkv_attention_heads,
+    qkv_moves,
+    qkv_new_moves,
 )
 
 from act_backend.oracle import write_oracle
@@ -76,6 +82,8 @@ SAME_BITS = [
     pytest.param("Gemmini", generated(gemmini_tiled_matmul, 2, 3, 2, 1),
                  id="gemmini-tiled-2x3x2"),
     pytest.param("QKV", generated(qkv_attention_heads, 9, 2), id="qkv-9-heads"),
+    pytest.param("QKV", generated(qkv_moves, 3), id="qkv-moves"),
+    pytest.param("QKV_new", generated(qkv_new_moves, 5), id="qkv_new-moves"),
 ]
 
 
@@ -105,9 +113,31 @@ def assert_same_bits(oracle, text: str, inputs) -> None:
         assert differ == 0, f"buffer {name} differs in {differ} bytes"
 
 
+def as_built(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    return inputs
+
+
+def patterns(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Random bit patterns in place of each input, every special of its type among them."""
+    return [every_pattern(x.shape, x.dtype, seed=20 + i) for i, x in enumerate(inputs)]
+
+
+def planted(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Each input with every special of its type planted once among its numbers."""
+    return [with_specials(x, seed=40 + i, count=specials(x.dtype).size)
+            for i, x in enumerate(inputs)]
+
+
+# what a kernel's inputs are: as its builder seeds them, random bit patterns, specials planted
+INPUTS = [pytest.param(as_built, id="seeded"), pytest.param(patterns, id="bit-patterns"),
+          pytest.param(planted, id="specials-planted")]
+
+
+@pytest.mark.parametrize("inputs", INPUTS)
 @pytest.mark.parametrize("example, build", SAME_BITS)
-def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build):
-    assert_same_bits(load_oracle(oracle_dirs(example)), *build())
+def test_whole_and_stepwise_compute_the_same_bits(oracle_dirs, example, build, inputs):
+    text, values = build()
+    assert_same_bits(load_oracle(oracle_dirs(example)), text, inputs(values))
 
 
 def moves(body: list[str]) -> str:
@@ -153,48 +183,98 @@ READS = [
 ]
 
 
+# example, kernel that only moves data (with its exact expected outputs)
+MOVES = [pytest.param("QKV", qkv_moves, id="qkv"), pytest.param("QKV_new", qkv_new_moves,
+                                                               id="qkv_new")]
+
+
+@pytest.mark.parametrize("strategy", ["whole", "stepwise"])
+@pytest.mark.parametrize("example, make", MOVES)
+def test_data_movement_instructions_move_every_bit_pattern(oracle_dirs, example, make,
+                                                           strategy):
+    kernel = make(seed=12)
+    outputs, _, _ = run(load_oracle(oracle_dirs(example)), kernel.text, kernel.inputs, strategy)
+    for i, (got, expected) in enumerate(zip(outputs, kernel.expected, strict=True)):
+        differ = np.count_nonzero(got != bits_of(expected).reshape(-1).view(np.uint8))
+        assert differ == 0, f"output {i} differs in {differ} bytes"
+
+
 @pytest.mark.parametrize("body, expected", READS)
 def test_reads_beside_whole_writes_move_the_same_bytes(oracle_dirs, body, expected):
+    # Every bf16 bit pattern, signalling NaNs and NaN payloads included, moves unchanged.
     oracle = load_oracle(oracle_dirs("QKV"))
-    rng = np.random.default_rng(8)
-    x, y = (rng.standard_normal((64, 64)).astype(jnp.bfloat16) for _ in range(2))
+    x, y = (every_pattern((64, 64), jnp.bfloat16, seed) for seed in (8, 9))
     assert_same_bits(oracle, moves(body), [x, y])
-    (z,), _, _ = run(oracle, moves(body), [x, y], "whole")
-    np.testing.assert_array_equal(z, expected(x, y).reshape(-1).view(np.uint8))
+    for strategy in ("whole", "stepwise"):
+        (z,), _, _ = run(oracle, moves(body), [x, y], strategy)
+        np.testing.assert_array_equal(z, expected(x, y).reshape(-1).view(np.uint8))
+
+
+@pytest.mark.parametrize("strategy", ["whole", "stepwise"])
+def test_loads_leave_every_bit_pattern_in_the_buffer(oracle_dirs, strategy):
+    # d1 is read only as the final state: a whole program computes it by a second function.
+    oracle = load_oracle(oracle_dirs("QKV"))
+    x, y = (every_pattern((64, 64), jnp.bfloat16, seed) for seed in (10, 11))
+    body = ["load_rm(n=64, addr_in=0, addr_out=64)", "load_rm(n=32, addr_in=12288, addr_out=0)",
+            "load_rm(n=32, addr_in=16384, addr_out=32)", "store_rm(n=64, addr_in=64, "
+            "addr_out=24576)"]
+    (z,), state, _ = run(oracle, moves(body), [x, y], strategy)
+    np.testing.assert_array_equal(z, bits_of(x).reshape(-1).view(np.uint8))
+    d1 = bits_of(oracle_state(state, "d1", jnp.bfloat16))
+    np.testing.assert_array_equal(d1, np.concatenate([bits_of(y), bits_of(x)]))
+
+
+def oracle_state(state: dict[str, np.ndarray], name: str, dtype) -> np.ndarray:
+    """Buffer ``name`` of a final state (as ``run`` gives it, bytes) as ``dtype`` rows of 64."""
+    return state[name].view(dtype).reshape(-1, 64)
 
 
 TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
 
-# the backend's tiled kernels: bf16 attention split into row tiles and heads, int8 products
-# tiled along every dimension, stored through strided stores, with shorter last tiles
-TILED = [
-    ("QKV", "qkv_attention_256_rows"),
-    ("QKV", "qkv_attention_4_heads"),
-    ("Gemmini", "gemmini_matmul_64x64x64"),
-    ("Gemmini", "gemmini_matmul_16x16x64"),
-    ("Gemmini", "gemmini_relu_matmul_128x128"),
-    ("Gemmini", "gemmini_matmul_40x20x24"),
+# the examples' own kernels, and the backend's tiled kernels: bf16 attention split into row
+# tiles and heads, int8 products tiled along every dimension, stored through strided stores,
+# with shorter last tiles
+BACKEND_KERNELS = [
+    *((example, path) for example in ("QKV", "QKV_new", "Gemmini")
+      for path in sorted((EXAMPLES_DIR / example / "kernels").glob("*.hlo"))),
+    ("QKV", TILING / "qkv_attention_256_rows.hlo"),
+    ("QKV", TILING / "qkv_attention_4_heads.hlo"),
+    ("Gemmini", TILING / "gemmini_matmul_64x64x64.hlo"),
+    ("Gemmini", TILING / "gemmini_matmul_16x16x64.hlo"),
+    ("Gemmini", TILING / "gemmini_relu_matmul_128x128.hlo"),
+    ("Gemmini", TILING / "gemmini_matmul_40x20x24.hlo"),
 ]
 
+# the NumPy type of each HLO element type the kernels take
+NUMPY_TYPES = {"bf16": np.dtype(jnp.bfloat16), "s8": np.dtype(np.int8),
+               "s32": np.dtype(np.int32)}
 
-@pytest.mark.slow
-@pytest.mark.parametrize("example, name", TILED)
-def test_the_backends_tiled_kernels_compute_the_same_bits(example_build, tmp_path, example,
-                                                          name):
-    build = example_build(example)
-    kernel = TILING / f"{name}.hlo"
-    asm = tmp_path / f"{name}.py"
-    done = compile_kernel(build.backend, kernel, asm)
-    assert done.returncode == 0, done.stderr
+
+def seeded_inputs(kernel) -> list[np.ndarray]:
+    """Numbers for each parameter of an HLO kernel: bf16 in [-1, 1], integers in int8's range."""
     rng = np.random.default_rng(11)
     inputs = []
     for p in parse_kernel_file(kernel).entry.parameters():
-        shape = tuple(p.type.shape)
-        if p.type.dtype == "bf16":
-            inputs.append(rng.uniform(-1.0, 1.0, shape).astype(jnp.bfloat16))
+        shape, dtype = tuple(p.type.shape), NUMPY_TYPES[p.type.dtype]
+        if dtype == NUMPY_TYPES["bf16"]:
+            inputs.append(rng.uniform(-1.0, 1.0, shape).astype(dtype))
         else:
-            inputs.append(rng.integers(-128, 127, shape, endpoint=True).astype(np.int8))
-    assert_same_bits(load_oracle(build.oracle_dir), asm.read_text(), inputs)
+            inputs.append(rng.integers(-128, 127, shape, endpoint=True).astype(dtype))
+    return inputs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example, kernel", BACKEND_KERNELS,
+                         ids=[p.stem if e == "Gemmini" or p.parent == TILING else f"{e}-{p.stem}"
+                              for e, p in BACKEND_KERNELS])
+def test_the_backends_kernels_compute_the_same_bits(example_build, tmp_path, example, kernel):
+    build = example_build(example)
+    asm = tmp_path / f"{kernel.stem}.py"
+    done = compile_kernel(build.backend, kernel, asm)
+    assert done.returncode == 0, done.stderr
+    oracle = load_oracle(build.oracle_dir)
+    for inputs in (as_built, patterns, planted):
+        assert_same_bits(oracle, asm.read_text(), inputs(seeded_inputs(kernel)))
 
 
 def test_blocks_of_a_two_dimensional_buffer_at_run_time_starts(tmp_path):
@@ -228,25 +308,30 @@ def test_blocks_of_a_two_dimensional_buffer_at_run_time_starts(tmp_path):
     np.testing.assert_array_equal(d4, results["whole"][1])
 
 
-# what the kernel is, its calls, what "auto" compiles it with
+# what the kernel is, its calls and distinct signatures, what "auto" compiles it with
 AUTO = [
-    pytest.param("QKV", example_kernel("QKV", "qkv_attention.py"), 9, "whole", id="attention"),
-    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 1, 1, 1), 4, "whole",
-                 id="4-calls-4-signatures"),
-    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 2, 2, 2), 28, "stepwise",
-                 id="28-calls-4-signatures"),
-    pytest.param("Gemmini", generated(gemmini_every_instruction), 17, "whole",
+    pytest.param("QKV", example_kernel("QKV", "qkv_attention.py"), 9, 6, "whole",
+                 id="attention"),
+    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 1, 1, 1), 4, 3, "whole",
+                 id="4-calls-3-signatures"),
+    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 2, 2, 5), 64, 4, "whole",
+                 id="64-calls-4-signatures"),
+    pytest.param("Gemmini", generated(gemmini_tiled_matmul, 1, 1, 22), 67, 4, "stepwise",
+                 id="67-calls-4-signatures"),
+    pytest.param("Gemmini", generated(gemmini_every_instruction), 17, 17, "whole",
                  id="17-calls-17-signatures"),
 ]
 
 
-@pytest.mark.parametrize("example, build, calls, strategy", AUTO)
-def test_auto_compiles_whole_below_two_calls_a_signature(oracle_dirs, example, build, calls,
-                                                          strategy):
+@pytest.mark.parametrize("example, build, calls, signatures, strategy", AUTO)
+def test_auto_compiles_whole_up_to_16_calls_a_signature(oracle_dirs, example, build, calls,
+                                                          signatures, strategy):
     oracle = load_oracle(oracle_dirs(example))
+    executable = sys.modules[f"{oracle.__name__}.executable"]
     text, _ = build()
     kernel = load_kernel(oracle, text)
-    assert len(kernel.program().calls) == calls
+    keys = executable.signatures(kernel.program())
+    assert (len(keys), len(set(keys))) == (calls, signatures)
     kernel("fsim-compile")()
     assert kernel.strategy == strategy
 

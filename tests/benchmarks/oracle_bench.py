@@ -9,11 +9,20 @@ signatures, the median and least compile time, and the median run time.
 
     python tests/benchmarks/oracle_bench.py [--runs 20] [--repeats 5] [--whole]
                                             [--compare-with CHECKOUT]
+                                            [--growth [--assembly EXAMPLE=FILE ...]]
 
-``--whole`` also compiles the long kernels whole (one XLA function; about 1.2 ms a call) to
+``--whole`` also compiles the long kernels whole (one XLA function; about 1.6 ms a call) to
 show what the stepwise strategy saves. ``--compare-with`` measures attention's first compile
 alternately with the oracle runtime of another checkout of act-backend (the same table), and
 prints the CPU time of both beside their wall times, which shifts less when the machine is busy.
+``--growth`` measures, instead, what a kernel costs before its first result under each strategy
+(``fsim-compile`` and the first ``fsim``, in a fresh process; the median of ``--repeats``
+processes, the two strategies alternating) as the number of calls grows, for tiled Gemmini
+products (4 signatures) and kernels of many bf16 attention heads (QKV), and what ``auto``
+chooses for each: the figures ``executable.WHOLE_MAX_CALLS_PER_SIGNATURE`` is set from.
+``--assembly QKV=out/attention_256.py`` adds an assembly file (a kernel an example's backend
+compiled, say from ``act_backend/backend/crate/tests/data/tiling``) run on that example's
+oracle, on seeded inputs.
 """
 
 from __future__ import annotations
@@ -40,27 +49,67 @@ from helpers.oracle_harness import (  # noqa: E402
     load_oracle,
 )
 
+EXAMPLES = ("QKV", "QKV_new", "Gemmini")
 ATTENTION = {"QKV": "qkv_attention.py", "QKV_new": "qkv_new_attention.py"}
-# name -> tiles (rows, columns, contraction) of the Gemmini product
-LONG = {"gemmini 7x7x7 tiles": (7, 7, 7), "gemmini 12x12x12 tiles": (12, 12, 12)}
+# kernels named by what builds them: "gemmini AxBxC tiles" (a tiled product, gemmini_tiled_matmul)
+# or "qkv N heads" (qkv_attention_heads)
+LONG = ["gemmini 7x7x7 tiles", "gemmini 12x12x12 tiles"]
+# kernels of growing length for --growth: Gemmini products of 4 to 5,328 calls (4 signatures
+# each), attention heads of 11 to 1,108 calls (9 signatures from 3 heads up)
+GROWTH = [*(f"gemmini {t} tiles" for t in ("1x1x1", "1x1x3", "1x2x3", "2x2x2", "2x2x4",
+                                           "3x3x3", "4x4x4", "5x5x5", "7x7x7", "12x12x12")),
+          *(f"qkv {h} heads" for h in (1, 2, 3, 6, 9, 30, 90))]
+
+
+def long_kernel(name: str):
+    """The example and the kernel (``helpers.oracle_kernels.LongKernel``) a LONG or GROWTH name
+    stands for."""
+    from helpers.oracle_kernels import gemmini_tiled_matmul, qkv_attention_heads
+
+    kind, size, _ = name.split()
+    if kind == "gemmini":
+        return "Gemmini", gemmini_tiled_matmul(*(int(t) for t in size.split("x")))
+    if kind == "qkv":
+        return "QKV", qkv_attention_heads(int(size))
+    raise ValueError(f"no kernel named {name!r}")
+
+
+def seeded_inputs(kernel) -> list:
+    """Seeded inputs for an oracle kernel's input tensors: floats from a normal distribution,
+    integers in int8's range."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    inputs = []
+    for tensor in kernel.inputs:
+        if np.issubdtype(tensor.dtype, np.integer):
+            inputs.append(rng.integers(-128, 127, tensor.shape, endpoint=True)
+                          .astype(tensor.dtype))
+        else:
+            inputs.append(rng.standard_normal(tensor.shape).astype(tensor.dtype))
+    return inputs
 
 
 def child(oracle_dir: str, kernel: str, strategy: str, runs: int) -> dict:
-    """One fresh process's figures for ``kernel`` (an example name or a LONG name)."""
-    from helpers.oracle_kernels import gemmini_tiled_matmul
-
+    """One fresh process's figures for ``kernel`` (an example name, a LONG or GROWTH name, or
+    the path of an assembly file)."""
     from act_backend.oracle.loading import load_kernel
 
     oracle = load_oracle(oracle_dir)
+    inputs = None
+    expected = None
     if kernel in ATTENTION:
         text = (ASSEMBLY_DIR / ATTENTION[kernel]).read_text()
         data = ROOT / "examples" / kernel / "data"
         inputs = [load_bf16(data / f"{m}.dat", (64, 64)) for m in "QKV"]
-        expected = None
+    elif Path(kernel).suffix == ".py":
+        text = Path(kernel).read_text()
     else:
-        long = gemmini_tiled_matmul(*LONG[kernel])
+        _, long = long_kernel(kernel)
         text, inputs, expected = long.text, long.inputs, long.expected
-    k = load_kernel(oracle, text)
+    k = load_kernel(oracle, text, kernel)
+    if inputs is None:
+        inputs = seeded_inputs(k)
     before = os.times()
     # An empty strategy: the runtime's own choice (a runtime of another checkout may have none).
     _, compile_ms = (k("fsim-compile")(strategy=strategy) if strategy
@@ -82,7 +131,7 @@ def child(oracle_dir: str, kernel: str, strategy: str, runs: int) -> dict:
                   if executable else 0)
     return {"calls": len(k.program().calls), "signatures": signatures,
             "strategy": getattr(k, "strategy", "whole"), "compile_ms": compile_ms, "cpu_ms": cpu_ms,
-            "run_ms": statistics.median(run_ms)}
+            "run_ms": statistics.median(run_ms), "first_run_ms": run_ms[0]}
 
 
 def one_process(oracle_dir: Path, kernel: str, strategy: str, runs: int) -> dict:
@@ -117,6 +166,31 @@ def compare(oracle_dir: Path, previous_dir: Path, kernel: str, runs: int, repeat
     report(f"{kernel} (other runtime)", theirs)
 
 
+def growth(oracles: dict[str, Path], repeats: int, assembly: list[tuple[str, Path]]) -> None:
+    """What each GROWTH kernel and each ``(example, assembly file)`` costs before its first
+    result, compiled whole and stepwise."""
+    print(f"{'kernel':32s} {'calls':>5s} {'sigs':>4s} {'calls/sig':>9s}  "
+          f"{'whole: compile + run':>22s}  {'stepwise: compile + run':>25s}  auto", flush=True)
+    kernels = [(long_kernel(name)[0], name, name) for name in GROWTH]
+    kernels += [(example, str(path.resolve()), f"{example} {path.stem}")
+                for example, path in assembly]
+    for example, kernel, label in kernels:
+        figures: dict[str, list[dict]] = {"whole": [], "stepwise": []}
+        for _ in range(repeats):
+            for strategy, runs in figures.items():
+                runs.append(one_process(oracles[example], kernel, strategy, 1))
+        chosen = one_process(oracles[example], kernel, "auto", 1)["strategy"]
+        first = figures["whole"][0]
+        cells = []
+        for runs in figures.values():
+            total = statistics.median(f["compile_ms"] + f["first_run_ms"] for f in runs)
+            run = statistics.median(f["first_run_ms"] for f in runs)
+            cells.append(f"{total:9.0f} ms (run {run:6.1f})")
+        print(f"{label:32s} {first['calls']:5d} {first['signatures']:4d} "
+              f"{first['calls'] / first['signatures']:9.1f}  {cells[0]:>22s}  {cells[1]:>25s}  "
+              f"{chosen}", flush=True)
+
+
 def with_runtime_of(oracle_dir: Path, checkout: Path, target: Path) -> Path:
     """A copy of ``oracle_dir`` whose runtime modules are those of another checkout."""
     shutil.copytree(oracle_dir, target)
@@ -137,20 +211,35 @@ def main() -> None:
                         help="also compile the long kernels whole")
     parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
                         help="also time attention with another checkout's oracle runtime")
+    parser.add_argument("--growth", action="store_true",
+                        help="only the cost before a first result, whole and stepwise, as "
+                             "kernels grow")
+    parser.add_argument("--assembly", action="append", default=[], metavar="EXAMPLE=FILE",
+                        help="with --growth: also an assembly file run on an example's oracle")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         oracle_dir, kernel, strategy, runs = args.child
         print(json.dumps(child(oracle_dir, kernel, strategy, int(runs))))
         return
+    assembly = []
+    for given in args.assembly:
+        example, _, path = given.partition("=")
+        if example not in EXAMPLES or not Path(path).is_file():
+            parser.error(f"--assembly {given}: expected EXAMPLE=FILE, EXAMPLE one of "
+                         f"{', '.join(EXAMPLES)} and FILE an assembly file")
+        assembly.append((example, Path(path)))
     with tempfile.TemporaryDirectory(prefix="act-oracle-bench-") as scratch:
         oracles = {}
-        for example in ("QKV", "QKV_new", "Gemmini"):
+        for example in EXAMPLES:
             start = time.perf_counter()
             oracles[example] = generate_example_oracle(
                 ROOT / "examples" / example / f"{example}.py", Path(scratch) / example)
             print(f"{example:8s} oracle generated in {(time.perf_counter() - start) * 1e3:.1f} ms",
                   flush=True)
+        if args.growth:
+            growth(oracles, args.repeats, assembly)
+            return
         for example in ATTENTION:
             if args.compare_with:
                 other = with_runtime_of(oracles[example], args.compare_with.resolve(),
@@ -159,10 +248,10 @@ def main() -> None:
             else:
                 measure(oracles[example], example, "auto", args.runs, args.repeats)
         for name in LONG:
-            measure(oracles["Gemmini"], name, "auto", args.runs, args.repeats)
+            measure(oracles[long_kernel(name)[0]], name, "auto", args.runs, args.repeats)
         if args.whole:
             for name in LONG:
-                measure(oracles["Gemmini"], name, "whole", 3, 1)
+                measure(oracles[long_kernel(name)[0]], name, "whole", 3, 1)
 
 
 if __name__ == "__main__":

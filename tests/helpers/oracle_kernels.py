@@ -10,7 +10,10 @@ instructions at varying addresses).
   ``tm * tn * (3 * tk + 1)`` instructions, exact against NumPy;
 * ``qkv_attention_heads(heads, seed)``: ``softmax(Q.K^T).V`` for many independent heads on the
   QKV example, each head's softmax split into row blocks of 16, 32 or 64 rows: bf16 arithmetic
-  with exponentials, for comparing compilation strategies bit for bit.
+  with exponentials, for comparing compilation strategies bit for bit;
+* ``qkv_moves(seed)``, ``qkv_new_moves(seed)``: every instruction of the QKV (or QKV_new)
+  example that only moves data (loads, stores, transposes), with partial rows and reads of
+  rows two writes left, on random bf16 bit patterns: exact outputs, NaN payloads included.
 
 Each returns a ``LongKernel``: the assembly text, its instruction count and seeded inputs.
 """
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
+from helpers.bit_patterns import bits_of, every_pattern
 
 TILE = 16  # Gemmini's array side
 QKV_ROWS = 64  # QKV's gemm operand: 64 rows of 64 bf16
@@ -186,3 +190,51 @@ def qkv_attention_heads(heads: int, seed: int = 0) -> LongKernel:
     rng = np.random.default_rng(seed)
     inputs = [(rng.standard_normal(shape) * 0.5).astype(ml_dtypes.bfloat16) for _ in inputs_at]
     return LongKernel(text, len(body), inputs)
+
+
+
+def _moves(name: str, body: list[str], seed: int, expected) -> LongKernel:
+    """A QKV-family kernel of ``body`` on random bf16 bit patterns X (at byte 0) and Y (at
+    8192), [64,64] each. ``expected(x, y)`` gives each output's bits from X's and Y's, as
+    (HBM address, uint16 rows of 64); the outputs follow the inputs in HBM, in that order."""
+    x, y = (every_pattern((QKV_ROWS, 64), ml_dtypes.bfloat16, seed + k) for k in range(2))
+    outputs = expected(bits_of(x), bits_of(y))
+    shape = (QKV_ROWS, 64)
+    last, rows = outputs[-1]
+    text = _assembly(name, last + rows.nbytes,
+                     [(0, shape, "bfloat16"), (QKV_MATRIX_BYTES, shape, "bfloat16")],
+                     [(addr, rows.shape, "bfloat16") for addr, rows in outputs], body)
+    return LongKernel(text, len(body), [x, y],
+                      [np.ascontiguousarray(rows).view(ml_dtypes.bfloat16)
+                       for _, rows in outputs])
+
+
+def qkv_moves(seed: int = 0) -> LongKernel:
+    """QKV's loads and stores: row-major and column-major, whole and partial, a read of rows a
+    row-major load partly overwrote after a column-major one, a read inside a write."""
+    body = [
+        "api.load_rm(n=64, addr_in=0, addr_out=0)",
+        "api.load_cm(n=64, addr_in=8192, addr_out=64)",
+        "api.load_rm(n=32, addr_in=4096, addr_out=96)",
+        "api.store_rm(n=64, addr_in=64, addr_out=16384)",
+        "api.store_cm(n=64, addr_in=0, addr_out=24576)",
+        "api.store_rm(n=16, addr_in=8, addr_out=32768)",
+    ]
+    return _moves("qkv_moves", body, seed, lambda x, y: [
+        (16384, np.concatenate([y.T[:32], x[32:]])), (24576, x.T), (32768, x[8:24])])
+
+
+def qkv_new_moves(seed: int = 0) -> LongKernel:
+    """QKV_new's loads into d1 and d3, its stores from both, and its transpose from d1 into d3,
+    whole and partial, with a read of rows a load partly overwrote after the transpose."""
+    body = [
+        "api.load_01(n=64, addr_in=0, addr_out=0)",
+        "api.load_03(n=64, addr_in=8192, addr_out=0)",
+        "api.transpose_13(addr_in=0, addr_out=64)",
+        "api.load_03(n=32, addr_in=2048, addr_out=80)",
+        "api.store_30(n=64, addr_in=64, addr_out=16384)",
+        "api.store_10(n=64, addr_in=0, addr_out=24576)",
+        "api.store_30(n=16, addr_in=8, addr_out=32768)",
+    ]
+    return _moves("qkv_new_moves", body, seed, lambda x, y: [
+        (16384, np.concatenate([x.T[:16], x[16:48], x.T[48:]])), (24576, x), (32768, y[8:24])])

@@ -6,7 +6,7 @@
   returns ``(input_specs, compile_ms)``. ``k('fsim-compile')(strategy=...)`` chooses how
   (``executable``): ``'whole'``, one function from the HBM bytes the program reads to the
   values it writes to HBM; ``'stepwise'``, one function per distinct instruction signature, run call
-  after call; ``'auto'`` (the default), whole while the program has at most two calls per
+  after call; ``'auto'`` (the default), whole while the program has at most 16 calls per
   signature, stepwise beyond (a long kernel repeats a few signatures). Both give the same bits;
 * ``k('fsim')(*inputs)`` writes the constants and inputs into a fresh zeroed HBM, runs the
   program and returns ``(outputs, run_ms)``, each output a JAX array read back from HBM. Called
@@ -174,9 +174,7 @@ class Kernel:
     def last_state(self) -> dict[str, np.ndarray] | None:
         """Each buffer's contents after the last run (``d0`` first), or None before one."""
         if self._last_state is None and self._last_run is not None:
-            final = self._last_run()
-            index = _state.state_index(self.program().table)
-            self._last_state = {name: np.asarray(final[i]) for name, i in index.items()}
+            self._last_state = _state.contents(self.program().table, self._last_run())
         return self._last_state
 
     def _cost(self) -> int:

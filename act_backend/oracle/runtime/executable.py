@@ -2,8 +2,8 @@
 
 * ``whole``: the program is one XLA function from the HBM bytes it reads (and the state, where a
   read needs a buffer's array) to the values it writes to HBM. A run is one dispatch, but XLA's
-  compile time grows with every call (about 1.2 ms a call of a tiled Gemmini product on this
-  project's 2-core machine, more where the calls differ).
+  compile time grows with every call (about 1.3 ms a call of a tiled int8 Gemmini product on
+  this project's 2-core machine, about 3.4 ms a call of bf16 attention heads).
 * ``stepwise``: one XLA function per distinct step signature (the instruction, its
   computational attribute values, the buffers and sizes of its operands), which takes the
   operands' starts as run-time values; a run dispatches the calls one after another. Compile
@@ -32,11 +32,23 @@ from .tracing import Call, Program
 
 STRATEGIES = ("auto", "whole", "stepwise")
 
-# A run of the whole program is one dispatch, but its compile grows with every call (a tiled
-# Gemmini product of 1,078 calls: 1.2-1.4 s whole, against 0.3-0.5 s for its 4 steps); so
-# ``auto`` compiles whole while a kernel has at most this many calls per signature (attention:
-# 9 calls of 6 signatures), stepwise beyond.
-WHOLE_MAX_CALLS_PER_SIGNATURE = 2
+# ``auto`` compiles whole while a kernel has at most this many calls per signature, stepwise
+# beyond: a whole compile grows with the calls (about 1.2 ms a call of an int8 Gemmini product,
+# 2 to 3.5 ms of bf16 attention), a stepwise one with the signatures (60 to 110 ms each on 2
+# cores). fsim-compile plus the first run, whole / stepwise, medians of 3 fresh processes on
+# this project's 2-core machine (tests/benchmarks/oracle_bench.py --growth; the README's table):
+#   Gemmini products, 4 signatures: 10 calls 0.15 / 0.31 s, 52 calls 0.26 / 0.38 s, 90 calls
+#   0.20 / 0.33 s, 208 calls 0.43 / 0.42 s, 1,078 calls 1.2 / 0.38 s, 5,328 calls 6.3 / 0.53 s;
+#   bf16 attention heads, 8 signatures: 30 calls 0.65 / 0.56 s, 90 calls 0.75 / 0.79 s, 300
+#   calls 1.15 / 0.78 s;
+#   the backend's tiled kernels, 2 to 10 calls a signature: Gemmini 40x40x40 (48 calls, 21
+#   signatures) 0.51 / 1.55 s, 64x64x64 (100, 10) 0.47 / 0.52 s, QKV softmax of 512 rows (41,
+#   5) 0.23 / 0.45 s.
+# Over several such runs products broke even at 25 to 50 calls a signature, bf16 attention at 10
+# to 20 (109 calls: 1.02 / 0.96 s; 180 calls: 1.46 / 1.17 s): 16 lost at most about 0.2 s on
+# either, where 2 lost up to 1 s on the backend's kernels. Attention (9 calls of 6 signatures)
+# stays whole.
+WHOLE_MAX_CALLS_PER_SIGNATURE = 16
 
 # Starts are int32 scalars inside a step (JAX computes in 32 bits): a buffer's extent must fit.
 _INT32_MAX = 2**31 - 1

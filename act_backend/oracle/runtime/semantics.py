@@ -17,6 +17,7 @@ import jax
 import numpy as np
 from jax import lax
 
+from .bits import UNSIGNED, moved
 from .table import Instruction, OracleError, dtype_name, evaluate, numpy_dtype
 
 _REDUCERS = {"add": lax.add, "max": lax.max, "min": lax.min, "mul": lax.mul}
@@ -192,7 +193,7 @@ def _parameter(op: _Op, args, inputs, env):
     if value.size != int(np.prod(op.shape, dtype=np.int64)):
         raise op.fail(f"the input slice holds {value.size} elements, the parameter "
                       f"{type_text(op.dtype, op.shape)} needs {int(np.prod(op.shape))}")
-    return lax.reshape(value, op.shape)
+    return moved(lambda v: lax.reshape(v, op.shape), value)
 
 
 def _constant(op: _Op, args, inputs, env):
@@ -222,11 +223,7 @@ def _reshape(op: _Op, args, inputs, env):
     if x.size != int(np.prod(op.shape, dtype=np.int64)):
         raise op.fail(f"cannot reshape {type_text(x.dtype, x.shape)} ({x.size} elements) "
                       f"to {type_text(op.dtype, op.shape)}")
-    return lax.reshape(x, op.shape)
-
-
-# The unsigned integer type of each element width in bytes.
-_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32)}
+    return moved(lambda v: lax.reshape(v, op.shape), x)
 
 
 def _bitcast_convert(op: _Op, args, inputs, env):
@@ -235,8 +232,8 @@ def _bitcast_convert(op: _Op, args, inputs, env):
     op.arity(args, 1)
     (x,) = args
     source, target = np.dtype(x.dtype), np.dtype(op.dtype)
-    if (source.itemsize == target.itemsize or source.itemsize not in _UNSIGNED
-            or target.itemsize not in _UNSIGNED or np.bool_ in (source.type, target.type)):
+    if (source.itemsize == target.itemsize or source.itemsize not in UNSIGNED
+            or target.itemsize not in UNSIGNED or np.bool_ in (source.type, target.type)):
         return lax.bitcast_convert_type(x, target)
     if source.itemsize > target.itemsize:
         return _bitcast_split(x, target)
@@ -254,7 +251,7 @@ def _bitcast_convert(op: _Op, args, inputs, env):
 
 def _bitcast_split(x: jax.Array, target: np.dtype) -> jax.Array:
     """``x`` as ``target`` values, each element split into a trailing dim of parts."""
-    wide, narrow = _UNSIGNED[np.dtype(x.dtype).itemsize], _UNSIGNED[target.itemsize]
+    wide, narrow = UNSIGNED[np.dtype(x.dtype).itemsize], UNSIGNED[target.itemsize]
     bits = lax.bitcast_convert_type(x, wide)
     mask = np.array(np.iinfo(narrow).max, wide)
     parts = []
@@ -269,7 +266,7 @@ def _bitcast_split(x: jax.Array, target: np.dtype) -> jax.Array:
 def _bitcast_join(x: jax.Array, target: np.dtype) -> jax.Array:
     """The trailing dim of ``x`` joined into ``target`` values, its first part lowest."""
     width = np.dtype(x.dtype).itemsize
-    narrow, wide = _UNSIGNED[width], _UNSIGNED[target.itemsize]
+    narrow, wide = UNSIGNED[width], UNSIGNED[target.itemsize]
     bits = lax.bitcast_convert_type(x, narrow)
     joined = None
     for k in range(target.itemsize // width):
@@ -295,7 +292,7 @@ def _transpose(op: _Op, args, inputs, env):
     if sorted(perm) != list(range(args[0].ndim)):
         raise op.fail(f"dimensions={perm} is not a permutation of the operand's "
                       f"{args[0].ndim} dims")
-    return lax.transpose(args[0], perm)
+    return moved(lambda v: lax.transpose(v, perm), args[0])
 
 
 def _slice(op: _Op, args, inputs, env):
@@ -317,7 +314,7 @@ def _slice(op: _Op, args, inputs, env):
         starts.append(start)
         limits.append(limit)
         strides.append(stride)
-    return lax.slice(x, starts, limits, strides)
+    return moved(lambda v: lax.slice(v, starts, limits, strides), x)
 
 
 def _concatenate(op: _Op, args, inputs, env):
@@ -326,7 +323,8 @@ def _concatenate(op: _Op, args, inputs, env):
     dims = op.dims("dimensions")
     if len(dims) != 1:
         raise op.fail(f"dimensions={dims} must name exactly one dim")
-    return lax.concatenate(args, dims[0])
+    _same_types(op, args, "operands")
+    return moved(lambda *values: lax.concatenate(values, dims[0]), *args)
 
 
 def _dot(op: _Op, args, inputs, env):
@@ -359,7 +357,8 @@ def _broadcast(op: _Op, args, inputs, env):
     # Operand dim i lands on result dim dims[i]; ordering the operand's dims by their target
     # first makes the mapping monotone, which every broadcast_in_dim implementation accepts.
     order = sorted(range(x.ndim), key=lambda i: dims[i])
-    return lax.broadcast_in_dim(lax.transpose(x, order), op.shape, sorted(dims))
+    return moved(lambda v: lax.broadcast_in_dim(lax.transpose(v, order), op.shape, sorted(dims)),
+                 x)
 
 
 def _reduce(op: _Op, args, inputs, env):
@@ -409,7 +408,9 @@ def _select(op: _Op, args, inputs, env):
     if a.shape != b.shape or a.shape != on_true.shape or on_true.shape != on_false.shape:
         raise op.fail("operands [a, b, on_true, on_false] must all have one shape, got "
                       + ", ".join(type_text(v.dtype, v.shape) for v in args))
-    return lax.select(_SELECT[op.op](a, b), on_true, on_false)
+    _same_types(op, [on_true, on_false], "on_true and on_false")
+    pick = _SELECT[op.op](a, b)
+    return moved(lambda t, f: lax.select(pick, t, f), on_true, on_false)
 
 
 def _dynamic_update_slice(op: _Op, args, inputs, env):
@@ -419,9 +420,19 @@ def _dynamic_update_slice(op: _Op, args, inputs, env):
     if len(indices) != operand.ndim or any(i.ndim != 0 for i in indices):
         raise op.fail(f"needs {operand.ndim} scalar indices after [operand, update], got "
                       + ", ".join(type_text(v.dtype, v.shape) for v in indices))
+    _same_types(op, [operand, update], "operand and update")
     # Indices are run-time values, so they cannot be refused here; HLO clamps them so that
     # the update fits (a negative index to 0, where JAX would count it from the end).
-    return lax.dynamic_update_slice(operand, update, indices, allow_negative_indices=False)
+    return moved(lambda o, u: lax.dynamic_update_slice(o, u, indices,
+                                                       allow_negative_indices=False),
+                 operand, update)
+
+
+def _same_types(op: _Op, values: Sequence[jax.Array], what: str) -> None:
+    """Refuses ``values`` (which ``op`` moves as one) unless they share an element type."""
+    if len({v.dtype for v in values}) > 1:
+        raise op.fail(f"{what} {', '.join(type_text(v.dtype, v.shape) for v in values)} "
+                      "differ in element type")
 
 
 _IMPLS: dict[str, Callable] = {

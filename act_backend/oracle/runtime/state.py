@@ -1,12 +1,14 @@
 """The simulated machine state and the slices instructions read and write in it.
 
 The state is one flat ``u8`` HBM of the kernel's ``hbm`` bytes followed by one array per
-on-chip data model, ``dtype[*access_dims, *unit_dims]``, in table order. A region is the part
-of a buffer one operand of one call occupies: rows ``[start_k, start_k + size_k)`` along each
-access dim, unit dims whole. Regions are bound (and bounds-checked) when an instruction is
-called, so reading and writing them inside the compiled program never clamps. A region is read
-and written either at its bound starts (``read``, ``write``) or at starts given at run time
-(``read_at``, ``write_at``), which lets one compiled step serve every address.
+on-chip data model, ``dtype[*access_dims, *unit_dims]``, in table order, a floating ``dtype``
+held as its bits (``bits.storage``: XLA's CPU would quiet NaNs written into bf16 arrays). A
+region is the part of a buffer one operand of one call occupies: rows
+``[start_k, start_k + size_k)`` along each access dim, unit dims whole. Regions are bound (and
+bounds-checked) when an instruction is called, so reading and writing them inside the compiled
+program never clamps. A region is read and written either at its bound starts (``read``,
+``write``) or at starts given at run time (``read_at``, ``write_at``), which lets one compiled
+step serve every address. Reads give the buffer's element type; writes take it.
 
 ``TracedState`` follows the state while a whole program is traced: a read of a region that an
 earlier call wrote whole takes that call's value itself, and HBM bytes no call has written yet
@@ -24,6 +26,7 @@ import jax
 import numpy as np
 from jax import lax
 
+from .bits import from_bits, moved, storage, to_bits
 from .table import HBM, Buffer, OracleError, SliceSpec, Table, evaluate_all, numpy_dtype
 
 
@@ -79,13 +82,21 @@ def bind_region(spec: SliceSpec, table: Table, env: Mapping[str, int], hbm: int,
 
 def state_structs(table: Table, hbm: int, sharding: jax.sharding.Sharding | None = None
                   ) -> list[jax.ShapeDtypeStruct]:
-    """The abstract types of the state arrays: HBM, then each on-chip buffer."""
+    """The abstract types of the state arrays: HBM, then each on-chip buffer (as its bits)."""
     structs = [jax.ShapeDtypeStruct((hbm,), np.uint8, sharding=sharding)]
     for buffer in table.on_chip:
         shape = tuple(buffer.access_dims) + buffer.unit_dims
-        dtype = numpy_dtype(buffer.dtype, buffer.name)
+        dtype = storage(numpy_dtype(buffer.dtype, buffer.name))
         structs.append(jax.ShapeDtypeStruct(shape, dtype, sharding=sharding))
     return structs
+
+
+def contents(table: Table, arrays: Sequence[Any]) -> dict[str, np.ndarray]:
+    """Each buffer's contents by name (HBM first), as NumPy arrays of its element type, from
+    the state ``arrays``."""
+    buffers = [table.buffers[HBM], *table.on_chip]
+    return {b.name: np.asarray(a).view(numpy_dtype(b.dtype, b.name))
+            for b, a in zip(buffers, arrays, strict=True)}
 
 
 def state_index(table: Table) -> dict[str, int]:
@@ -99,13 +110,13 @@ def read(state: Sequence[jax.Array], index: int, region: Region) -> jax.Array:
     unit = region.buffer.unit_dims
     starts = list(region.start) + [0] * len(unit)
     limits = [s + z for s, z in zip(region.start, region.size, strict=True)] + list(unit)
-    return lax.slice(array, starts, limits)
+    return from_bits(lax.slice(array, starts, limits), region.dtype)
 
 
 def write(state: list[jax.Array], index: int, region: Region, value: jax.Array) -> None:
     """Replaces ``region`` of state array ``index`` with ``value`` (same element count)."""
     array = state[index]
-    update = lax.reshape(value, region.shape)
+    update = lax.reshape(to_bits(value), region.shape)
     starts = list(region.start) + [0] * len(region.buffer.unit_dims)
     # The region was bounds-checked when bound, so dynamic_update_slice's clamping never acts.
     state[index] = lax.dynamic_update_slice(array, update, starts)
@@ -114,13 +125,14 @@ def write(state: list[jax.Array], index: int, region: Region, value: jax.Array) 
 def read_at(array: jax.Array, region: Region, starts: Sequence[jax.Array]) -> jax.Array:
     """The value of a region of ``region``'s size at ``starts`` (one per access dim, traced)."""
     unit = region.buffer.unit_dims
-    return lax.dynamic_slice(array, list(starts) + [0] * len(unit), region.shape)
+    value = lax.dynamic_slice(array, list(starts) + [0] * len(unit), region.shape)
+    return from_bits(value, region.dtype)
 
 
 def write_at(array: jax.Array, region: Region, starts: Sequence[jax.Array],
              value: jax.Array) -> jax.Array:
     """``array`` with the region of ``region``'s size at ``starts`` replaced by ``value``."""
-    update = lax.reshape(value, region.shape)
+    update = lax.reshape(to_bits(value), region.shape)
     unit = region.buffer.unit_dims
     # As in write: the starts were bounds-checked when the call was bound, so no clamping.
     return lax.dynamic_update_slice(array, update, list(starts) + [0] * len(unit))
@@ -170,7 +182,8 @@ class TracedState:
             unit = region.buffer.unit_dims
             starts = [a - b for a, b in zip(region.start, kept.start, strict=True)]
             limits = [a + z for a, z in zip(starts, region.size, strict=True)]
-            return lax.slice(value, starts + [0] * len(unit), limits + list(unit))
+            return moved(lambda v: lax.slice(v, starts + [0] * len(unit), limits + list(unit)),
+                         value)
         if where == INITIAL and index == 0 and (region.start, region.size) in self.initial:
             return self.initial[region.start, region.size]
         return read(self.arrays, index, region)
@@ -178,7 +191,7 @@ class TracedState:
     def write(self, index: int, region: Region, value: jax.Array | None) -> None:
         """Writes ``value`` (any shape of ``region``'s element count) to ``region`` of state
         array ``index``; ``value`` None records only that the region was written."""
-        update = None if value is None else lax.reshape(value, region.shape)
+        update = None if value is None else moved(lambda v: lax.reshape(v, region.shape), value)
         if update is not None:
             write(self.arrays, index, region, update)
             if index == 0:
