@@ -13,7 +13,6 @@ kernel was wrong.
 from __future__ import annotations
 
 import argparse
-import collections
 import statistics
 import sys
 import tempfile
@@ -26,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers.compositions import random_composition, random_inputs  # noqa: E402
-from helpers.differential import check_kernel  # noqa: E402
+from helpers.differential import Tally, check_kernel  # noqa: E402
 from helpers.examples import build_example  # noqa: E402
 
 
@@ -49,35 +48,27 @@ def main() -> int:
         print(f"building the {args.example} example ...", flush=True)
         build = build_example(args.example, work / "build")
         rng = np.random.default_rng(args.seed)
-        refusals: collections.Counter[str] = collections.Counter()
-        wrong: list[str] = []
-        compiled = 0
-        seconds: list[float] = []
+        tally = Tally()
         for k in range(args.kernels):
             inputs, steps = draw_shape(rng)
             kernel = random_composition(rng, steps, inputs, name=f"fuzz{k}")
             started = time.perf_counter()
             outcome = check_kernel(build, kernel.text, random_inputs(rng, inputs),
                                    work / "kernels", f"fuzz{k}")
-            seconds.append(time.perf_counter() - started)
-            if not outcome.compiled:
-                refusals[outcome.refusal] += 1
-            else:
-                compiled += 1
-                if outcome.wrong:
-                    wrong.append(f"fuzz{k} {' '.join(kernel.steps)}: {outcome.summary}")
+            tally.record(outcome, time.perf_counter() - started,
+                         f"fuzz{k} {' '.join(kernel.steps)}: {outcome.summary}")
             if (k + 1) % 25 == 0:
                 print(f"  {k + 1}/{args.kernels} kernels", flush=True)
 
     total = args.kernels
-    print(f"\n{args.example}: {compiled}/{total} compiled ({100 * compiled / total:.1f}%), "
-          f"{len(wrong)} wrong, seed {args.seed}")
-    print(f"per kernel (compile + simulate + XLA): median {statistics.median(seconds):.2f} s")
-    for line in wrong:
+    print(f"\n{args.example}: {tally.compiled}/{total} compiled "
+          f"({100 * tally.compiled / total:.1f}%), {len(tally.wrong)} wrong, seed {args.seed}")
+    print(f"per kernel (compile + simulate + XLA): median {statistics.median(tally.seconds):.2f} s")
+    for line in tally.wrong:
         print(f"  WRONG {line}")
-    for message, count in refusals.most_common():
+    for message, count in tally.refusals.most_common():
         print(f"  {count:4d} refused: {message}")
-    return 1 if wrong else 0
+    return 1 if tally.wrong else 0
 
 
 if __name__ == "__main__":

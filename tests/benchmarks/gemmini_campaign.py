@@ -19,7 +19,6 @@ that wraps (every store to int8 saturates).
 from __future__ import annotations
 
 import argparse
-import collections
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.differential import check_kernel  # noqa: E402
+from helpers.differential import Tally, check_kernel  # noqa: E402
 from helpers.examples import build_example  # noqa: E402
 
 I8, I32 = jnp.int8, jnp.int32
@@ -107,37 +106,28 @@ def main() -> int:
         print("building the Gemmini example ...", flush=True)
         build = build_example("Gemmini", work / "build")
         rng = np.random.default_rng(args.seed)
-        refusals: collections.Counter[str] = collections.Counter()
-        wrong: list[str] = []
-        compiled = 0
-        seconds: list[float] = []
+        tally = Tally()
         for index in range(args.kernels):
             kind, dims = draw(rng)
             text, arg_types = hlo_text(kind, dims)
             started = time.perf_counter()
             outcome = check_kernel(build, text, random_inputs(rng, arg_types),
                                    work / f"k{index}", "kernel")
-            seconds.append(time.perf_counter() - started)
             label = f"{index:3d} {kind} {'x'.join(map(str, dims))}"
+            tally.record(outcome, time.perf_counter() - started, label)
             print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
-                  f"{seconds[-1]:.2f} s", flush=True)
-            if not outcome.compiled:
-                refusals[outcome.refusal] += 1
-                continue
-            compiled += 1
-            if outcome.wrong:
-                wrong.append(label)
+                  f"{tally.seconds[-1]:.2f} s", flush=True)
 
     total = args.kernels
-    print(f"\n{compiled} of {total} compiled ({100 * compiled / total:.0f}%), "
-          f"{len(wrong)} wrong, {total - compiled} refused")
-    for message, count in refusals.most_common():
+    print(f"\n{tally.compiled} of {total} compiled ({100 * tally.compiled / total:.0f}%), "
+          f"{len(tally.wrong)} wrong, {total - tally.compiled} refused")
+    for message, count in tally.refusals.most_common():
         print(f"  {count:4d}  {message}")
-    for label in wrong:
+    for label in tally.wrong:
         print(f"  WRONG {label}")
-    print(f"compile, simulate and compare: median {statistics.median(seconds):.2f} s, "
-          f"max {max(seconds):.2f} s per kernel")
-    return 1 if wrong else 0
+    print(f"compile, simulate and compare: median {statistics.median(tally.seconds):.2f} s, "
+          f"max {max(tally.seconds):.2f} s per kernel")
+    return 1 if tally.wrong else 0
 
 
 if __name__ == "__main__":

@@ -3,13 +3,15 @@ accelerator's oracle, run the same HLO text on XLA, and compare element by eleme
 
 ``check_kernel(build, text, inputs, work_dir)`` returns an ``Outcome``: ``compiled`` or the
 backend's refusal (its message), and for a compiled kernel the largest difference in units of
-the tolerance (two bf16 ulps of the largest magnitude for floats, exact for integers).
+the tolerance (two bf16 ulps of the largest magnitude for floats, exact for integers). A
+campaign of many kernels adds their outcomes up in a ``Tally``.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -92,3 +94,22 @@ def check_kernel(build: ExampleBuild, text: str, inputs: Sequence[np.ndarray],
         w, e = compare(np.asarray(a), np.asarray(b))
         wrong, error = wrong or w, max(error, e)
     return Outcome(True, wrong=wrong, error=error, instructions=instructions)
+
+
+@dataclass
+class Tally:
+    """What a campaign of kernels came to: how many compiled, the refusals by message, the
+    wrong kernels (as their campaign names them) and each kernel's check time in seconds."""
+    compiled: int = 0
+    refusals: collections.Counter[str] = field(default_factory=collections.Counter)
+    wrong: list[str] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+    def record(self, outcome: Outcome, seconds: float, label: str) -> None:
+        self.seconds.append(seconds)
+        if not outcome.compiled:
+            self.refusals[outcome.refusal] += 1
+            return
+        self.compiled += 1
+        if outcome.wrong:
+            self.wrong.append(label)

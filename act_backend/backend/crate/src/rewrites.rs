@@ -353,11 +353,11 @@ impl<'a> Finder<'a> {
                 self.push("pad-rows", id, term);
             }
             if self.rules.strided_writes {
-                if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n)) {
+                if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n, 1)) {
                     self.push("broadcast-as-copies", id, term);
                 }
             }
-            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_rows(eg, n)) {
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n, 0)) {
                 self.push("broadcast-as-rows", id, term);
             }
             let products = self.nodes(id).iter().map(|n| tiling::split_product(eg, &self.rules.tiles, n));

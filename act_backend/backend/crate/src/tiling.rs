@@ -733,57 +733,39 @@ pub fn strided_views(
     out
 }
 
-/// Most columns [`broadcast_as_copies`] writes out one by one.
+/// Most copies [`broadcast_as_copies`] writes out one by one.
 const MAX_COPIES: i64 = 64;
 
-/// A column repeated across the columns of a matrix, `broadcast(x : [m] or [m, 1]) : [m, n]`
-/// with `x` along dimension 0, is `concatenate_1` of `n` copies of the column (`n` at most
-/// [`MAX_COPIES`]): an ISA that cannot repeat a value across columns on chip writes the copies
-/// into their columns with strided stores. Exact for every type.
-pub fn broadcast_as_copies(eg: &SelGraph, node: &Node) -> Option<Term> {
+/// A vector repeated along dimension `along` of a matrix is `concatenate_along` of its copies
+/// (at most [`MAX_COPIES`]): a column repeated across columns, `broadcast(x : [m] or [m, 1])
+/// : [m, n]` (`along` 1), which an ISA that cannot repeat a value across columns on chip
+/// writes into its columns with strided stores; a row repeated down rows, `broadcast(x : [n]
+/// or [1, n]) : [m, n]` (`along` 0), each copy written into its row, on chip or in HBM (a
+/// row bias added to a product by a multiply-accumulate). Exact for every type. A constant is
+/// left to be written whole as a literal: copying it would only grow the graph.
+pub fn broadcast_as_copies(eg: &SelGraph, node: &Node, along: usize) -> Option<Term> {
     let Op::Broadcast(d) = &node.op else { return None };
     let x = node.children[0];
     let x_ty = &eg[x].data;
-    let (m, n) = match node.ty.shape.as_slice() {
-        &[m, n] => (m, n),
-        _ => return None,
-    };
-    let column = match (x_ty.shape.as_slice(), d.as_slice()) {
-        (&[xm], [0]) if xm == m => true,
-        (&[xm, 1], [0, 1]) if xm == m => true,
-        _ => false,
-    };
-    if !column || n <= 1 || n > MAX_COPIES {
+    if node.ty.rank() != 2 || along > 1 {
         return None;
     }
-    let col_ty = node.ty.with_shape(vec![m, 1]);
-    let copy = if *x_ty == col_ty { Term::Class(x) } else { Term::Node(Op::Reshape, col_ty, vec![Term::Class(x)]) };
-    Some(Term::Node(Op::Concatenate(1), node.ty.clone(), vec![copy; n as usize]))
-}
-
-/// A row repeated down the rows of a matrix, `broadcast(x : [n] or [1, n]) : [m, n]` with
-/// `x` along dimension 1, is `concatenate_0` of `m` copies of the row (`m` at most
-/// [`MAX_COPIES`]): an ISA that cannot repeat a value across rows writes each copy into its
-/// row, on chip or in HBM (a row bias added to a product by a multiply-accumulate). Exact
-/// for every type.
-pub fn broadcast_as_rows(eg: &SelGraph, node: &Node) -> Option<Term> {
-    let Op::Broadcast(d) = &node.op else { return None };
-    let x = node.children[0];
-    let x_ty = &eg[x].data;
-    let &[m, n] = node.ty.shape.as_slice() else { return None };
-    let row = match (x_ty.shape.as_slice(), d.as_slice()) {
-        (&[xn], [1]) => xn == n,
-        (&[1, xn], [0, 1]) => xn == n,
+    let kept = 1 - along;
+    let (length, copies) = (node.ty.shape[kept], node.ty.shape[along]);
+    let vector = match (x_ty.shape.as_slice(), d.as_slice()) {
+        (&[k], [dim]) => k == length && *dim == kept,
+        (shape, [0, 1]) => shape.len() == 2 && shape[kept] == length && shape[along] == 1,
         _ => false,
     };
-    // A constant is written whole as a literal: copying its rows would only grow the graph.
     let constant = eg[x].nodes.iter().any(|n| matches!(n.op, Op::Constant(_)));
-    if !row || constant || m <= 1 || m > MAX_COPIES {
+    if !vector || constant || copies <= 1 || copies > MAX_COPIES {
         return None;
     }
-    let row_ty = node.ty.with_shape(vec![1, n]);
-    let copy = if *x_ty == row_ty { Term::Class(x) } else { Term::Node(Op::Reshape, row_ty, vec![Term::Class(x)]) };
-    Some(Term::Node(Op::Concatenate(0), node.ty.clone(), vec![copy; m as usize]))
+    let mut one = node.ty.shape.clone();
+    one[along] = 1;
+    let one_ty = node.ty.with_shape(one);
+    let copy = if *x_ty == one_ty { Term::Class(x) } else { Term::Node(Op::Reshape, one_ty, vec![Term::Class(x)]) };
+    Some(Term::Node(Op::Concatenate(along), node.ty.clone(), vec![copy; copies as usize]))
 }
 
 /// The flat bytes of `concatenate_d(parts) : grid` (`d >= 1`) as strided stores write them:
