@@ -96,6 +96,9 @@ TILED = {
     "gemmini_matmul_40x40x40": ("Gemmini", {"matmul32": 9, "mac32": 18}),
     # an addend written first joins the accumulation of the split contraction's products
     "gemmini_bias_plus_matmul_16x32x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
+    # a sum of two products with split contractions: the second product's partial products
+    # accumulate onto the first's
+    "gemmini_sum_of_products_16x32x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
     # a batch of two, each item's 2 x 2 tiles accumulated onto the addend and written into
     # their place in the batch's output
     "gemmini_batched_matmul_bias_2x17x17": ("Gemmini", {"matmul32": 0, "mac32": 8}),

@@ -47,6 +47,10 @@ def relu(x):
     return jnp.maximum(x, jnp.zeros((), x.dtype))
 
 
+def requantize(x):
+    return jnp.clip(x, -128, 127).astype(I8)
+
+
 # kind -> (m, k, n) -> (function, [(shape, dtype) per argument])
 KINDS = {
     "product": lambda m, k, n: (product, [((m, k), I8), ((k, n), I8)]),
@@ -63,18 +67,29 @@ KINDS = {
         [((m, k), I8), ((k, n), I8), ((m,), I8)]),
     "relu(product + c)": lambda m, k, n: (lambda a, b, c: relu(product(a, b) + c),
                                           [((m, k), I8), ((k, n), I8), ((m, n), I32)]),
-    "requantize": lambda m, k, n: (lambda a, b: jnp.clip(product(a, b), -128, 127).astype(I8),
+    "requantize": lambda m, k, n: (lambda a, b: requantize(product(a, b)),
                                    [((m, k), I8), ((k, n), I8)]),
     "int8 product": lambda m, k, n: (jnp.matmul, [((m, k), I8), ((k, n), I8)]),
     "batched product + c": lambda m, k, n: (lambda a, b, c: product(a, b) + c,
                                             [((2, m, k), I8), ((2, k, n), I8),
                                              ((2, m, n), I32)]),
     "scale": lambda m, k, n: (lambda x: x * jnp.int8(3), [((m, n), I8)]),
+    "two layers": lambda m, k, n: (
+        lambda a, w1, w2: product(requantize(relu(product(a, w1))), w2),
+        [((m, k), I8), ((k, n), I8), ((n, k), I8)]),
+    "sum of two products": lambda m, k, n: (
+        lambda a, b, c, d: product(a, b) + product(c, d),
+        [((m, k), I8), ((k, n), I8), ((m, n), I8), ((n, n), I8)]),
+    "product + int8 residual": lambda m, k, n: (
+        lambda a, b, x: requantize(product(a, b) + x.astype(I32)),
+        [((m, k), I8), ((k, n), I8), ((m, n), I8)]),
+    "row sums": lambda m, k, n: (lambda x: jnp.sum(x.astype(I32), axis=1), [((m, n), I8)]),
+    "relu": lambda m, k, n: (relu, [((m, n), I8)]),
 }
 
 
-def draw(rng: np.random.Generator) -> tuple[str, tuple[int, int, int]]:
-    kind = sorted(KINDS)[int(rng.integers(len(KINDS)))]
+def draw(rng: np.random.Generator, kinds: list[str]) -> tuple[str, tuple[int, int, int]]:
+    kind = kinds[int(rng.integers(len(kinds)))]
     m, k, n = (int(SIZES[int(rng.integers(len(SIZES)))]) for _ in range(3))
     return kind, (m, k, n)
 
@@ -99,7 +114,12 @@ def main() -> int:
     parser.add_argument("--kernels", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, help="keep the kernels and assembly here")
+    parser.add_argument("--kinds", type=lambda text: text.split(","), default=sorted(KINDS),
+                        help="draw only these kinds (comma-separated)")
     args = parser.parse_args()
+    unknown = sorted(set(args.kinds) - set(KINDS))
+    if unknown:
+        parser.error(f"unknown kinds {unknown}; the kinds are {sorted(KINDS)}")
 
     with tempfile.TemporaryDirectory(prefix="act-gemmini-") as scratch:
         work = args.keep or Path(scratch)
@@ -108,7 +128,7 @@ def main() -> int:
         rng = np.random.default_rng(args.seed)
         tally = Tally()
         for index in range(args.kernels):
-            kind, dims = draw(rng)
+            kind, dims = draw(rng, args.kinds)
             text, arg_types = hlo_text(kind, dims)
             started = time.perf_counter()
             outcome = check_kernel(build, text, random_inputs(rng, arg_types),

@@ -913,15 +913,17 @@ impl<'a> Finder<'a> {
     ///   first, as the partial products of a split contraction are written (`c + A.B`,
     ///   `c + (P1 + P0)`). Exact in every type: one rounding, the same either way (two NaN
     ///   operands give a NaN either way, whose payload may be the other's);
-    /// - integers only, `add(add(d, q), z) = add(d, add(q, z))` where `d` is a product, `q` is
-    ///   led by one and `z` is not a product, applied down the whole chain at once: the addend
-    ///   moves in along the chain of partial products, so that `(P2 + (P1 + P0)) + c` is
-    ///   `P2 + (P1 + (P0 + c))`, one accumulation onto `c` per tile. Two's-complement sums
+    /// - integers only, `add(add(d, q), z) = add(d, add(q, z))` where `d` is a product and `q`
+    ///   is led by one, applied down the whole chain at once: the addend moves in along the
+    ///   chain of partial products, so that `(P2 + (P1 + P0)) + c` is `P2 + (P1 + (P0 + c))`,
+    ///   one accumulation onto `c` per tile. The addend may be a product or a chain of them
+    ///   too: a sum of products is then one chain of accumulations. Two's-complement sums
     ///   wrap, so they are associative; a float sum is never regrouped (that changes its
     ///   rounding).
     ///
-    /// Products are never moved among themselves and an addend only inwards, so a chain of
-    /// `n` partial products and one addend gains `O(n)` nodes, not every bracketing of them.
+    /// Products never swap places and an addend only moves inwards, from the right of a chain
+    /// that leads a sum, so a chain of `n` partial products and one addend gains `O(n)` nodes,
+    /// not every bracketing of them.
     fn accumulate(&mut self, id: Id, node: &Node) {
         let eg = self.eg;
         // A product of computed or input values: the identity products `x = dot(x, I)` that
@@ -941,7 +943,7 @@ impl<'a> Finder<'a> {
         if !product(x) && led_by_product(y) {
             self.push("add-product-first", id, Term::Node(Op::Add, node.ty.clone(), vec![Term::Class(y), Term::Class(x)]));
         }
-        if product(y) || !node.ty.dtype.is_int() {
+        if !node.ty.dtype.is_int() {
             return;
         }
         // The next link of a chain of partial products: `add(d, q)` in `c` with `d` a product

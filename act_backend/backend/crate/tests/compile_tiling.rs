@@ -174,6 +174,13 @@ fn an_integer_addend_joins_the_accumulation_of_a_split_contraction() {
 }
 
 #[test]
+fn a_sum_of_products_is_one_chain_of_accumulations() {
+    // (P1 + P0) + (Q1 + Q0) is P1 + (P0 + (Q1 + Q0)): one product, then three accumulated.
+    let calls = compiled("gemmini_isa.json", "gemmini_sum_of_products_16x32x16");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (1, 3), "{calls:?}");
+}
+
+#[test]
 fn the_items_of_a_batch_gathered_from_tiles_are_written_tile_by_tile_into_the_output() {
     // Two items of 17 x 17 (16 + 1 rows and columns), each tile a multiply-accumulate onto
     // its part of the addend; the batch's output is one concatenation of all the tiles.

@@ -80,6 +80,9 @@ KERNELS = {
     "gemmini_bias_plus_matmul_16x32x16": (lambda c, a, b: c + int8_product(a, b),
                                           [shape(16, 16, dtype=I32), shape(16, 32, dtype=I8),
                                            shape(32, 16, dtype=I8)]),
+    # a sum of two products, each contraction split: one chain of four accumulations
+    "gemmini_sum_of_products_16x32x16": (lambda a, b, c, d: int8_product(a, b) + int8_product(c, d),
+                                         [shape(16, 32, dtype=I8), shape(32, 16, dtype=I8)] * 2),
     # a batch of two products plus an int32 addend, each item larger than the array in rows
     # and columns: each item's tiles written into their place in the batch's output
     "gemmini_batched_matmul_bias_2x17x17": (lambda a, b, c: int8_product(a, b) + c,
