@@ -164,3 +164,13 @@ def test_a_softmax_wider_than_the_unit_is_refused_naming_its_row_sum(example_bui
             "instruction computing `reduce` reduces (at most 64)")
     assert long in run.stderr
     assert not (tmp_path / "softmax.py").exists()
+
+
+def test_an_int32_sum_of_two_inputs_is_refused_naming_the_add(example_build, tmp_path):
+    run = compile_kernel(example_build("Gemmini").backend, TILING / "gemmini_int32_add_64x64.hlo",
+                         tmp_path / "add.py")
+    assert run.returncode != 0
+    # Every 16-column window of the inputs loads; the array adds only onto a product.
+    assert "gemmini_int32_add_64x64.hlo:6: no instruction of Gemmini computes `add`" in run.stderr
+    assert "parameter" not in run.stderr
+    assert not (tmp_path / "add.py").exists()

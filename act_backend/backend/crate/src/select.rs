@@ -244,9 +244,20 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     let reachable = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
     // A reshape computes nothing: one of a value that exists is blamed on its reader (a
     // vector no buffer holds, made from a column that one does, is not the obstacle).
+    // A parameter read only in tiles (by an operation wider than the instructions) is loaded
+    // when a slice of it is: the operation on the tiles is then what fails.
+    let read_in_tiles = |k: usize| {
+        let param = eg.find(kg.node_class[k]);
+        eg.classes().any(|c| {
+            c.nodes.iter().any(|n| matches!(n.op, Op::Slice(_)) && eg.find(n.children[0]) == param)
+                && ex.reachable(c.id)
+        })
+    };
     let mut placed = vec![false; kernel.nodes.len()];
     for (k, node) in kernel.nodes.iter().enumerate() {
-        placed[k] = reachable(k) || (node.op == Op::Reshape && placed[node.operands[0]]);
+        placed[k] = reachable(k)
+            || (node.op == Op::Reshape && placed[node.operands[0]])
+            || (matches!(node.op, Op::Parameter(_)) && read_in_tiles(k));
     }
     let ok = |k: usize| placed[k];
     let error = |k: usize, what: String| {

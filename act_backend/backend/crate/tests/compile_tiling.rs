@@ -128,6 +128,21 @@ fn a_parameter_only_column_windows_of_could_serve_is_refused_saying_so() {
 }
 
 #[test]
+fn an_operation_no_instruction_computes_is_blamed_rather_than_the_windows_of_its_operands() {
+    // Gemmini's strided loads read every 16-column window of the int32 inputs; what no
+    // instruction does is add two int32 values that are not a product's.
+    let text = data("tiling/gemmini_int32_add_64x64.hlo");
+    let opts = CompileOptions::new(target("gemmini_isa.json"), "add.hlo");
+    match compile(&text, &opts) {
+        Err(CompileError::Inexpressible { message, .. }) => {
+            assert!(message.contains("no instruction of Gemmini computes `add`"), "{message}");
+            assert!(!message.contains("parameter"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_contraction_longer_than_the_array_accumulates_its_partial_products() {
     let calls = compiled("gemmini_isa.json", "gemmini_matmul_16x64x16");
     assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4, "{calls:?}");

@@ -60,6 +60,9 @@ KERNELS = {
     # refused: a row softmax over 128 columns, on a 64-wide softmax unit
     "qkv_softmax_128_columns": (lambda x: row_softmax(x), [shape(64, 128)]),
     # for Gemmini (int8, a 16x16 systolic array)
+    # refused: an int32 sum of two inputs (the array adds only onto a product of int8
+    # values), though every 16-column window of the inputs can be loaded
+    "gemmini_int32_add_64x64": (lambda a, b: a + b, [shape(64, 64, dtype=I32)] * 2),
     "gemmini_matmul_64_rows": (int8_product, [shape(64, 16, dtype=I8), shape(16, 16, dtype=I8)]),
     "gemmini_matmul_batch_4": (int8_product, [shape(4, 16, 16, dtype=I8)] * 2),
     "gemmini_relu_matmul_128_rows": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
