@@ -54,6 +54,13 @@ KERNELS = {
                  ["mvin", "mvin", "matmul32", "mvout_acc"]),
     "fewer rows": (acc, [((8, 16), I8), ((16, 16), I8)],
                    ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    # a vector is a matrix of one column on the right, of one row on the left
+    "matrix-vector product": (acc, [((16, 16), I8), ((16,), I8)],
+                              ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    "vector-matrix product": (acc, [((16,), I8), ((16, 16), I8)],
+                              ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    "dot product of vectors": (acc, [((16,), I8), ((16,), I8)],
+                               ["mvin", "mvin", "matmul32", "mvout_acc"]),
     # the array multiplies int8 only: the column is written into each of the 16 columns of
     # an HBM matrix by strided stores, which the multiply-accumulate then adds
     "int32 bias per row": (lambda x, w, b: acc(x, w) + b[:, None],

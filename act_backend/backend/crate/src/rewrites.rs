@@ -564,7 +564,12 @@ impl<'a> Finder<'a> {
             // A sum over size-1 dimensions is not a reshape: the init +0 turns -0 into +0.
             Op::ReduceAdd(dims) => self.reduce_layouts(id, node, dims),
             Op::Reduce { dims, .. } => self.reduce_layouts(id, node, dims),
-            Op::Dot(dd) if self.rules.dot => self.dot(id, node, dd),
+            Op::Dot(dd) if self.rules.dot => {
+                self.dot(id, node, dd);
+                if let Some(term) = self.vectors_as_matrices(node, dd) {
+                    self.push("vector-as-matrix", id, term);
+                }
+            }
             Op::Slice(ranges) => self.slice(id, node, ranges),
             _ => {}
         }
@@ -762,6 +767,33 @@ impl<'a> Finder<'a> {
             vec![operand(a, a_ty, &dropped_a), operand(b, b_ty, &dropped_b)],
         );
         Some(reshape_term(inner, &out, node.ty.clone()))
+    }
+
+    /// A product of a vector is the product of that vector as a matrix of one row (on the
+    /// left) or one column (on the right), reshaped: `A.v = reshape(A.[v], [m])` (the same
+    /// bytes in row-major order, the same sums), since matrix units take matrices.
+    fn vectors_as_matrices(&self, node: &Node, dd: &DotDims) -> Option<Term> {
+        let eg = self.eg;
+        let (a, b) = (node.children[0], node.children[1]);
+        let (a_ty, b_ty) = (class_ty(eg, a), class_ty(eg, b));
+        let (lhs_vector, rhs_vector) = (a_ty.rank() == 1, b_ty.rank() == 1);
+        if !dd.lhs_batch.is_empty() || !(lhs_vector || rhs_vector) {
+            return None;
+        }
+        let (mut lhs, mut rhs, mut dims) = (Term::Class(a), Term::Class(b), dd.clone());
+        let mut out = node.ty.shape.clone();
+        if lhs_vector {
+            lhs = reshape_term(lhs, a_ty, a_ty.with_shape(vec![1, a_ty.shape[0]]));
+            dims.lhs_contracting = vec![1];
+            out.insert(0, 1);
+        }
+        if rhs_vector {
+            rhs = reshape_term(rhs, b_ty, b_ty.with_shape(vec![b_ty.shape[0], 1]));
+            dims.rhs_contracting = vec![0];
+            out.push(1);
+        }
+        let out = node.ty.with_shape(out);
+        Some(reshape_term(Term::Node(Op::Dot(dims), out.clone(), vec![lhs, rhs]), &out, node.ty.clone()))
     }
 
     /// `transpose(broadcast(y, d), p)` is a broadcast of `y` (itself transposed when its
@@ -1256,6 +1288,25 @@ mod tests {
         // ...and never a product with b itself in the standard form (A.B^T is not A.B).
         let wrong = eg.lookup(Node::new(Op::Dot(std), ty(&[4, 6]), vec![a, b]));
         assert!(wrong.is_none() || eg.find(wrong.unwrap()) != eg.find(d));
+    }
+
+    #[test]
+    fn a_product_of_vectors_is_a_product_of_a_row_and_a_column() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), ty(&[4, 8])));
+        let v = eg.add(Node::leaf(Op::Input(1), ty(&[8])));
+        let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        let av = eg.add(Node::new(Op::Dot(std.clone()), ty(&[4]), vec![a, v]));
+        let vv = eg.add(Node::new(Op::Dot(DotDims { lhs_contracting: vec![0], ..std.clone() }), ty(&[]), vec![v, v]));
+        saturate(&mut eg, &RuleSet::all());
+        let reshape = |eg: &SelGraph, x: Id, shape: &[i64]| eg.lookup(Node::new(Op::Reshape, ty(shape), vec![x]));
+        let column = reshape(&eg, v, &[8, 1]).expect("v as a column was built");
+        let row = reshape(&eg, v, &[1, 8]).expect("v as a row was built");
+        // A.v = reshape(A.[v]) and v.v = reshape([v].[v]), in the array's layout.
+        let matrix = eg.lookup(Node::new(Op::Dot(std.clone()), ty(&[4, 1]), vec![a, column])).expect("A.[v]");
+        assert_eq!(reshape(&eg, matrix, &[4]).map(|r| eg.find(r)), Some(eg.find(av)));
+        let scalar = eg.lookup(Node::new(Op::Dot(std), ty(&[1, 1]), vec![row, column])).expect("[v].[v]");
+        assert_eq!(reshape(&eg, scalar, &[]).map(|r| eg.find(r)), Some(eg.find(vv)));
     }
 
     #[test]
