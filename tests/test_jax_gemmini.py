@@ -61,6 +61,10 @@ KERNELS = {
                               ["mvin", "mvin", "matmul32", "mvout_acc"]),
     "dot product of vectors": (acc, [((16,), I8), ((16,), I8)],
                                ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    # ...and its bias, added to that one-row matrix
+    "vector layer": (lambda v, w, b: requantize(acc(v, w) + b),
+                     [((16,), I8), ((16, 16), I8), ((16,), I32)],
+                     ["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc_s8"]),
     # the array multiplies int8 only: the column is written into each of the 16 columns of
     # an HBM matrix by strided stores, which the multiply-accumulate then adds
     "int32 bias per row": (lambda x, w, b: acc(x, w) + b[:, None],

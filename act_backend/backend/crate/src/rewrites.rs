@@ -379,6 +379,9 @@ impl<'a> Finder<'a> {
 
     fn node(&mut self, id: Id, node: &Node) {
         let eg = self.eg;
+        if node.ty.rank() == 1 && (node.op.is_elementwise() || node.op == Op::Convert) {
+            self.vector_as_matrix(id, node);
+        }
         match &node.op {
             Op::Copy => self.push("copy-elim", id, Term::Class(node.children[0])),
             Op::Transpose(p) => {
@@ -767,6 +770,37 @@ impl<'a> Finder<'a> {
             vec![operand(a, a_ty, &dropped_a), operand(b, b_ty, &dropped_b)],
         );
         Some(reshape_term(inner, &out, node.ty.clone()))
+    }
+
+    /// An elementwise operation on vectors, one of which is a reshaped matrix of one row or
+    /// one column, is the same operation on them all as such matrices, reshaped: a bias added
+    /// to a vector-matrix product is added to the product's one-row matrix (buffers of rows
+    /// and columns hold matrices). Only then: every vector would double the e-graph's
+    /// widening conversions of flattened tiles.
+    fn vector_as_matrix(&mut self, id: Id, node: &Node) {
+        let eg = self.eg;
+        let n = node.ty.shape[0];
+        let shapes: BTreeSet<Vec<i64>> = node
+            .children
+            .iter()
+            .flat_map(|&c| &eg[c].nodes)
+            .filter(|k| k.op == Op::Reshape)
+            .map(|k| class_ty(eg, k.children[0]).shape.clone())
+            .filter(|shape| *shape == [1, n] || *shape == [n, 1])
+            .collect();
+        for shape in shapes {
+            let operands = node
+                .children
+                .iter()
+                .map(|&c| {
+                    let t = class_ty(self.eg, c);
+                    reshape_term(Term::Class(c), t, t.with_shape(shape.clone()))
+                })
+                .collect();
+            let matrix = node.ty.with_shape(shape);
+            let inner = Term::Node(node.op.clone(), matrix.clone(), operands);
+            self.push("vector-as-matrix", id, reshape_term(inner, &matrix, node.ty.clone()));
+        }
     }
 
     /// A product of a vector is the product of that vector as a matrix of one row (on the
@@ -1307,6 +1341,24 @@ mod tests {
         assert_eq!(reshape(&eg, matrix, &[4]).map(|r| eg.find(r)), Some(eg.find(av)));
         let scalar = eg.lookup(Node::new(Op::Dot(std), ty(&[1, 1]), vec![row, column])).expect("[v].[v]");
         assert_eq!(reshape(&eg, scalar, &[]).map(|r| eg.find(r)), Some(eg.find(vv)));
+    }
+
+    #[test]
+    fn a_sum_of_vectors_one_a_reshaped_row_is_a_sum_of_rows() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let row = eg.add(Node::leaf(Op::Input(0), ty(&[1, 8])));
+        let c = eg.add(Node::leaf(Op::Input(1), ty(&[8])));
+        let v = eg.add(Node::new(Op::Reshape, ty(&[8]), vec![row]));
+        let sum = eg.add(Node::new(Op::Add, ty(&[8]), vec![v, c]));
+        let d = eg.add(Node::leaf(Op::Input(2), ty(&[8])));
+        let d_alone = eg.add(Node::new(Op::Exponential, ty(&[8]), vec![d]));
+        saturate(&mut eg, &RuleSet::all());
+        let c_row = eg.lookup(Node::new(Op::Reshape, ty(&[1, 8]), vec![c])).expect("c as a row was built");
+        let rows = eg.lookup(Node::new(Op::Add, ty(&[1, 8]), vec![row, c_row])).expect("the sum of rows");
+        let back = eg.lookup(Node::new(Op::Reshape, ty(&[8]), vec![rows])).expect("reshaped");
+        assert_eq!(eg.find(back), eg.find(sum));
+        // An operation on vectors none of which is a reshaped matrix stays on vectors.
+        assert!(eg[d_alone].nodes.iter().all(|n| n.op != Op::Reshape));
     }
 
     #[test]
