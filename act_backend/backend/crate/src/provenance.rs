@@ -46,8 +46,8 @@ pub struct Origin {
 pub struct Tracer<'a> {
     kernel: &'a Kernel,
     kg: &'a KernelGraph,
-    /// E-nodes a candidate node can be, by operator: (class, children), canonical ids.
-    by_op: HashMap<Op, Vec<(Id, Vec<Id>)>>,
+    /// E-nodes a candidate node can be, by operator.
+    by_op: HashMap<Op, ENodes>,
     /// Kernel nodes by canonical class.
     in_class: HashMap<Id, Vec<usize>>,
     /// Kernel nodes that use each kernel node.
@@ -57,7 +57,7 @@ pub struct Tracer<'a> {
 impl<'a> Tracer<'a> {
     pub fn new(kernel: &'a Kernel, kg: &'a KernelGraph) -> Tracer<'a> {
         let eg = &kg.egraph;
-        let mut by_op: HashMap<Op, Vec<(Id, Vec<Id>)>> = HashMap::new();
+        let mut lists: HashMap<Op, Vec<(Vec<Id>, Id)>> = HashMap::new();
         for class in eg.classes() {
             for node in &class.nodes {
                 let wanted = matches!(
@@ -71,14 +71,11 @@ impl<'a> Tracer<'a> {
                 );
                 if wanted {
                     let children = node.children.iter().map(|&c| eg.find(c)).collect();
-                    by_op.entry(node.op.clone()).or_default().push((eg.find(class.id), children));
+                    lists.entry(node.op.clone()).or_default().push((children, eg.find(class.id)));
                 }
             }
         }
-        for list in by_op.values_mut() {
-            list.sort();
-            list.dedup();
-        }
+        let by_op = lists.into_iter().map(|(op, list)| (op, ENodes::new(list))).collect();
         let mut in_class: HashMap<Id, Vec<usize>> = HashMap::new();
         for (k, &class) in kg.node_class.iter().enumerate() {
             in_class.entry(eg.find(class)).or_default().push(k);
@@ -238,12 +235,7 @@ impl<'a> Tracer<'a> {
 
     /// The one class with an e-node `op` over `children` (`None` in `children` matches any).
     fn unique(&self, op: &Op, children: &[Option<Id>]) -> Option<Id> {
-        let fits = |have: &[Id]| {
-            have.len() == children.len()
-                && have.iter().zip(children).all(|(h, w)| w.is_none_or(|w| w == *h))
-        };
-        let mut found =
-            self.by_op.get(op)?.iter().filter(|(_, have)| fits(have)).map(|(class, _)| *class);
+        let mut found = self.by_op.get(op)?.matching(children);
         let first = found.next()?;
         found.all(|other| other == first).then_some(first)
     }
@@ -255,7 +247,7 @@ impl<'a> Tracer<'a> {
         let ty = Ty::new(dtype, shape.to_vec());
         let literal = self.by_op.iter().find_map(|(op, list)| match op {
             Op::Constant(lit) if lit.bits == bits => {
-                list.iter().map(|(class, _)| *class).find(|&c| eg[c].data == ty)
+                list.nodes.iter().map(|&(_, class)| class).find(|&c| eg[c].data == ty)
             }
             _ => None,
         })?;
@@ -271,12 +263,7 @@ impl<'a> Tracer<'a> {
             if eg[class].data == *want {
                 continue;
             }
-            class = self
-                .by_op
-                .get(&op)?
-                .iter()
-                .find(|(c, ch)| ch == &[class] && eg[*c].data == *want)?
-                .0;
+            class = self.by_op.get(&op)?.matching(&[Some(class)]).find(|&c| eg[c].data == *want)?;
         }
         Some(class)
     }
@@ -315,6 +302,55 @@ impl<'a> Tracer<'a> {
             }
         }
         Vec::new()
+    }
+}
+
+/// The e-nodes of one operator, `(children, class)` in canonical ids, found by their children:
+/// a large product has thousands of e-nodes of one instruction, and a candidate as many nodes.
+struct ENodes {
+    /// Sorted: the e-nodes over given children are a range of it.
+    nodes: Vec<(Vec<Id>, Id)>,
+    /// Per (operand position, child): the indices of the e-nodes with that child there.
+    with_child: HashMap<(usize, Id), Vec<usize>>,
+}
+
+impl ENodes {
+    fn new(mut nodes: Vec<(Vec<Id>, Id)>) -> ENodes {
+        nodes.sort();
+        nodes.dedup();
+        let mut with_child: HashMap<(usize, Id), Vec<usize>> = HashMap::new();
+        for (i, (children, _)) in nodes.iter().enumerate() {
+            for (position, &child) in children.iter().enumerate() {
+                with_child.entry((position, child)).or_default().push(i);
+            }
+        }
+        ENodes { nodes, with_child }
+    }
+
+    /// The classes of the e-nodes over `children` (`None` matches any child), in order.
+    fn matching<'s>(&'s self, children: &'s [Option<Id>]) -> Box<dyn Iterator<Item = Id> + 's> {
+        let fits = move |have: &[Id]| {
+            have.len() == children.len()
+                && have.iter().zip(children).all(|(h, w)| w.is_none_or(|w| w == *h))
+        };
+        if let Some(known) = children.iter().copied().collect::<Option<Vec<Id>>>() {
+            let start = self.nodes.partition_point(|(have, _)| *have < known);
+            let end = start + self.nodes[start..].partition_point(|(have, _)| *have == known);
+            return Box::new(self.nodes[start..end].iter().map(|&(_, class)| class));
+        }
+        // The known child with the fewest e-nodes narrows the search; none known: all of them.
+        let narrowest = children
+            .iter()
+            .enumerate()
+            .filter_map(|(position, child)| Some(self.with_child.get(&(position, (*child)?))))
+            .min_by_key(|list| list.map_or(0, Vec::len));
+        match narrowest {
+            Some(None) => Box::new(std::iter::empty()),
+            Some(Some(list)) => Box::new(
+                list.iter().map(|&i| &self.nodes[i]).filter(move |(have, _)| fits(have)).map(|&(_, class)| class),
+            ),
+            None => Box::new(self.nodes.iter().filter(move |(have, _)| fits(have)).map(|&(_, class)| class)),
+        }
     }
 }
 
