@@ -12,6 +12,7 @@ use crate::isa::Isa;
 use crate::layout::{HbmLayout, LayoutError, Signature};
 use crate::memory_map::{self, MemoryMap};
 use crate::pii::{PiiGraph, PiiNode};
+use crate::reload::{self, Reloaded};
 use crate::schedule::{self, Schedule};
 use crate::value::{self, Value};
 use std::collections::BTreeSet;
@@ -290,13 +291,31 @@ impl Ctx<'_> {
             }
         };
         record.instructions = orders[0].steps.len();
-        let Some((schedule, placement)) = self.allocate(graph, &values, &orders, &mut record)
-        else {
-            return Ok((record, None));
-        };
+        // Orders that keep more on chip than the buffers hold: loads run again instead.
+        let reloaded: (Reloaded, Vec<Value>, [Schedule; 1]);
+        let (graph, values, schedule, placement, original) =
+            match self.allocate(graph, &values, &orders, &mut record) {
+                Some((schedule, placement)) => (graph, &values[..], schedule, placement, None),
+                None if record.status == Status::Infeasible => {
+                    match self.reloaded(graph, &values, &orders[0], &mut record) {
+                        Some(parts) => {
+                            reloaded = parts;
+                            let (r, values, orders) = &reloaded;
+                            let Some((schedule, placement)) = self.allocate(&r.graph, values, orders, &mut record)
+                            else {
+                                return Ok((record, None));
+                            };
+                            record.instructions = schedule.steps.len();
+                            (&r.graph, &values[..], schedule, placement, Some(&r.original[..]))
+                        }
+                        None => return Ok((record, None)),
+                    }
+                }
+                None => return Ok((record, None)),
+            };
         let memory =
-            match memory_map::map(graph, self.isa, &values, schedule, &placement, self.layout) {
-                Ok(m) => m,
+            match memory_map::map(graph, self.isa, values, schedule, &placement, self.layout) {
+                Ok(m) => m.renumbered(original),
                 Err(e) => {
                     record.message = format!("the placement does not add up: {e}");
                     return Ok((record, None));
@@ -358,6 +377,24 @@ impl Ctx<'_> {
         record.cost = Some(cost);
         record.file = Some(path);
         Ok((record, Some((text, memory))))
+    }
+
+    /// `graph` with its loads run again where `order` overflows a buffer, analysed and
+    /// scheduled in that order; `None` (the record left as it is) where that does not help.
+    fn reloaded(
+        &self,
+        graph: &PiiGraph,
+        values: &[Value],
+        order: &Schedule,
+        record: &mut CandidateRecord,
+    ) -> Option<(Reloaded, Vec<Value>, [Schedule; 1])> {
+        let clock = Instant::now();
+        let reloaded = reload::reload(graph, self.isa, values, order)?;
+        let values = value::analyse(&reloaded.graph, self.isa).ok()?;
+        let schedule =
+            schedule::from_order(&reloaded.graph, &values, "reloading", reloaded.order.clone()).ok()?;
+        record.phases.schedule += clock.elapsed();
+        Some((reloaded, values, [schedule]))
     }
 
     /// Tries the orders until one is placed; fills the record's status and message otherwise.

@@ -32,6 +32,7 @@ pub mod precision;
 pub mod provenance;
 pub mod report;
 pub mod report_program;
+pub mod reload;
 pub mod results;
 pub mod rewrites;
 pub mod schedule;

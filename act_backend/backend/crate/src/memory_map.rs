@@ -81,6 +81,22 @@ pub struct MemoryMap {
 }
 
 impl MemoryMap {
+    /// The same map with node `n` named `original[n]` (a program whose loads run again names
+    /// each copy after the load it repeats); unchanged for `None`.
+    pub fn renumbered(mut self, original: Option<&[usize]>) -> MemoryMap {
+        let Some(original) = original else { return self };
+        for step in &mut self.steps {
+            step.node = original[step.node];
+            step.reads.iter_mut().for_each(|r| *r = original[*r]);
+        }
+        for value in &mut self.values {
+            value.node = original[value.node];
+            value.storage = original[value.storage];
+            value.within = value.within.map(|w| original[w]);
+        }
+        self
+    }
+
     /// The place of node `node`'s value, if the program keeps it.
     pub fn value(&self, node: usize) -> Option<&PlacedValue> {
         self.values.iter().find(|v| v.node == node)
