@@ -805,7 +805,9 @@ impl<'a> Finder<'a> {
 
     /// A product of a vector is the product of that vector as a matrix of one row (on the
     /// left) or one column (on the right), reshaped: `A.v = reshape(A.[v], [m])` (the same
-    /// bytes in row-major order, the same sums), since matrix units take matrices.
+    /// bytes in row-major order, the same sums), since matrix units take matrices. An outer
+    /// product of vectors is the product of a column by a row (one term per sum: the same
+    /// rounding).
     fn vectors_as_matrices(&self, node: &Node, dd: &DotDims) -> Option<Term> {
         let eg = self.eg;
         let (a, b) = (node.children[0], node.children[1]);
@@ -813,6 +815,16 @@ impl<'a> Finder<'a> {
         let (lhs_vector, rhs_vector) = (a_ty.rank() == 1, b_ty.rank() == 1);
         if !dd.lhs_batch.is_empty() || !(lhs_vector || rhs_vector) {
             return None;
+        }
+        if dd.lhs_contracting.is_empty() {
+            // An outer product `u v^T`: a column by a row, over a contraction of one.
+            if !(lhs_vector && rhs_vector) {
+                return None;
+            }
+            let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..dd.clone() };
+            let column = reshape_term(Term::Class(a), a_ty, a_ty.with_shape(vec![a_ty.shape[0], 1]));
+            let row = reshape_term(Term::Class(b), b_ty, b_ty.with_shape(vec![1, b_ty.shape[0]]));
+            return Some(Term::Node(Op::Dot(dims), node.ty.clone(), vec![column, row]));
         }
         let (mut lhs, mut rhs, mut dims) = (Term::Class(a), Term::Class(b), dd.clone());
         let mut out = node.ty.shape.clone();

@@ -179,32 +179,39 @@ impl Schedule {
     /// non-overlap constraints this order asks the allocator for. An order whose set contains
     /// the set of an order found infeasible is infeasible too.
     pub fn interference(&self, values: &[Value]) -> BTreeSet<(usize, usize)> {
+        // By start: each value meets the values of its buffer started before it and not yet
+        // ended (a sweep, not every pair: programs of thousands of steps have millions).
+        let mut by_start: Vec<(i64, i64, usize)> =
+            self.live.iter().enumerate().filter_map(|(n, r)| r.map(|(s, e)| (s, e, n))).collect();
+        by_start.sort();
+        let mut open: Vec<Vec<(i64, i64, usize)>> = Vec::new();
         let mut out = BTreeSet::new();
-        for (a, ra) in self.live.iter().enumerate() {
-            let Some((sa, ea)) = *ra else { continue };
-            for (b, rb) in self.live.iter().enumerate().skip(a + 1) {
-                let Some((sb, eb)) = *rb else { continue };
-                if values[a].buffer == values[b].buffer && sa < eb && sb < ea {
-                    out.insert((a, b));
-                }
+        for (s, e, b) in by_start {
+            let buffer = values[b].buffer;
+            if open.len() <= buffer {
+                open.resize(buffer + 1, Vec::new());
             }
+            open[buffer].retain(|&(end, _, _)| end > s);
+            // An empty range overlaps only what started strictly before it.
+            for &(_, _, a) in open[buffer].iter().filter(|&&(_, start, _)| e > s || start < s) {
+                out.insert((a.min(b), a.max(b)));
+            }
+            open[buffer].push((e, s, b));
         }
         out
     }
 
     /// The largest number of on-chip rows live at once (summed over on-chip buffers).
     pub fn peak_on_chip_rows(&self, isa: &Isa, values: &[Value]) -> i64 {
-        (0..self.end)
-            .map(|t| {
-                self.live
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| matches!(r, Some((s, e)) if *s <= t && t < *e))
-                    .map(|(n, _)| values[n].on_chip_rows(isa))
-                    .sum::<i64>()
-            })
-            .max()
-            .unwrap_or(0)
+        let mut change = vec![0i64; self.end as usize + 1];
+        for (n, r) in self.live.iter().enumerate() {
+            if let Some((s, e)) = *r {
+                change[s as usize] += values[n].on_chip_rows(isa);
+                change[e as usize] -= values[n].on_chip_rows(isa);
+            }
+        }
+        let mut live = 0;
+        change[..self.end as usize].iter().map(|c| { live += c; live }).max().unwrap_or(0).max(0)
     }
 }
 
@@ -228,14 +235,22 @@ fn capacities(isa: &Isa, values: &[Value]) -> Vec<Option<i64>> {
 /// Whether, at every instant of `schedule`, the values live in each bounded buffer cover no
 /// more positions than it holds. Necessary for a placement to exist, not sufficient.
 fn fits(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> bool {
-    (0..schedule.end).all(|t| {
-        let mut used = vec![0i64; capacity.len()];
-        for (n, r) in schedule.live.iter().enumerate() {
-            if !values[n].identity && matches!(r, Some((s, e)) if *s <= t && t < *e) {
-                used[values[n].buffer] += values[n].size.iter().product::<i64>();
-            }
+    // Per buffer, the change of its use at each instant, summed up along the schedule.
+    let mut change = vec![vec![0i64; schedule.end as usize + 1]; capacity.len()];
+    for (n, r) in schedule.live.iter().enumerate() {
+        if let (Some((s, e)), false) = (*r, values[n].identity) {
+            let size = values[n].size.iter().product::<i64>();
+            change[values[n].buffer][s as usize] += size;
+            change[values[n].buffer][e as usize] -= size;
         }
-        used.iter().zip(capacity).all(|(u, c)| c.is_none_or(|c| *u <= c))
+    }
+    change.iter().zip(capacity).all(|(change, c)| {
+        let Some(c) = *c else { return true };
+        let mut used = 0;
+        change[..schedule.end as usize].iter().all(|d| {
+            used += d;
+            used <= c
+        })
     })
 }
 

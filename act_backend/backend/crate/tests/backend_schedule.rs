@@ -338,3 +338,46 @@ fn softmax_input_reused_compiles_through_an_order_only_the_search_finds() {
     let record = &run.records[best.index];
     assert_eq!((record.instructions, record.order), (14, Some("search")));
 }
+
+#[test]
+fn interference_is_every_pair_of_same_buffer_values_whose_ranges_overlap() {
+    use act_compiler::schedule::Schedule;
+    use act_compiler::value::Value;
+    // A small deterministic generator: ranges of all lengths, empty ones and shared starts.
+    let mut state = 7u64;
+    let mut next = |bound: i64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((state >> 33) % bound as u64) as i64
+    };
+    for _ in 0..50 {
+        let n = 1 + next(30) as usize;
+        let live: Vec<Option<(i64, i64)>> = (0..n)
+            .map(|_| (next(5) > 0).then(|| {
+                let s = next(20);
+                (s, s + next(6))
+            }))
+            .collect();
+        let values: Vec<Value> = (0..n)
+            .map(|_| Value {
+                buffer: next(2) as usize,
+                size: vec![1],
+                users: Vec::new(),
+                overwritten_by: None,
+                within: None,
+                identity: false,
+            })
+            .collect();
+        let schedule = Schedule { heuristic: "test", steps: Vec::new(), live: live.clone(), end: 40 };
+        let mut pairs = std::collections::BTreeSet::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                if let (Some((sa, ea)), Some((sb, eb))) = (live[a], live[b]) {
+                    if values[a].buffer == values[b].buffer && sa < eb && sb < ea {
+                        pairs.insert((a, b));
+                    }
+                }
+            }
+        }
+        assert_eq!(schedule.interference(&values), pairs, "{live:?}");
+    }
+}
