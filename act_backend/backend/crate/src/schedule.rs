@@ -452,23 +452,56 @@ impl<'a> Ctx<'a> {
     /// place, every other reader of that operand ran.
     fn list(&self, min_live: bool) -> Vec<usize> {
         let count = self.graph.nodes.len();
-        let mut ran: Vec<bool> =
-            self.graph.nodes.iter().map(PiiNode::is_source).collect();
+        let ran: Vec<bool> = self.graph.nodes.iter().map(PiiNode::is_source).collect();
         let mut pending: Vec<usize> = self.readers.iter().map(Vec::len).collect();
+        // Per instruction, the conditions still unmet (an operand that has not run, another
+        // reader of an operand it overwrites that has not run): ready at zero. Kept up to
+        // date as instructions run, so each step costs what it changes, not a scan.
+        let mut unmet = vec![0usize; count];
+        let mut ready: BTreeSet<(i64, usize)> = BTreeSet::new();
+        let key = |n: usize, pending: &[usize]| if min_live { self.growth(n, pending) } else { 0 };
+        let mut keys = vec![0i64; count];
+        for n in (0..count).filter(|&n| self.pending_instr(n, &ran)) {
+            for &o in self.operands(n) {
+                unmet[n] += usize::from(!ran[o]);
+                if self.values[o].overwritten_by == Some(n) {
+                    unmet[n] += self.readers[o].iter().filter(|&&u| u != n && !ran[u]).count();
+                }
+            }
+            if unmet[n] == 0 {
+                keys[n] = key(n, &pending);
+                ready.insert((keys[n], n));
+            }
+        }
         let mut steps = Vec::new();
-        loop {
-            let ready = (0..count).filter(|&n| self.pending_instr(n, &ran) && self.is_ready(n, &ran));
-            let pick = if min_live {
-                ready.min_by_key(|&n| (self.growth(n, &pending), n))
-            } else {
-                ready.min()
-            };
-            let Some(n) = pick else { break };
-            ran[n] = true;
-            for o in distinct(self.operands(n)) {
+        let meet = |n: usize, unmet: &mut [usize], ready: &mut BTreeSet<(i64, usize)>, keys: &mut [i64], pending: &[usize]| {
+            unmet[n] -= 1;
+            if unmet[n] == 0 {
+                keys[n] = key(n, pending);
+                ready.insert((keys[n], n));
+            }
+        };
+        while let Some((_, m)) = ready.pop_first() {
+            steps.push(m);
+            for &o in self.operands(m) {
                 pending[o] -= 1;
             }
-            steps.push(n);
+            for &o in self.operands(m) {
+                // The last reader of `o` frees it when it runs: its growth drops.
+                if min_live && pending[o] == 1 {
+                    if let Some(&r) = self.readers[o].iter().find(|&&r| r != m && ready.contains(&(keys[r], r))) {
+                        ready.remove(&(keys[r], r));
+                        keys[r] = key(r, &pending);
+                        ready.insert((keys[r], r));
+                    }
+                }
+                if let Some(w) = self.values[o].overwritten_by.filter(|&w| w != m && self.pending_instr(w, &ran)) {
+                    meet(w, &mut unmet, &mut ready, &mut keys, &pending);
+                }
+            }
+            for &r in &self.readers[m] {
+                meet(r, &mut unmet, &mut ready, &mut keys, &pending);
+            }
         }
         steps
     }
