@@ -418,17 +418,24 @@ impl Ctx<'_> {
                 reasons.push("the time limit was reached".into());
                 break;
             }
-            let interference = schedule.interference(values);
-            if infeasible.iter().any(|f| interference.is_superset(f)) {
-                record.orders_skipped += 1;
-                continue;
+            // The pairs of values live together: millions in a long program, so made only to
+            // compare with an order found infeasible, or to remember this one as such.
+            let mut interference = None;
+            if !infeasible.is_empty() {
+                let pairs = schedule.interference(values);
+                if infeasible.iter().any(|f| pairs.is_superset(f)) {
+                    record.orders_skipped += 1;
+                    continue;
+                }
+                interference = Some(pairs);
             }
+            let mut interference = move || interference.take().unwrap_or_else(|| schedule.interference(values));
             let prepared =
                 alloc::prepare(graph, self.isa, values, schedule, self.layout, self.config.alloc);
             let plan = match prepared {
                 Ok(Prepared::Plan(plan)) => plan,
                 Ok(Prepared::Infeasible(why)) => {
-                    infeasible.push(interference);
+                    infeasible.push(interference());
                     reasons.push(format!("{}: {why}", schedule.heuristic));
                     continue;
                 }
@@ -446,7 +453,7 @@ impl Ctx<'_> {
                     break;
                 }
                 Ok(Outcome::Infeasible(why)) => {
-                    infeasible.push(interference);
+                    infeasible.push(interference());
                     reasons.push(format!("{}: {why}", schedule.heuristic));
                 }
                 Ok(Outcome::OutOfBudget(why)) => {

@@ -530,6 +530,11 @@ impl<'a> Ctx<'a> {
             }
         }
         let total = (0..count).filter(|&n| self.pending_instr(n, &state.ran)).count();
+        // Every step of an order expands a state: a longer program cannot be ordered within
+        // the budget (and each state scans the whole graph).
+        if total > budget {
+            return None;
+        }
         if self.dfs(capacity, total, &mut state) {
             Some(state.steps)
         } else {
