@@ -186,16 +186,20 @@ pub fn place(request: &Request) -> Option<Vec<i64>> {
     }
     let mut order: Vec<usize> = (0..request.blocks.len()).collect();
     order.sort_by_key(|&b| (request.blocks[b].time.0, request.blocks[b].start));
-    let mut placed: Vec<usize> = Vec::new();
+    // Per buffer, the placed blocks still live: blocks come in order of their first instant,
+    // so one that ended before this block began has ended for every later one too.
+    let mut live: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
     for b in order {
         let block = &request.blocks[b];
+        let placed = live.entry(block.buffer.as_str()).or_default();
+        placed.retain(|&p| request.blocks[p].time.1 > block.time.0);
         if st.values[block.start].is_none() {
             let var = &request.variables[block.start];
             // Busy address ranges of this buffer at overlapping times, sorted.
             let mut busy: Vec<(i64, i64)> = placed
                 .iter()
                 .map(|&p| &request.blocks[p])
-                .filter(|p| p.buffer == block.buffer && p.time.0 < block.time.1 && block.time.0 < p.time.1)
+                .filter(|p| p.time.0 < block.time.1 && block.time.0 < p.time.1)
                 .filter_map(|p| st.values[p.start].map(|s| (s, s + p.size)))
                 .collect();
             busy.sort_unstable();
@@ -219,7 +223,7 @@ pub fn place(request: &Request) -> Option<Vec<i64>> {
                 return None;
             }
         }
-        placed.push(b);
+        live.entry(block.buffer.as_str()).or_default().push(b);
     }
     // What no start determined (slacks, the end of HBM in use): the lowest of the values that
     // put another unknown of one of its equalities at its own lowest, or its domain's lowest.
