@@ -434,8 +434,9 @@ impl Ctx<'_> {
                 alloc::prepare(graph, self.isa, values, schedule, self.layout, self.config.alloc);
             let plan = match prepared {
                 Ok(Prepared::Plan(plan)) => plan,
+                // Overfull at some instant: every order is checked for that before the
+                // allocator runs, so nothing is gained by remembering its pairs.
                 Ok(Prepared::Infeasible(why)) => {
-                    infeasible.push(interference());
                     reasons.push(format!("{}: {why}", schedule.heuristic));
                     continue;
                 }
