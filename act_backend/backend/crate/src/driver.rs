@@ -418,6 +418,12 @@ impl Ctx<'_> {
                 reasons.push("the time limit was reached".into());
                 break;
             }
+            // Overfull at some instant: no placement exists, and nothing is gained by
+            // remembering its pairs.
+            if let Some(why) = schedule.overflow(self.isa, values) {
+                reasons.push(format!("{}: {why}", schedule.heuristic));
+                continue;
+            }
             // The pairs of values live together: millions in a long program, so made only to
             // compare with an order found infeasible, or to remember this one as such.
             let mut interference = None;

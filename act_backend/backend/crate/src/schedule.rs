@@ -201,6 +201,18 @@ impl Schedule {
         out
     }
 
+    /// Where the values live together cover more of a buffer than it holds: a message naming
+    /// the buffer, the instant and both sizes; `None` when the order never overfills one.
+    pub fn overflow(&self, isa: &Isa, values: &[Value]) -> Option<String> {
+        let (b, t, used) = overflow(self, values, &capacities(isa, values))?;
+        let buffer = &isa.buffers[b];
+        let holds: i64 = buffer.access_dims.iter().map(|d| d.unwrap_or(0)).product();
+        Some(format!(
+            "the values live at time {t} cover {used} positions of buffer \"{}\", which holds {holds}",
+            buffer.name
+        ))
+    }
+
     /// The largest number of on-chip rows live at once (summed over on-chip buffers).
     pub fn peak_on_chip_rows(&self, isa: &Isa, values: &[Value]) -> i64 {
         let mut change = vec![0i64; self.end as usize + 1];
@@ -235,6 +247,12 @@ fn capacities(isa: &Isa, values: &[Value]) -> Vec<Option<i64>> {
 /// Whether, at every instant of `schedule`, the values live in each bounded buffer cover no
 /// more positions than it holds. Necessary for a placement to exist, not sufficient.
 fn fits(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> bool {
+    overflow(schedule, values, capacity).is_none()
+}
+
+/// The first bounded buffer, instant and positions where the values live in it cover more
+/// than it holds; `None` when none does.
+fn overflow(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> Option<(usize, i64, i64)> {
     // Per buffer, the change of its use at each instant, summed up along the schedule.
     let mut change = vec![vec![0i64; schedule.end as usize + 1]; capacity.len()];
     for (n, r) in schedule.live.iter().enumerate() {
@@ -244,12 +262,12 @@ fn fits(schedule: &Schedule, values: &[Value], capacity: &[Option<i64>]) -> bool
             change[values[n].buffer][e as usize] -= size;
         }
     }
-    change.iter().zip(capacity).all(|(change, c)| {
-        let Some(c) = *c else { return true };
+    change.iter().zip(capacity).enumerate().find_map(|(b, (change, c))| {
+        let c = (*c)?;
         let mut used = 0;
-        change[..schedule.end as usize].iter().all(|d| {
+        change[..schedule.end as usize].iter().enumerate().find_map(|(t, d)| {
             used += d;
-            used <= c
+            (used > c).then_some((b, t as i64, used))
         })
     })
 }
