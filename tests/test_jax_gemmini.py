@@ -61,7 +61,11 @@ KERNELS = {
                               ["mvin", "mvin", "matmul32", "mvout_acc"]),
     "dot product of vectors": (acc, [((16,), I8), ((16,), I8)],
                                ["mvin", "mvin", "matmul32", "mvout_acc"]),
-    # ...and its bias, added to that one-row matrix
+    # an outer product: a column by a row, over a contraction of one
+    "outer product": (lambda u, v: jax.lax.dot_general(u, v, (((), ()), ((), ())),
+                                                       preferred_element_type=I32),
+                      [((16,), I8), ((16,), I8)], ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    # ...and a vector's bias, added to its one-row matrix
     "vector layer": (lambda v, w, b: requantize(acc(v, w) + b),
                      [((16,), I8), ((16, 16), I8), ((16,), I32)],
                      ["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc_s8"]),

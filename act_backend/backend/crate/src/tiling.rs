@@ -321,7 +321,8 @@ impl Extents {
                 let lead = node.ty.shape.first().map_or(1, |&m| ceil(m, self.leading_tile(code, &node.ty)));
                 let more = match (&node.op, node.ty.rank()) {
                     (Op::Dot(dd), 2) => {
-                        let k = kernel.nodes[node.operands[0]].ty.shape.get(dd.lhs_contracting[0]).copied();
+                        // An outer product contracts nothing.
+                        let k = dd.lhs_contracting.first().and_then(|&d| kernel.nodes[node.operands[0]].ty.shape.get(d)).copied();
                         let largest = self.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)));
                         let split_k = node.ty.dtype.is_int().then_some(largest).flatten();
                         ceil(node.ty.shape[1], widest(self, OpCode::Dot, 2, 1)) * k.map_or(1, |k| ceil(k, split_k))
