@@ -255,29 +255,44 @@ pub fn verify(request: &Request, values: &[i64]) -> Result<(), String> {
             return Err(format!("equality {e} does not hold"));
         }
     }
-    let mut by_buffer: Vec<(&str, i64, i64, i64, i64)> = request
-        .blocks
-        .iter()
-        .map(|b| (b.buffer.as_str(), values[b.start], values[b.start] + b.size, b.time.0, b.time.1))
-        .collect();
-    for (b, (_, start, end, _, _)) in request.blocks.iter().zip(&by_buffer) {
-        if *start < 0 || b.capacity.is_some_and(|c| *end > c) {
+    for b in &request.blocks {
+        let (start, end) = (values[b.start], values[b.start] + b.size);
+        if start < 0 || b.capacity.is_some_and(|c| end > c) {
             return Err(format!("a block of {} lies outside it", b.buffer));
         }
     }
-    // Sweep each buffer by start address: a block overlaps in space only blocks that start
-    // before it ends.
-    by_buffer.sort_unstable();
-    for (i, a) in by_buffer.iter().enumerate() {
-        for b in &by_buffer[i + 1..] {
-            if b.0 != a.0 || b.1 >= a.2 {
-                break;
+    // Sweep each buffer along time: the blocks live at one moment must lie apart, so a block
+    // that begins overlaps one of them only if it overlaps its neighbours by address among
+    // them (pairs would be millions: a long program reuses the same addresses thousands of
+    // times). Blocks empty in space or in time overlap nothing.
+    let mut by_buffer: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
+    for (b, block) in request.blocks.iter().enumerate() {
+        if block.size > 0 && block.time.0 < block.time.1 {
+            by_buffer.entry(block.buffer.as_str()).or_default().push(b);
+        }
+    }
+    for (buffer, mut blocks) in by_buffer {
+        blocks.sort_by_key(|&b| (request.blocks[b].time.0, b));
+        // Live blocks by address: start -> end; and by the moment they end.
+        let mut live: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
+        let mut ending: std::collections::BinaryHeap<std::cmp::Reverse<(i64, i64)>> = std::collections::BinaryHeap::new();
+        for b in blocks {
+            let block = &request.blocks[b];
+            while let Some(&std::cmp::Reverse((end, start))) = ending.peek() {
+                if end > block.time.0 {
+                    break;
+                }
+                ending.pop();
+                live.remove(&start);
             }
-            let space = a.1 < b.2 && b.1 < a.2 && a.2 > a.1 && b.2 > b.1;
-            let time = a.3 < b.4 && b.3 < a.4;
-            if space && time {
-                return Err(format!("two blocks of {} overlap in space and time", a.0));
+            let (start, end) = (values[block.start], values[block.start] + block.size);
+            let before = live.range(..=start).next_back().is_some_and(|(_, &e)| e > start);
+            let after = live.range(start..).next().is_some_and(|(&s, _)| s < end);
+            if before || after {
+                return Err(format!("two blocks of {buffer} overlap in space and time"));
             }
+            live.insert(start, end);
+            ending.push(std::cmp::Reverse((block.time.1, start)));
         }
     }
     Ok(())
@@ -379,5 +394,34 @@ mod tests {
         assert!(verify(&r, &[0, 8]).unwrap_err().contains("overlap"));
         assert!(verify(&r, &[0, 50]).unwrap_err().contains("outside"));
         verify(&r, &[0, 32]).unwrap();
+    }
+
+    #[test]
+    fn verification_finds_an_overlap_exactly_when_two_live_blocks_share_an_address() {
+        let mut state = 3u64;
+        let mut next = |bound: i64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) % bound as u64) as i64
+        };
+        for _ in 0..300 {
+            let n = 1 + next(8) as usize;
+            let blocks: Vec<Block> = (0..n)
+                .map(|b| {
+                    let t = next(10);
+                    block(b, 1 + next(8), (t, t + 1 + next(5)))
+                })
+                .collect();
+            let values: Vec<i64> = (0..n).map(|_| next(24)).collect();
+            let pairwise = (0..n).any(|a| {
+                (a + 1..n).any(|b| {
+                    let (x, y) = (&blocks[a], &blocks[b]);
+                    let space = values[a] < values[b] + y.size && values[b] < values[a] + x.size;
+                    space && x.time.0 < y.time.1 && y.time.0 < x.time.1
+                })
+            });
+            let vars = (0..n).map(|b| var(&format!("s{b}"), 0, 64)).collect();
+            let r = request(vars, vec![], blocks);
+            assert_eq!(verify(&r, &values).is_err(), pairwise, "{:?} at {values:?}", r.blocks);
+        }
     }
 }
