@@ -65,6 +65,9 @@ KERNELS = {
     "outer product": (lambda u, v: jax.lax.dot_general(u, v, (((), ()), ((), ())),
                                                        preferred_element_type=I32),
                       [((16,), I8), ((16,), I8)], ["mvin", "mvin", "matmul32", "mvout_acc"]),
+    # ...as jnp.outer writes it: a product of two vectors repeated across a matrix
+    "jnp.outer": (lambda u, v: jnp.outer(u.astype(I32), v.astype(I32)),
+                  [((16,), I8), ((16,), I8)], ["mvin", "mvin", "matmul32", "mvout_acc"]),
     # ...and a vector's bias, added to its one-row matrix
     "vector layer": (lambda v, w, b: requantize(acc(v, w) + b),
                      [((16,), I8), ((16, 16), I8), ((16,), I32)],

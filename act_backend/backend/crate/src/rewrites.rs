@@ -574,6 +574,7 @@ impl<'a> Finder<'a> {
                 }
             }
             Op::Slice(ranges) => self.slice(id, node, ranges),
+            Op::Multiply if self.rules.dot && node.ty.rank() == 2 => self.outer_product(id, node),
             _ => {}
         }
         self.squeeze(id, node);
@@ -801,6 +802,30 @@ impl<'a> Finder<'a> {
             let inner = Term::Node(node.op.clone(), matrix.clone(), operands);
             self.push("vector-as-matrix", id, reshape_term(inner, &matrix, node.ty.clone()));
         }
+    }
+
+    /// `u[:, None] * v[None, :]`, a product of a vector repeated across columns and one
+    /// repeated down rows (how `jnp.outer` is written), is the product of `u` as a column by
+    /// `v` as a row: one multiplication per element either way (multiplication commutes).
+    fn outer_product(&mut self, id: Id, node: &Node) {
+        let eg = self.eg;
+        let repeated = |c: Id, dim: usize| {
+            eg[c].nodes.iter().find_map(|n| match &n.op {
+                Op::Broadcast(d) if d.as_slice() == [dim] && class_ty(eg, n.children[0]).rank() == 1 => Some(n.children[0]),
+                _ => None,
+            })
+        };
+        let (a, b) = (node.children[0], node.children[1]);
+        let pair = match (repeated(a, 0), repeated(b, 1)) {
+            (Some(u), Some(v)) => Some((u, v)),
+            _ => repeated(b, 0).zip(repeated(a, 1)),
+        };
+        let Some((u, v)) = pair else { return };
+        let (u_ty, v_ty) = (class_ty(eg, u), class_ty(eg, v));
+        let column = reshape_term(Term::Class(u), u_ty, u_ty.with_shape(vec![u_ty.shape[0], 1]));
+        let row = reshape_term(Term::Class(v), v_ty, v_ty.with_shape(vec![1, v_ty.shape[0]]));
+        let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        self.push("outer-product", id, Term::Node(Op::Dot(dims), node.ty.clone(), vec![column, row]));
     }
 
     /// A product of a vector is the product of that vector as a matrix of one row (on the
@@ -1353,6 +1378,25 @@ mod tests {
         assert_eq!(reshape(&eg, matrix, &[4]).map(|r| eg.find(r)), Some(eg.find(av)));
         let scalar = eg.lookup(Node::new(Op::Dot(std), ty(&[1, 1]), vec![row, column])).expect("[v].[v]");
         assert_eq!(reshape(&eg, scalar, &[]).map(|r| eg.find(r)), Some(eg.find(vv)));
+    }
+
+    #[test]
+    fn a_product_of_a_column_repeated_across_and_a_row_repeated_down_is_an_outer_product() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let u = eg.add(Node::leaf(Op::Input(0), ty(&[4])));
+        let v = eg.add(Node::leaf(Op::Input(1), ty(&[3])));
+        let across = eg.add(Node::new(Op::Broadcast(vec![0]), ty(&[4, 3]), vec![u]));
+        let down = eg.add(Node::new(Op::Broadcast(vec![1]), ty(&[4, 3]), vec![v]));
+        // Either order of the operands: multiplication commutes.
+        let uv = eg.add(Node::new(Op::Multiply, ty(&[4, 3]), vec![across, down]));
+        let vu = eg.add(Node::new(Op::Multiply, ty(&[4, 3]), vec![down, across]));
+        saturate(&mut eg, &RuleSet::all());
+        let column = eg.lookup(Node::new(Op::Reshape, ty(&[4, 1]), vec![u])).expect("u as a column");
+        let row = eg.lookup(Node::new(Op::Reshape, ty(&[1, 3]), vec![v])).expect("v as a row");
+        let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+        let outer = eg.lookup(Node::new(Op::Dot(dims), ty(&[4, 3]), vec![column, row])).expect("the outer product");
+        assert_eq!(eg.find(outer), eg.find(uv));
+        assert_eq!(eg.find(outer), eg.find(vu));
     }
 
     #[test]
