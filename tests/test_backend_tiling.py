@@ -76,6 +76,8 @@ TILED = {
     # 32 and 16 rows: operands padded with zero rows to the 64-row units, the real rows kept
     "qkv_matmul_32_rows": ("QKV", {"gemm": 1}),
     "qkv_attention_16_rows": ("QKV", {"gemm": 2, "softmax": 1}),
+    # the first 20 of a product's 64 columns: computed transposed, stored by the transposing store
+    "qkv_matmul_first_20_columns": ("QKV", {"gemm": 1, "store_cm": 1}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     # the tiles' results side by side in the accumulator, stored through the ReLU at once
@@ -94,6 +96,12 @@ TILED = {
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
     # 8-row and 8-column last tiles side by side in 16-column buffers
     "gemmini_matmul_40x40x40": ("Gemmini", {"matmul32": 9, "mac32": 18}),
+    # windows of a product off the tile boundaries: only the operand windows they need are
+    # multiplied, each result tile stored once
+    "gemmini_matmul_first_20_columns": ("Gemmini", {"matmul32": 2, "mac32": 2,
+                                                    "mvout_acc_strided": 2}),
+    "gemmini_matmul_window_10x24": ("Gemmini", {"matmul32": 2, "mac32": 2,
+                                                "mvout_acc_strided": 2, "mvin_acc_strided": 0}),
     # an addend written first joins the accumulation of the split contraction's products
     "gemmini_bias_plus_matmul_16x32x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
     # a sum of two products with split contractions: the second product's partial products

@@ -319,6 +319,13 @@ impl<'a> Finder<'a> {
         &self.eg[id].nodes
     }
 
+    /// Whether class `id` is computed by arithmetic (rather than read, moved or a literal).
+    fn computed(&self, id: Id) -> bool {
+        self.nodes(id).iter().any(|n| {
+            n.op.is_elementwise() || matches!(n.op, Op::Convert | Op::Dot(_) | Op::Reduce { .. } | Op::ReduceAdd(_))
+        })
+    }
+
     fn class(&mut self, id: Id) {
         let eg = self.eg;
         let ty = class_ty(eg, id).clone();
@@ -596,11 +603,26 @@ impl<'a> Finder<'a> {
                 if let Some(term) = tiling::slice_through(eg, ranges, &node.ty, inner) {
                     self.push("slice-through-rows", id, term);
                 }
-                if let Some(term) = tiling::slice_through_columns(eg, ranges, &node.ty, inner) {
+                if let Some(term) = tiling::slice_through_columns(eg, ranges, &node.ty, inner, self.rules.transpose) {
                     self.push("slice-through-columns", id, term);
                 }
             }
             match &inner.op {
+                // A tile of a tile of an operand is a tile of the whole: `slice(slice(y, r), s)` is
+                // one slice, read as one view. Not of computed values, whose slices move through
+                // the operations instead (composing them too only costs iterations).
+                Op::Slice(inner_ranges) if ranges.iter().all(|&(l, h, _)| h > l) && !self.computed(y) => {
+                    let composed = inner_ranges
+                        .iter()
+                        .zip(ranges)
+                        .map(|(&(lo, _, step), &(l, h, s))| {
+                            // Ends just past the last element taken (a canonical limit).
+                            let last = l + (h - l - 1) / s * s;
+                            (lo + l * step, lo + last * step + 1, step * s)
+                        })
+                        .collect();
+                    self.push("slice-compose", id, Term::Node(Op::Slice(composed), node.ty.clone(), vec![Term::Class(y)]));
+                }
                 Op::Concatenate(dim) => {
                     if let Some(term) = tiling::slice_of_concat(eg, ranges, &node.ty, *dim, &inner.children) {
                         self.push("slice-of-concat", id, term);
@@ -1266,6 +1288,22 @@ pub fn pass_through(eg: &SelGraph, rules: &RuleSet, kernel: &crate::kernel::Kern
     out
 }
 
+/// The kernel's windows cut along several dimensions, each also written as a chain of slices
+/// of one dimension (`x[r, c]` is `x[r][:, c]`), which move through the operations they split
+/// one at a time. Once, for the kernel's own slices: windows the slice rules compose from
+/// chains (`slice-compose`) already have theirs.
+pub fn kernel_windows(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class: &[Id]) -> Vec<Rewrite> {
+    let mut out = Vec::new();
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        let Op::Slice(ranges) = &node.op else { continue };
+        let x = eg.find(node_class[node.operands[0]]);
+        if let Some(term) = tiling::window_one_dimension_at_a_time(x, class_ty(eg, x), ranges, &node.ty) {
+            out.push(Rewrite { rule: "window-one-dimension-at-a-time", class: eg.find(node_class[k]), term });
+        }
+    }
+    out
+}
+
 /// Whether class `c` holds a constant, or within `depth` steps a slice, reshape, broadcast,
 /// transpose or conversion of one (a tile of a zero matrix is not folded to a literal).
 fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {
@@ -1502,6 +1540,20 @@ mod tests {
         let read = crate::egraph::from_bytes(&mut eg, run, &ty(&[4, 4]));
         eg.rebuild();
         assert_eq!(eg.find(read), eg.find(rows));
+    }
+
+    #[test]
+    fn a_slice_of_a_slice_is_one_slice() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), ty(&[32, 32])));
+        let cols = eg.add(Node::new(Op::Slice(vec![(0, 32, 1), (4, 28, 2)]), ty(&[32, 12]), vec![x]));
+        let tile = eg.add(Node::new(Op::Slice(vec![(16, 32, 1), (1, 7, 3)]), ty(&[16, 2]), vec![cols]));
+        saturate(&mut eg, &RuleSet::default());
+        // Columns 1 and 4 of columns 4, 6, 8, ...: columns 6 and 12 of the whole.
+        let direct = eg
+            .lookup(Node::new(Op::Slice(vec![(16, 32, 1), (6, 13, 6)]), ty(&[16, 2]), vec![x]))
+            .expect("composed");
+        assert_eq!(eg.find(direct), eg.find(tile));
     }
 
     #[test]

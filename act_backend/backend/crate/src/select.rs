@@ -8,7 +8,7 @@
 //! between rewrite passes. egg provides the e-graph itself (hash-consing, union-find,
 //! rebuilding, the type analysis).
 
-use crate::egraph::{self, KernelGraph};
+use crate::egraph::{self, KernelGraph, SelGraph};
 use crate::extract::{ExtractFailure, Extractor};
 use crate::isa::{Isa, TableError};
 use crate::isa_match::{self, Patterns};
@@ -17,6 +17,8 @@ use crate::lang::Op;
 use crate::pii::PiiGraph;
 use crate::provenance::{Origin, Tracer};
 use crate::rewrites::{self, RuleSet};
+use egg::Id;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
@@ -153,6 +155,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
     let hard_limit = if tiles == 0 { node_limit } else { node_limit.saturating_mul(2).min(MAX_TILED_NODES) };
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
+    rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));
     stats.stop_reason = loop {
         if stats.iterations >= limits.iter_limit {
             break StopReason::IterationLimit;
@@ -237,6 +240,25 @@ pub fn select_with(
     }
 }
 
+/// Whether class `c` is a concatenation of parts that are each produced, or concatenations of
+/// such parts in turn (memoized in `memo`).
+fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<Id, bool>) -> bool {
+    if let Some(&known) = memo.get(&c) {
+        return known;
+    }
+    // A cycle through concatenations produces nothing.
+    memo.insert(c, false);
+    let produced = eg[c].nodes.iter().any(|n| {
+        matches!(n.op, Op::Concatenate(_))
+            && n.children.iter().all(|&p| {
+                let p = eg.find(p);
+                ex.reachable(p) || produced_in_tiles(eg, ex, p, memo)
+            })
+    });
+    memo.insert(c, produced);
+    produced
+}
+
 /// Names the kernel operation to blame: walking from the output through operations that
 /// cannot be produced, the first one (program order) whose operands all can.
 fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> SelectError {
@@ -253,9 +275,14 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
                 && ex.reachable(c.id)
         })
     };
+    // A value wider than every instruction is produced in tiles: it is there when each of its
+    // tiles is (a concatenation of produced parts), and what fails is a reader that needs it
+    // otherwise (`(A.B)^T` names the transpose, not the product).
+    let mut in_tiles: BTreeMap<Id, bool> = BTreeMap::new();
     let mut placed = vec![false; kernel.nodes.len()];
     for (k, node) in kernel.nodes.iter().enumerate() {
         placed[k] = reachable(k)
+            || produced_in_tiles(eg, ex, eg.find(kg.node_class[k]), &mut in_tiles)
             || (node.op == Op::Reshape && placed[node.operands[0]])
             || (matches!(node.op, Op::Parameter(_)) && read_in_tiles(k));
     }

@@ -554,7 +554,8 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
 
 /// For each operand of `node`, the dimension that feeds the result's dimension `dim` (`None`:
 /// the operand is used whole by every tile); `None` when the result's dimension `dim` does
-/// not split into independent tiles, or for operators [`split_columns`] does not split.
+/// not split into independent tiles, or for operators neither [`split_columns`] splits nor a
+/// product (whose free dimensions split).
 fn column_sources(eg: &SelGraph, node: &Node, dim: usize) -> Option<Vec<Option<usize>>> {
     let n = node.children.len();
     Some(match &node.op {
@@ -566,6 +567,20 @@ fn column_sources(eg: &SelGraph, node: &Node, dim: usize) -> Option<Vec<Option<u
             let mut v = vec![None; n];
             v[0] = Some(*kept.get(dim)?);
             v
+        }
+        // Result dimensions are the batch, then the lhs free, then the rhs free ones; a free
+        // dimension comes from one operand, which the other multiplies whole.
+        Op::Dot(dd) => {
+            let nb = dd.lhs_batch.len();
+            if dim < nb {
+                return Some(vec![Some(dd.lhs_batch[dim]), Some(dd.rhs_batch[dim])]);
+            }
+            let lhs_free = DotDims::free(eg[node.children[0]].data.rank(), &dd.lhs_batch, &dd.lhs_contracting);
+            let rhs_free = DotDims::free(eg[node.children[1]].data.rank(), &dd.rhs_batch, &dd.rhs_contracting);
+            match lhs_free.get(dim - nb) {
+                Some(&d) => vec![Some(d), None],
+                None => vec![None, Some(*rhs_free.get(dim - nb - lhs_free.len())?)],
+            }
         }
         _ => return None,
     })
@@ -645,21 +660,54 @@ pub fn split_reduction(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<
 }
 
 /// `slice(op(x...), [lo, hi) along dimension d)`, the other dimensions whole, is
-/// `op(slice(x...))` for an operation [`split_columns`] splits along `d`: the slice moves
-/// towards the operands (and on to strided views of the bytes they are read from).
-pub fn slice_through_columns(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: &Node) -> Option<Term> {
+/// `op(slice(x...))` for an operation [`split_columns`] splits along `d`, a product along a
+/// free dimension (`(A.B)[:, cols]` is `A.(B[:, cols])`), and, with `through_transposes`, a
+/// transpose (whose operand is sliced along the dimension that becomes `d`: columns of a value
+/// computed transposed are rows of what was computed, which an ISA that transposes on the way
+/// out stores): the slice moves towards the operands (and on to strided views of the bytes
+/// they are read from). Exact for every type: each result element is computed from the same
+/// operand elements either way.
+pub fn slice_through_columns(
+    eg: &SelGraph,
+    ranges: &[(i64, i64, i64)],
+    ty: &Ty,
+    inner: &Node,
+    through_transposes: bool,
+) -> Option<Term> {
     let mut cut = ranges.iter().zip(&inner.ty.shape).enumerate().filter(|(_, (r, &n))| **r != (0, n, 1));
     let (dim, (&(lo, hi, stride), _)) = cut.next()?;
     if cut.next().is_some() || stride != 1 {
         return None;
     }
-    let sources = column_sources(eg, inner, dim)?;
+    let sources = match &inner.op {
+        Op::Transpose(p) if through_transposes => vec![Some(*p.get(dim)?)],
+        _ => column_sources(eg, inner, dim)?,
+    };
     // A slice of leading rows moves through [`slice_through`].
     if dim == 0 && leading_sources(eg, inner).is_some() {
         return None;
     }
     let Term::Node(op, _, operands) = on_tile(eg, inner, &sources, dim, lo, hi) else { return None };
     Some(Term::Node(op, ty.clone(), operands))
+}
+
+/// A window of `x : x_ty` cut along several dimensions, `ranges`, as a slice along the first
+/// of them followed by a slice of the rest (`x[r, c]` is `x[r][:, c]`), so that each slice
+/// moves through the operations it splits in turn; `None` for a slice of one dimension.
+pub fn window_one_dimension_at_a_time(x: Id, x_ty: &Ty, ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
+    let cut: Vec<usize> = (0..ranges.len()).filter(|&d| ranges[d] != (0, x_ty.shape[d], 1)).collect();
+    let (&first, rest) = cut.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    let (lo, hi, stride) = ranges[first];
+    let mut along_first: Vec<(i64, i64, i64)> = x_ty.shape.iter().map(|&n| (0, n, 1)).collect();
+    along_first[first] = (lo, hi, stride);
+    let first_ty = crate::infer::slice_type(x_ty, &along_first).ok()?;
+    let mut remaining = ranges.to_vec();
+    remaining[first] = (0, first_ty.shape[first], 1);
+    let inner = Term::Node(Op::Slice(along_first), first_ty, vec![Term::Class(x)]);
+    Some(Term::Node(Op::Slice(remaining), ty.clone(), vec![inner]))
 }
 
 /// `slice(op(x...), rows [lo, hi))` is `op(slice(x, rows [lo, hi))...)` for an operation whose
@@ -988,11 +1036,52 @@ mod tests {
         let ranges = [(0, 16, 1), (16, 32, 1)];
         let sliced = Ty::new(DType::S8, vec![16, 16]);
         let expected = Term::Node(Op::Convert, sliced.clone(), vec![cols(x, &x_ty, 16, 32)]);
-        assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &exp), Some(expected));
+        assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &exp, false), Some(expected));
         // Rows are [`slice_through`]'s; a window of both, or a strided slice, is left alone.
-        assert_eq!(slice_through_columns(&eg, &[(0, 8, 1), (0, 64, 1)], &sliced, &exp), None);
-        assert_eq!(slice_through_columns(&eg, &[(0, 8, 1), (16, 32, 1)], &sliced, &exp), None);
-        assert_eq!(slice_through_columns(&eg, &[(0, 16, 1), (0, 64, 4)], &sliced, &exp), None);
+        assert_eq!(slice_through_columns(&eg, &[(0, 8, 1), (0, 64, 1)], &sliced, &exp, false), None);
+        assert_eq!(slice_through_columns(&eg, &[(0, 8, 1), (16, 32, 1)], &sliced, &exp, false), None);
+        assert_eq!(slice_through_columns(&eg, &[(0, 16, 1), (0, 64, 4)], &sliced, &exp, false), None);
+    }
+
+    #[test]
+    fn columns_of_a_product_are_the_product_with_those_columns_of_its_rhs() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let (a_ty, b_ty) = (Ty::new(DType::S8, vec![16, 32]), Ty::new(DType::S8, vec![32, 32]));
+        let a = input(&mut eg, 0, a_ty);
+        let b = input(&mut eg, 1, b_ty.clone());
+        let dd = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], lhs_batch: vec![], rhs_batch: vec![] };
+        let dot = Node::new(Op::Dot(dd.clone()), int(&[16, 32]), vec![a, b]);
+        let sliced = int(&[16, 20]);
+        let b_cols = Term::Node(Op::Slice(vec![(0, 32, 1), (0, 20, 1)]), Ty::new(DType::S8, vec![32, 20]), vec![Term::Class(b)]);
+        let expected = Term::Node(Op::Dot(dd), sliced.clone(), vec![Term::Class(a), b_cols]);
+        assert_eq!(slice_through_columns(&eg, &[(0, 16, 1), (0, 20, 1)], &sliced, &dot, false), Some(expected));
+    }
+
+    #[test]
+    fn columns_of_a_transpose_are_rows_of_its_operand_where_the_isa_transposes() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = ty(&[64, 64]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let t = Node::new(Op::Transpose(vec![1, 0]), x_ty.clone(), vec![x]);
+        let ranges = [(0, 64, 1), (0, 20, 1)];
+        let sliced = ty(&[64, 20]);
+        let rows = Term::Node(Op::Slice(vec![(0, 20, 1), (0, 64, 1)]), ty(&[20, 64]), vec![Term::Class(x)]);
+        let expected = Term::Node(Op::Transpose(vec![1, 0]), sliced.clone(), vec![rows]);
+        assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &t, true), Some(expected));
+        assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &t, false), None);
+    }
+
+    #[test]
+    fn a_window_is_a_slice_of_its_rows_then_of_its_columns() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = int(&[16, 32]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let rows = Term::Node(Op::Slice(vec![(3, 13, 1), (0, 32, 1)]), int(&[10, 32]), vec![Term::Class(x)]);
+        let expected = Term::Node(Op::Slice(vec![(0, 10, 1), (5, 29, 1)]), int(&[10, 24]), vec![rows]);
+        let window = [(3, 13, 1), (5, 29, 1)];
+        assert_eq!(window_one_dimension_at_a_time(x, &x_ty, &window, &int(&[10, 24])), Some(expected));
+        // A slice of one dimension is one already.
+        assert_eq!(window_one_dimension_at_a_time(x, &x_ty, &[(0, 16, 1), (5, 29, 1)], &int(&[16, 24])), None);
     }
 
     #[test]

@@ -43,6 +43,15 @@ fn selected(isa: &Isa, kernel: &str) -> Vec<String> {
     multiset(isa, &selection.candidates[0])
 }
 
+/// The refusal message of `kernel` (under tests/data/tiling) for `table`.
+fn refusal(table: &str, kernel: &str) -> String {
+    let text = data(&format!("tiling/{kernel}.hlo"));
+    match compile(&text, &CompileOptions::new(target(table), &format!("{kernel}.hlo"))) {
+        Err(CompileError::Inexpressible { message, .. }) => message,
+        other => panic!("{kernel}: expected a refusal, got {other:?}"),
+    }
+}
+
 fn count(calls: &[String], name: &str) -> usize {
     calls.iter().filter(|c| c.as_str() == name).count()
 }
@@ -100,46 +109,36 @@ fn int8_products_taller_than_the_array_or_batched_run_one_product_per_tile() {
 
 #[test]
 fn a_dimension_wider_than_every_instruction_is_named_in_the_refusal() {
-    let text = data("tiling/qkv_softmax_128_columns.hlo");
-    let opts = CompileOptions::new(target("qkv_isa.json"), "softmax.hlo");
-    match compile(&text, &opts) {
-        Err(CompileError::Inexpressible { message, .. }) => {
-            // The exponential splits into column tiles; its bf16 row sum does not.
-            assert!(message.contains("computes `reduce` of bf16[64,128] over its dimension 1 (128)"), "{message}");
-            assert!(message.contains("at most 64"), "{message}");
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let message = refusal("qkv_isa.json", "qkv_softmax_128_columns");
+    // The exponential splits into column tiles; its bf16 row sum does not.
+    assert!(message.contains("computes `reduce` of bf16[64,128] over its dimension 1 (128)"), "{message}");
+    assert!(message.contains("at most 64"), "{message}");
 }
 
 #[test]
 fn a_parameter_only_column_windows_of_could_serve_is_refused_saying_so() {
     // QKV has no strided loads: the exponential's column tiles cannot be read.
-    let text = data("tiling/qkv_exponential_128_columns.hlo");
-    let opts = CompileOptions::new(target("qkv_isa.json"), "exp.hlo");
-    match compile(&text, &opts) {
-        Err(CompileError::Inexpressible { message, .. }) => {
-            assert!(message.contains("loads parameter 0"), "{message}");
-            assert!(message.contains("whole or in windows of its columns"), "{message}");
-            assert!(message.contains("`exponential` of type bf16[64,128], whose dimension 1 (128)"), "{message}");
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let message = refusal("qkv_isa.json", "qkv_exponential_128_columns");
+    assert!(message.contains("loads parameter 0"), "{message}");
+    assert!(message.contains("whole or in windows of its columns"), "{message}");
+    assert!(message.contains("`exponential` of type bf16[64,128], whose dimension 1 (128)"), "{message}");
 }
 
 #[test]
 fn an_operation_no_instruction_computes_is_blamed_rather_than_the_windows_of_its_operands() {
     // Gemmini's strided loads read every 16-column window of the int32 inputs; what no
     // instruction does is add two int32 values that are not a product's.
-    let text = data("tiling/gemmini_int32_add_64x64.hlo");
-    let opts = CompileOptions::new(target("gemmini_isa.json"), "add.hlo");
-    match compile(&text, &opts) {
-        Err(CompileError::Inexpressible { message, .. }) => {
-            assert!(message.contains("no instruction of Gemmini computes `add`"), "{message}");
-            assert!(!message.contains("parameter"), "{message}");
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let message = refusal("gemmini_isa.json", "gemmini_int32_add_64x64");
+    assert!(message.contains("no instruction of Gemmini computes `add`"), "{message}");
+    assert!(!message.contains("parameter"), "{message}");
+}
+
+#[test]
+fn a_reader_of_a_value_produced_in_tiles_is_blamed_rather_than_the_value() {
+    // The product is computed in two 16-column tiles; no instruction transposes it.
+    let message = refusal("gemmini_isa.json", "gemmini_transposed_matmul_16x32x32");
+    assert!(message.contains("no instruction of Gemmini computes `transpose`"), "{message}");
+    assert!(!message.contains("`dot`"), "{message}");
 }
 
 #[test]
@@ -186,6 +185,29 @@ fn an_integer_addend_joins_the_accumulation_of_a_split_contraction() {
     // onto its part of the repeated rows.
     let row = compiled("gemmini_isa.json", "gemmini_matmul_row_bias_40x40x40");
     assert_eq!((count(&row, "matmul32"), count(&row, "mac32")), (0, 27), "{row:?}");
+}
+
+#[test]
+fn a_window_of_a_product_multiplies_only_the_operand_windows_it_needs() {
+    // The first 20 of 32 columns: a 16-column tile and a 4-column one, each over a contraction
+    // of two tiles; no product of the 12 columns dropped.
+    let cols = compiled("gemmini_isa.json", "gemmini_matmul_first_20_columns");
+    assert_eq!((count(&cols, "matmul32"), count(&cols, "mac32")), (2, 2), "{cols:?}");
+    assert_eq!(count(&cols, "mvout_acc_strided"), 2, "{cols:?}");
+    // Rows 3..13 and columns 5..29 of a 16 x 32 product: 10 rows in 16 + 8 columns, each
+    // computed once and stored once, never through a whole product stored and read back.
+    let window = compiled("gemmini_isa.json", "gemmini_matmul_window_10x24");
+    assert_eq!((count(&window, "matmul32"), count(&window, "mac32")), (2, 2), "{window:?}");
+    assert_eq!(count(&window, "mvout_acc_strided"), 2, "{window:?}");
+    assert_eq!(count(&window, "mvin_acc_strided"), 0, "{window:?}");
+}
+
+#[test]
+fn columns_of_a_product_on_a_unit_that_stores_whole_rows_are_stored_transposed() {
+    // QKV stores rows of 64: the product is computed transposed (B^T.A^T), its first 20 rows
+    // moved out and stored by the transposing store.
+    let calls = compiled("qkv_isa.json", "qkv_matmul_first_20_columns");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "store_cm")), (1, 1), "{calls:?}");
 }
 
 #[test]

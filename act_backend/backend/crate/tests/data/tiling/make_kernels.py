@@ -59,10 +59,18 @@ KERNELS = {
     "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
     # refused: a row softmax over 128 columns, on a 64-wide softmax unit
     "qkv_softmax_128_columns": (lambda x: row_softmax(x), [shape(64, 128)]),
+    # the first 20 of a product's 64 columns: QKV stores whole rows, so the product is
+    # computed transposed and its first 20 rows stored transposed
+    "qkv_matmul_first_20_columns": (lambda a, b: jnp.matmul(a, b)[:, :20],
+                                    [shape(64, 64), shape(64, 64)]),
     # for Gemmini (int8, a 16x16 systolic array)
     # refused: an int32 sum of two inputs (the array adds only onto a product of int8
     # values), though every 16-column window of the inputs can be loaded
     "gemmini_int32_add_64x64": (lambda a, b: a + b, [shape(64, 64, dtype=I32)] * 2),
+    # refused: the transpose of a product computed in 16-column tiles (no Gemmini instruction
+    # transposes): the transpose is named, not the product
+    "gemmini_transposed_matmul_16x32x32": (lambda a, b: int8_product(a, b).T,
+                                           [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
     "gemmini_matmul_64_rows": (int8_product, [shape(64, 16, dtype=I8), shape(16, 16, dtype=I8)]),
     "gemmini_matmul_batch_4": (int8_product, [shape(4, 16, 16, dtype=I8)] * 2),
     "gemmini_relu_matmul_128_rows": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
@@ -78,6 +86,12 @@ KERNELS = {
     # 8-row and 8-column last tiles side by side in the 16-column buffers: their row-major
     # starts split into a row and a column
     "gemmini_matmul_40x40x40": (int8_product, [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8)]),
+    # a window of a product off the tile boundaries: only the operand windows it needs are
+    # multiplied (the slice moves into the product's operands)
+    "gemmini_matmul_first_20_columns": (lambda a, b: int8_product(a, b)[:, :20],
+                                        [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    "gemmini_matmul_window_10x24": (lambda a, b: int8_product(a, b)[3:13, 5:29],
+                                    [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
     # an int32 addend written first, with a split contraction: the partial products
     # accumulate onto it
     "gemmini_bias_plus_matmul_16x32x16": (lambda c, a, b: c + int8_product(a, b),
