@@ -1,8 +1,8 @@
 """A differential campaign over int8 layer kernels of random shapes on the Gemmini example:
 products, ReLUs of products, int32 addends written before or after the product, row and
 column biases, requantization to int8, wrapping int8 products, batched products with an
-addend and scales, two layers in sequence, sums of products, int8 residuals, row sums, ReLUs
-and products of vectors, each with rows, contraction and columns drawn from 1 to 64
+addend and scales, two layers in sequence, sums of products, int8 residuals, row sums, ReLUs,
+products of vectors and windows of products (off the array's tile boundaries), each with rows, contraction and columns drawn from 1 to 64
 (multiples of the 16x16 array and not), written with ``jax.numpy`` as a user writes them,
 compiled by the example's backend, simulated on its oracle and compared exactly with XLA's
 run of the same HLO text.
@@ -87,6 +87,9 @@ KINDS = {
     "row sums": lambda m, k, n: (lambda x: jnp.sum(x.astype(I32), axis=1), [((m, n), I8)]),
     "relu": lambda m, k, n: (relu, [((m, n), I8)]),
     "matrix-vector product": lambda m, k, n: (product, [((m, k), I8), ((k,), I8)]),
+    "window of a product": lambda m, k, n: (
+        lambda a, b: product(a, b)[m // 3:, n // 4:n - n // 5],
+        [((m, k), I8), ((k, n), I8)]),
     "vector-matrix product + bias": lambda m, k, n: (lambda v, b, c: product(v, b) + c,
                                                      [((k,), I8), ((k, n), I8), ((n,), I32)]),
 }

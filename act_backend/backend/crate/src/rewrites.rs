@@ -319,6 +319,11 @@ impl<'a> Finder<'a> {
         &self.eg[id].nodes
     }
 
+    /// Whether class `id` holds a literal.
+    fn literal(&self, id: Id) -> bool {
+        self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_)))
+    }
+
     /// Whether class `id` is computed by arithmetic (rather than read, moved or a literal).
     fn computed(&self, id: Id) -> bool {
         self.nodes(id).iter().any(|n| {
@@ -339,7 +344,7 @@ impl<'a> Finder<'a> {
             self.push("transpose-introduce", id, Term::Node(Op::Transpose(swap), ty.clone(), vec![once]));
         }
         // Each of these rules adds its term once: the class keeps it (a class holds one value).
-        let literal = self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_)));
+        let literal = self.literal(id);
         let read_from_bytes = self.nodes(id).iter().any(|n| n.op == Op::BitcastConvert);
         if literal && !read_from_bytes && ty.rank() >= 1 && ty.dtype != DType::U8 {
             // A literal is placed in HBM and read by the ISA's loads: `c = from_bytes(to_bytes(c))`.
@@ -610,8 +615,12 @@ impl<'a> Finder<'a> {
             match &inner.op {
                 // A tile of a tile of an operand is a tile of the whole: `slice(slice(y, r), s)` is
                 // one slice, read as one view. Not of computed values, whose slices move through
-                // the operations instead (composing them too only costs iterations).
-                Op::Slice(inner_ranges) if ranges.iter().all(|&(l, h, _)| h > l) && !self.computed(y) => {
+                // the operations instead (composing them too only costs iterations), nor of
+                // literals or their bytes, which fold (every zero block is a slice of every
+                // larger one: composing them would not end).
+                Op::Slice(inner_ranges)
+                    if ranges.iter().all(|&(l, h, _)| h > l) && !self.computed(y) && !constant_valued(eg, y, 2) =>
+                {
                     let composed = inner_ranges
                         .iter()
                         .zip(ranges)
