@@ -613,13 +613,17 @@ impl<'a> Finder<'a> {
                 }
             }
             match &inner.op {
-                // A tile of a tile of an operand is a tile of the whole: `slice(slice(y, r), s)` is
-                // one slice, read as one view. Not of computed values, whose slices move through
-                // the operations instead (composing them too only costs iterations), nor of
-                // literals or their bytes, which fold (every zero block is a slice of every
-                // larger one: composing them would not end).
+                // A tile of a column window of an operand is a window of the whole:
+                // `slice(slice(y, r), s)` is one slice, read as one strided view. Not of a run
+                // of rows (a run of bytes, whose windows are views already); not of computed
+                // values, whose slices move through the operations instead (composing them too
+                // only costs iterations); nor of literals or their bytes, which fold (every zero
+                // block is a slice of every larger one: composing them would not end).
                 Op::Slice(inner_ranges)
-                    if ranges.iter().all(|&(l, h, _)| h > l) && !self.computed(y) && !constant_valued(eg, y, 2) =>
+                    if ranges.iter().all(|&(l, h, _)| h > l)
+                        && inner_ranges.iter().zip(&y_ty.shape).skip(1).any(|(r, &n)| *r != (0, n, 1))
+                        && !self.computed(y)
+                        && !constant_valued(eg, y, 2) =>
                 {
                     let composed = inner_ranges
                         .iter()
