@@ -297,7 +297,7 @@ impl Ctx<'_> {
             match self.allocate(graph, &values, &orders, &mut record) {
                 Some((schedule, placement)) => (graph, &values[..], schedule, placement, None),
                 None if record.status == Status::Infeasible => {
-                    match self.reloaded(graph, &values, &orders[0], &mut record) {
+                    match self.reloaded(graph, &values, &orders, &mut record) {
                         Some(parts) => {
                             reloaded = parts;
                             let (r, values, orders) = &reloaded;
@@ -379,17 +379,18 @@ impl Ctx<'_> {
         Ok((record, Some((text, memory))))
     }
 
-    /// `graph` with its loads run again where `order` overflows a buffer, analysed and
-    /// scheduled in that order; `None` (the record left as it is) where that does not help.
+    /// `graph` with its loads run again where an order overflows a buffer, analysed and
+    /// scheduled in that order: of `orders`, the one that repeats the fewest loads; `None`
+    /// (the record left as it is) where reloading does not help.
     fn reloaded(
         &self,
         graph: &PiiGraph,
         values: &[Value],
-        order: &Schedule,
+        orders: &[Schedule],
         record: &mut CandidateRecord,
     ) -> Option<(Reloaded, Vec<Value>, [Schedule; 1])> {
         let clock = Instant::now();
-        let reloaded = reload::reload(graph, self.isa, values, order)?;
+        let reloaded = reload::fewest(graph, self.isa, values, orders)?;
         let values = value::analyse(&reloaded.graph, self.isa).ok()?;
         let schedule =
             schedule::from_order(&reloaded.graph, &values, "reloading", reloaded.order.clone()).ok()?;

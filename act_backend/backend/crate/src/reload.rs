@@ -29,16 +29,18 @@ pub struct Reloaded {
     pub added: usize,
 }
 
+/// Of `orders`, the reloading that repeats the fewest loads (the first of equals): the order
+/// that keeps the tiles it reads most often on chip; `None` when reloading helps none.
+pub fn fewest(graph: &PiiGraph, isa: &Isa, values: &[Value], orders: &[Schedule]) -> Option<Reloaded> {
+    orders.iter().filter_map(|order| reload(graph, isa, values, order)).min_by_key(|r| r.added)
+}
+
 /// `graph` run in `schedule`'s order with loads repeated wherever an on-chip buffer would
 /// hold more than its capacity; `None` when no repeated load helps (nothing is reloadable at
 /// an overflow, or the buffers overflow without counting reloadable values).
 pub fn reload(graph: &PiiGraph, isa: &Isa, values: &[Value], schedule: &Schedule) -> Option<Reloaded> {
     let n_nodes = graph.nodes.len();
-    let capacity: Vec<Option<i64>> = isa
-        .buffers
-        .iter()
-        .map(|b| if b.is_hbm() { None } else { b.access_dims.iter().try_fold(1i64, |acc, d| d.map(|d| acc * d)) })
-        .collect();
+    let capacity = crate::schedule::capacities(isa, values);
     let size = |n: usize| -> i64 {
         if values[n].identity || capacity[values[n].buffer].is_none() {
             0

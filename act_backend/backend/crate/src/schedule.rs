@@ -233,7 +233,7 @@ pub const SEARCH_BUDGET: usize = 20_000;
 
 /// Per buffer: the positions it holds (product of its access dims), `None` if unbounded
 /// (HBM, or a dimension of unknown extent). Only buffers that some value lives in matter.
-fn capacities(isa: &Isa, values: &[Value]) -> Vec<Option<i64>> {
+pub(crate) fn capacities(isa: &Isa, values: &[Value]) -> Vec<Option<i64>> {
     let mut cap = vec![None; isa.buffers.len()];
     for v in values {
         let b = &isa.buffers[v.buffer];
