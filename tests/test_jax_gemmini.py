@@ -41,6 +41,10 @@ KERNELS = {
              ["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc"]),
     "relu": (lambda x, w: jnp.maximum(acc(x, w), 0), [((16, 16), I8), ((16, 16), I8)],
              ["mvin", "mvin", "matmul32", "mvout_acc_relu"]),
+    # a ReLU written as a choice: `0 < x ? x : 0` is `max(0, x)` on integers
+    "relu by jnp.where": (lambda x, w: jnp.where(acc(x, w) > 0, acc(x, w), 0),
+                          [((16, 16), I8), ((16, 16), I8)],
+                          ["mvin", "mvin", "matmul32", "mvout_acc_relu"]),
     "requantize": (lambda x, w: requantize(acc(x, w)), [((16, 16), I8), ((16, 16), I8)],
                    ["mvin", "mvin", "matmul32", "mvout_acc_s8"]),
     "layer": (lambda x, w, b: requantize(jnp.maximum(acc(x, w) + b, 0)),

@@ -2,7 +2,8 @@
 products, ReLUs of products, int32 addends written before or after the product, row and
 column biases, requantization to int8, wrapping int8 products, batched products with an
 addend and scales, two layers in sequence, sums of products, int8 residuals, row sums, ReLUs,
-products of vectors and windows of products (off the array's tile boundaries), each with rows, contraction and columns drawn from 1 to 64
+products of vectors, windows of products (off the array's tile boundaries) and ReLUs written
+with ``jnp.where``, each with rows, contraction and columns drawn from 1 to 64
 (multiples of the 16x16 array and not), written with ``jax.numpy`` as a user writes them,
 compiled by the example's backend, simulated on its oracle and compared exactly with XLA's
 run of the same HLO text.
@@ -87,6 +88,9 @@ KINDS = {
     "row sums": lambda m, k, n: (lambda x: jnp.sum(x.astype(I32), axis=1), [((m, n), I8)]),
     "relu": lambda m, k, n: (relu, [((m, n), I8)]),
     "matrix-vector product": lambda m, k, n: (product, [((m, k), I8), ((k,), I8)]),
+    "relu by jnp.where": lambda m, k, n: (
+        lambda a, b, c: (lambda x: jnp.where(x > 0, x, 0))(product(a, b) + c),
+        [((m, k), I8), ((k, n), I8), ((m, n), I32)]),
     "window of a product": lambda m, k, n: (
         lambda a, b: product(a, b)[m // 3:, n // 4:n - n // 5],
         [((m, k), I8), ((k, n), I8)]),

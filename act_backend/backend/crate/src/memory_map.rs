@@ -97,9 +97,17 @@ impl MemoryMap {
         self
     }
 
-    /// The place of node `node`'s value, if the program keeps it.
+    /// The place of node `node`'s value, if the program keeps it (its first instance, where
+    /// the program loads it more than once: see [`MemoryMap::value_at`]).
     pub fn value(&self, node: usize) -> Option<&PlacedValue> {
         self.values.iter().find(|v| v.node == node)
+    }
+
+    /// The place of node `node`'s value at instant `t` of the schedule's time (step `p` reads
+    /// at `2p` and writes at `2p + 1`): where a program loads a value again, each load is an
+    /// instance of its own, placed where the allocator put it.
+    pub fn value_at(&self, node: usize, t: i64) -> Option<&PlacedValue> {
+        self.values.iter().find(|v| v.node == node && v.live.0 <= t && t < v.live.1)
     }
 }
 

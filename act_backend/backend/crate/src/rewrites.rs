@@ -587,6 +587,24 @@ impl<'a> Finder<'a> {
             }
             Op::Slice(ranges) => self.slice(id, node, ranges),
             Op::Multiply if self.rules.dot && node.ty.rank() == 2 => self.outer_product(id, node),
+            // Integers only: `a < b ? b : a` is `max(a, b)` and `a < b ? a : b` is `min(a, b)`
+            // (`jnp.where(x > 0, x, 0)` is a ReLU). Not for floats: with a NaN `b` the choice
+            // is `a` while the maximum is NaN, and `max(-0, +0)` need not be the choice.
+            Op::SelectLt if node.ty.dtype.is_int() => {
+                let [a, b, t, f] = [0, 1, 2, 3].map(|i| eg.find(node.children[i]));
+                let choice = match (t, f) {
+                    _ if (t, f) == (b, a) => Some(("select-as-maximum", Op::Maximum)),
+                    _ if (t, f) == (a, b) => Some(("select-as-minimum", Op::Minimum)),
+                    _ => None,
+                };
+                // Both operand orders: semantics write `maximum(x, 0)` as often as the kernel
+                // `0 < x ? x : 0`, and nothing else commutes them.
+                if let Some((rule, op)) = choice {
+                    for (x, y) in [(a, b), (b, a)] {
+                        self.push(rule, id, Term::Node(op.clone(), node.ty.clone(), vec![Term::Class(x), Term::Class(y)]));
+                    }
+                }
+            }
             _ => {}
         }
         self.squeeze(id, node);
@@ -1567,6 +1585,30 @@ mod tests {
             .lookup(Node::new(Op::Slice(vec![(16, 32, 1), (6, 13, 6)]), ty(&[16, 2]), vec![x]))
             .expect("composed");
         assert_eq!(eg.find(direct), eg.find(tile));
+    }
+
+    #[test]
+    fn an_integer_choice_of_the_larger_operand_is_their_maximum() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let int = |shape: &[i64]| Ty::new(DType::S32, shape.to_vec());
+        let x = eg.add(Node::leaf(Op::Input(0), int(&[4, 4])));
+        let zero = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[0.0])), int(&[4, 4])));
+        // `0 < x ? x : 0` (a ReLU written with `jnp.where`) and `x < 0 ? x : 0`.
+        let relu = eg.add(Node::new(Op::SelectLt, int(&[4, 4]), vec![zero, x, x, zero]));
+        let min = eg.add(Node::new(Op::SelectLt, int(&[4, 4]), vec![x, zero, x, zero]));
+        saturate(&mut eg, &RuleSet::default());
+        for (op, class) in [(Op::Maximum, relu), (Op::Minimum, min)] {
+            for operands in [vec![x, zero], vec![zero, x]] {
+                let found = eg.lookup(Node::new(op.clone(), int(&[4, 4]), operands)).expect("built");
+                assert_eq!(eg.find(found), eg.find(class));
+            }
+        }
+        // Not for floats: with a NaN operand the choice and the maximum differ.
+        let f = eg.add(Node::leaf(Op::Input(1), ty(&[4, 4])));
+        let f0 = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[0.0])), ty(&[4, 4])));
+        eg.add(Node::new(Op::SelectLt, ty(&[4, 4]), vec![f0, f, f, f0]));
+        saturate(&mut eg, &RuleSet::default());
+        assert!(eg.lookup(Node::new(Op::Maximum, ty(&[4, 4]), vec![f0, f])).is_none());
     }
 
     #[test]

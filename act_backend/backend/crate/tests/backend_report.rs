@@ -208,12 +208,18 @@ fn check_against_slices(isa: &Isa, memory: &MemoryMap, what: &str) {
         let def = &isa.instructions[step.instr];
         let mut env: BTreeMap<String, i64> = def.comp_env(&step.comp);
         env.extend(def.addr_attrs.iter().zip(&step.addr).map(|(a, v)| (format!("a.{a}"), *v)));
-        let slices =
-            def.inputs.iter().zip(step.reads.iter().copied()).chain([(&def.outputs[0], step.node)]);
-        for (slice, node) in slices {
+        // Operands as they are when the step reads them, the result as it writes it (a value
+        // loaded again has a place per load).
+        let t = 2 * s as i64;
+        let slices = def
+            .inputs
+            .iter()
+            .zip(step.reads.iter().map(|&r| (r, t)))
+            .chain([(&def.outputs[0], (step.node, t + 1))]);
+        for (slice, (node, at)) in slices {
             let value = memory
-                .value(node)
-                .unwrap_or_else(|| panic!("{what}: step {s} uses node {node}, which has no place"));
+                .value_at(node, at)
+                .unwrap_or_else(|| panic!("{what}: step {s} uses node {node}, which has no place then"));
             let start: Vec<i64> = slice.start.iter().map(|e| e.eval(&env).unwrap()).collect();
             let size: Vec<i64> = slice.size.iter().map(|e| e.eval(&env).unwrap()).collect();
             assert_eq!(
@@ -229,7 +235,7 @@ fn check_against_slices(isa: &Isa, memory: &MemoryMap, what: &str) {
             );
         }
         assert_eq!(
-            memory.value(step.node).map(|v| v.made),
+            memory.value_at(step.node, 2 * s as i64 + 1).map(|v| v.made),
             Some(Made::Step(s)),
             "{what}: step {s}"
         );
