@@ -1,7 +1,7 @@
 """act_backend.jax end to end on the QKV example: a JAX function compiled for QKV by each way
 of naming the backend (a built backend, a spec file, an Accelerator generated on first use),
 the decorator, the kernel cache (hit, miss, moved), a refusal at the JAX source line,
-StableHLO input, and ``check``."""
+StableHLO input, ``check``, and attention with scaled scores."""
 
 from __future__ import annotations
 
@@ -212,6 +212,26 @@ def test_check_compares_with_jax_on_the_cpu_in_ulps(qkv, inputs):
     assert result.max_abs <= bf16_tolerance(expected)
     assert 0 < report.max_ulps < float("inf")
     assert f"max {report.max_ulps:g} ulps" in str(report)
+
+
+def scaled_attention(q, k, v):
+    """Attention with its scores scaled by 1/sqrt(d), the rows summed in bf16 as QKV's softmax
+    sums them (``jnp.sum`` would sum in f32: a different rounding)."""
+    e = jnp.exp((q @ k.T) * 0.125)
+    sums = jax.lax.reduce(e, jnp.zeros((), e.dtype), jax.lax.add, (1,))
+    return (e / sums[:, None]) @ v
+
+
+def test_a_scale_the_isa_cannot_multiply_is_a_product_with_a_multiple_of_the_identity(qkv,
+                                                                                     inputs):
+    # QKV has no multiply: the scores times 0.125 are the scores times 0.125 I, one more gemm.
+    scores = ajax.check(lambda q, k: (q @ k.T) * 0.3, *inputs[:2], backend=qkv.backend)
+    assert scores.max_ulps == 0, str(scores)
+    kernel = ajax.compile(scaled_attention, *inputs, backend=qkv.backend)
+    assert [call.split("(")[0] for call in kernel.instructions].count("gemm") == 3
+    report = ajax.check(scaled_attention, *inputs, backend=qkv.backend)
+    [result] = report.results
+    assert result.max_abs <= bf16_tolerance(np.asarray(jax.jit(scaled_attention)(*inputs)))
 
 
 def two_products(q, k):

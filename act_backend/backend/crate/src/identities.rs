@@ -1,18 +1,21 @@
 //! Identity and constant-matrix rewrites: the route to completeness on matrix units. A value
 //! may pass through an instruction that is the identity when fed a constant (`x = x.I`,
 //! `x = x * 1`, `x = x + -0`), and operators the ISA lacks become products or sums with
-//! constant matrices (`negate(x) = x.(-I)`, `reverse(x) = x.J`, a broadcast row or column is a
-//! product with ones, an integer row sum is a product with ones, `a - b = a + negate(b)`,
+//! constant matrices (`negate(x) = x.(-I)`, `x * c = x.(cI)`, `reverse(x) = x.J`, a broadcast
+//! row or column is a product with ones, an integer row sum is a product with ones, `a - b = a +
+//! negate(b)`,
 //! `clamp(lo, x, hi) = minimum(maximum(x, lo), hi)`).
 //!
 //! Each is offered only where it is exact in the element type of the ISA's operator
 //! ([`Identities`] lists, per operator, the types in which the semantics compute it without
-//! widening): for floats only products with 0 and +-1 and sums with zeros, never a reordered
-//! float sum (row sums by a product with ones are for integers only, whose wrapping sums do not
-//! depend on order).
+//! widening): for floats only products whose every element is one product plus products with
+//! zero, and sums with zeros, never a reordered float sum (row sums by a product with ones are
+//! for integers only, whose wrapping sums do not depend on order).
 //!
 //! Float products with a permutation matrix `P` (I, -I, the exchange matrix J, a ones row or
-//! column of one term) compute every element as `+-x_k * 1` plus products with zero:
+//! column of one term) compute every element as `+-x_k * 1` plus products with zero; with a
+//! multiple `cI` of the identity (`c` finite), as `x_k * c` plus products with zero, the one
+//! product rounded once to the result type, exactly as the multiply `x * c` rounds it:
 //! - finite values come back bit for bit, except that a zero may come back with the other
 //!   sign (`-0 + +0 = +0`). XLA treats the sign of a zero as immaterial in the same way: its
 //!   algebraic simplifier replaces `x + 0` by `x` and `x * 1` by `x`, and compares zeros equal.
@@ -108,7 +111,7 @@ fn matrix(dtype: DType, rows: i64, cols: i64, value: impl Fn(i64, i64) -> f64) -
     })
 }
 
-/// `s * I` (`s` = 1 or -1) of size `n`.
+/// `s * I` of size `n`.
 fn scaled_identity(dtype: DType, n: i64, s: f64) -> Option<Term> {
     matrix(dtype, n, n, |r, c| if r == c { s } else { 0.0 })
 }
@@ -240,6 +243,22 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
             );
             out.push(("subtract-as-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(node.children[0]), negated])));
         }
+        // A matrix scaled by a finite constant is its product with that multiple of the
+        // identity: each element is the one product `x * c`, rounded once to the result type
+        // as the multiply rounds it, plus products with zero (see the module's note on zeros
+        // and on infinities in the left operand).
+        Op::Multiply if ids.dot.contains(&dt) && ty.rank() == 2 && !ids.multiply.contains(&dt) => {
+            let scale = |k: usize| {
+                eg[node.children[k]].nodes.iter().find_map(|n| match &n.op {
+                    Op::Constant(lit) => lit.splat().filter(|c| c.is_finite()),
+                    _ => None,
+                })
+            };
+            let scaled = [(0, 1), (1, 0)].into_iter().find_map(|(x, c)| Some((node.children[x], scale(c)?)));
+            if let Some((x, c)) = scaled {
+                out.extend(scaled_identity(dt, ty.shape[1], c).map(|m| ("scale-as-product", matmul(Term::Class(x), m, ty.clone()))));
+            }
+        }
         // A row or column repeated is a product with ones over a contraction of size one:
         // each element is one product with 1.
         Op::Broadcast(d) if ids.dot.contains(&dt) && ty.rank() == 2 => {
@@ -341,6 +360,29 @@ mod tests {
             };
             assert_eq!(found.map(|p| eg.find(p)), Some(eg.find(r)), "{dims}");
         }
+    }
+
+    #[test]
+    fn a_scale_is_a_product_with_a_multiple_of_the_identity_where_nothing_multiplies() {
+        let t = Ty::new(DType::BF16, vec![2, 2]);
+        for (ops, expected) in [(&["dot"][..], true), (&["dot", "multiply"][..], false)] {
+            let mut eg = SelGraph::new(TypeAnalysis);
+            let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+            let c = constant(&mut eg, t.clone(), &[0.125]);
+            // Either operand order: `c * x` as well as `x * c`.
+            let scaled = eg.add(Node::new(Op::Multiply, t.clone(), vec![c, x]));
+            saturate(&mut eg, &rules(ops));
+            let m = constant(&mut eg, t.clone(), &[0.125, 0.0, 0.0, 0.125]);
+            let found = product(&mut eg, t.clone(), x, m);
+            assert_eq!(found.map(|p| eg.find(p)) == Some(eg.find(scaled)), expected, "{ops:?}");
+        }
+        // An infinite scale would put `inf * 0 = NaN` off the diagonal: never.
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let inf = constant(&mut eg, t.clone(), &[f64::INFINITY]);
+        eg.add(Node::new(Op::Multiply, t.clone(), vec![x, inf]));
+        saturate(&mut eg, &rules(&["dot"]));
+        assert!(eg.classes().all(|c| c.nodes.iter().all(|n| !matches!(n.op, Op::Dot(_)))));
     }
 
     #[test]

@@ -117,11 +117,11 @@ fn refusals_name_the_operation_on_the_inputs() {
             "kernel.hlo:5: no instruction of QKV computes `pad` (ROOT p = bf16[64,64] pad(a, z), padding=1_-1x0_0)",
         ),
         (
-            // A multiply by 2 * 3 (folded): the multiply of `a` is what QKV lacks.
+            // A maximum with 2 * 3 (folded): the maximum of `a` is what QKV lacks.
             "  two = bf16[] constant(2)\n  three = bf16[] constant(3)\n  six = bf16[] multiply(two, three)\n  \
-             s = bf16[64,64] broadcast(six), dimensions={}\n  ROOT m = bf16[64,64] multiply(a, s)\n"
+             s = bf16[64,64] broadcast(six), dimensions={}\n  ROOT m = bf16[64,64] maximum(a, s)\n"
                 .to_string(),
-            "kernel.hlo:8: no instruction of QKV computes `multiply` (ROOT m = bf16[64,64] multiply(a, s))",
+            "kernel.hlo:8: no instruction of QKV computes `maximum` (ROOT m = bf16[64,64] maximum(a, s))",
         ),
     ];
     for (body, message) in cases {

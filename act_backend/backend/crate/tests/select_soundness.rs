@@ -327,11 +327,18 @@ fn rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Count(8),
         ),
         (
-            "an operation on a constant is what has no instruction",
+            "a scale by a constant is a product with a multiple of the identity",
             "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  c = bf16[] constant(2)\n  \
              b = bf16[64,64] broadcast(c), dimensions={}\n  ROOT m = bf16[64,64] multiply(a, b)\n}\n".into(),
             qkv(),
-            Missing("multiply", 6),
+            Instrs(&["gemm", "load_rm", "load_rm", "mov", "store_rm"]),
+        ),
+        (
+            "an operation on a constant is what has no instruction",
+            "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  c = bf16[] constant(2)\n  \
+             b = bf16[64,64] broadcast(c), dimensions={}\n  ROOT m = bf16[64,64] maximum(a, b)\n}\n".into(),
+            qkv(),
+            Missing("maximum", 6),
         ),
         (
             "a constant output is loaded from HBM and stored",
