@@ -631,15 +631,19 @@ impl<'a> Finder<'a> {
                 }
             }
             match &inner.op {
-                // A tile of a column window of an operand is a window of the whole:
-                // `slice(slice(y, r), s)` is one slice, read as one strided view. Not of a run
-                // of rows (a run of bytes, whose windows are views already); not of computed
-                // values, whose slices move through the operations instead (composing them too
-                // only costs iterations); nor of literals or their bytes, which fold (every zero
-                // block is a slice of every larger one: composing them would not end).
+                // Columns of a column window of an operand are a window of the whole:
+                // `slice(slice(y, r), s)` is one slice, read as one strided view (on chip only
+                // whole rows are views, so such a tile could not be read from the loaded
+                // window). Not where either slice keeps every column (rows of a window are
+                // views of it; windows of a run of rows are views of a byte run already); not
+                // of computed values, whose slices move through the operations instead
+                // (composing them too only costs iterations); nor of literals or their bytes,
+                // which fold (every zero block is a slice of every larger one: composing them
+                // would not end).
                 Op::Slice(inner_ranges)
                     if ranges.iter().all(|&(l, h, _)| h > l)
                         && inner_ranges.iter().zip(&y_ty.shape).skip(1).any(|(r, &n)| *r != (0, n, 1))
+                        && ranges.iter().zip(&inner.ty.shape).skip(1).any(|(r, &n)| *r != (0, n, 1))
                         && !self.computed(y)
                         && !constant_valued(eg, y, 2) =>
                 {
