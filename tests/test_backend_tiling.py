@@ -102,6 +102,9 @@ TILED = {
                                                     "mvout_acc_strided": 2}),
     "gemmini_matmul_window_10x24": ("Gemmini", {"matmul32": 2, "mac32": 2,
                                                 "mvout_acc_strided": 2, "mvin_acc_strided": 0}),
+    # every other row of a product: every other row of its lhs, loaded with a doubled row pitch
+    "gemmini_matmul_even_rows_16x32x16": ("Gemmini", {"matmul32": 1, "mac32": 1,
+                                                      "mvin_strided": 2}),
     # an addend written first joins the accumulation of the split contraction's products
     "gemmini_bias_plus_matmul_16x32x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
     # a sum of two products with split contractions: the second product's partial products

@@ -677,6 +677,28 @@ impl<'a> Finder<'a> {
                     let whole_rest = ranges.iter().zip(x_shape).skip(1).all(|(r, &d)| *r == (0, d, 1));
                     let Some(&(lo, hi, stride)) = ranges.first() else { continue };
                     if stride != 1 {
+                        // Every `stride`-th row of a row-major matrix is the first row of each
+                        // group of `stride` rows: a column window of the matrix read with rows
+                        // `stride` times as long (a load with a row pitch).
+                        let count = (hi - lo + stride - 1) / stride;
+                        if whole_rest && x_shape.len() >= 2 && lo + count * stride <= x_shape[0] {
+                            let row: i64 = x_shape[1..].iter().product();
+                            let run_ty = y_ty.with_shape(vec![count * stride * row]);
+                            let bytes = (lo * row, (lo + count * stride) * row, 1);
+                            let run = if run_ty == *y_ty {
+                                Term::Class(y)
+                            } else {
+                                Term::Node(Op::Slice(vec![bytes]), run_ty.clone(), vec![Term::Class(y)])
+                            };
+                            let mut wide = x_shape.clone();
+                            wide[0] = count;
+                            wide[1] *= stride;
+                            let wide_ty = y_ty.with_shape(wide.clone());
+                            let mut window: Vec<(i64, i64, i64)> = wide.iter().map(|&n| (0, n, 1)).collect();
+                            window[1] = (0, x_shape[1], 1);
+                            let term = Term::Node(Op::Slice(window), node.ty.clone(), vec![reshape_term(run, &run_ty, wide_ty)]);
+                            self.push("strided-rows-as-window", id, term);
+                        }
                         continue;
                     }
                     if !whole_rest {

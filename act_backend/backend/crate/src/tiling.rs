@@ -714,22 +714,42 @@ pub fn window_one_dimension_at_a_time(x: Id, x_ty: &Ty, ranges: &[(i64, i64, i64
 /// result rows depend on the matching operand rows only (and for a reshape that keeps the
 /// leading dimension): the slice moves towards the operands, so the tile of a tiled result
 /// is computed from the tiles of its operands.
+///
+/// Every `stride`-th row moves the same way (`(A.B)[::2] = A[::2].B`): rows are independent.
 pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: &Node) -> Option<Term> {
     let (&(lo, hi, stride), rest) = ranges.split_first()?;
     let whole_rest = rest.iter().zip(&inner.ty.shape[1..]).all(|(r, &n)| *r == (0, n, 1));
-    if stride != 1 || !whole_rest || (lo, hi) == (0, inner.ty.shape[0]) {
+    if !whole_rest || (lo, hi, stride) == (0, inner.ty.shape[0], 1) {
         return None;
     }
+    let rows = |c: Id, d: usize| {
+        let c_ty = &eg[c].data;
+        let mut r: Vec<(i64, i64, i64)> = c_ty.shape.iter().map(|&n| (0, n, 1)).collect();
+        r[d] = (lo, hi, stride);
+        let sliced = crate::infer::slice_type(c_ty, &r).ok()?;
+        Some(Term::Node(Op::Slice(r), sliced, vec![Term::Class(c)]))
+    };
     if inner.op == Op::Reshape {
         let x = inner.children[0];
-        let x_ty = &eg[x].data;
-        if x_ty.shape.first() != inner.ty.shape.first() {
+        if eg[x].data.shape.first() != inner.ty.shape.first() {
             return None;
         }
-        return Some(Term::Node(Op::Reshape, ty.clone(), vec![slice_along(x, x_ty, 0, lo, hi)]));
+        return Some(Term::Node(Op::Reshape, ty.clone(), vec![rows(x, 0)?]));
     }
     let sources = leading_sources(eg, inner)?;
-    Some(on_tile(eg, inner, &sources, 0, lo, hi))
+    if stride == 1 {
+        return Some(on_tile(eg, inner, &sources, 0, lo, hi));
+    }
+    let operands = inner
+        .children
+        .iter()
+        .zip(&sources)
+        .map(|(&c, src)| match src {
+            Some(d) => rows(c, *d),
+            None => Some(Term::Class(c)),
+        })
+        .collect::<Option<Vec<Term>>>()?;
+    Some(Term::Node(inner.op.clone(), ty.clone(), operands))
 }
 
 /// A window `[r0, r1) x [c0, c1)` (further dimensions whole) of a row-major matrix read from
@@ -1069,6 +1089,20 @@ mod tests {
         let expected = Term::Node(Op::Transpose(vec![1, 0]), sliced.clone(), vec![rows]);
         assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &t, true), Some(expected));
         assert_eq!(slice_through_columns(&eg, &ranges, &sliced, &t, false), None);
+    }
+
+    #[test]
+    fn every_other_row_of_a_product_is_the_product_of_every_other_row_of_its_lhs() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let (a_ty, b_ty) = (Ty::new(DType::S8, vec![16, 32]), Ty::new(DType::S8, vec![32, 16]));
+        let a = input(&mut eg, 0, a_ty);
+        let b = input(&mut eg, 1, b_ty);
+        let dd = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], lhs_batch: vec![], rhs_batch: vec![] };
+        let dot = Node::new(Op::Dot(dd.clone()), int(&[16, 16]), vec![a, b]);
+        let even = [(0, 16, 2), (0, 16, 1)];
+        let a_rows = Term::Node(Op::Slice(vec![(0, 16, 2), (0, 32, 1)]), Ty::new(DType::S8, vec![8, 32]), vec![Term::Class(a)]);
+        let expected = Term::Node(Op::Dot(dd), int(&[8, 16]), vec![a_rows, Term::Class(b)]);
+        assert_eq!(slice_through(&eg, &even, &int(&[8, 16]), &dot), Some(expected));
     }
 
     #[test]

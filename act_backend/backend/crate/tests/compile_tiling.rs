@@ -203,6 +203,14 @@ fn a_window_of_a_product_multiplies_only_the_operand_windows_it_needs() {
 }
 
 #[test]
+fn every_other_row_of_a_product_multiplies_every_other_row_of_its_lhs() {
+    // (A.B)[::2] = A[::2].B: 8 rows over a 32-deep contraction, A's rows read with a doubled
+    // row pitch.
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_even_rows_16x32x16");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (1, 1), "{calls:?}");
+}
+
+#[test]
 fn columns_of_a_product_on_a_unit_that_stores_whole_rows_are_stored_transposed() {
     // QKV stores rows of 64: the product is computed transposed (B^T.A^T), its first 20 rows
     // moved out and stored by the transposing store.

@@ -67,6 +67,9 @@ KERNELS = {
     # refused: an int32 sum of two inputs (the array adds only onto a product of int8
     # values), though every 16-column window of the inputs can be loaded
     "gemmini_int32_add_64x64": (lambda a, b: a + b, [shape(64, 64, dtype=I32)] * 2),
+    # every other row of a product: every other row of its lhs, read with a doubled row pitch
+    "gemmini_matmul_even_rows_16x32x16": (lambda a, b: int8_product(a, b)[::2],
+                                          [shape(16, 32, dtype=I8), shape(32, 16, dtype=I8)]),
     # refused: the transpose of a product computed in 16-column tiles (no Gemmini instruction
     # transposes): the transpose is named, not the product
     "gemmini_transposed_matmul_16x32x32": (lambda a, b: int8_product(a, b).T,
