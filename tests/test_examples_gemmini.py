@@ -42,6 +42,19 @@ CASES = {
     + ["mvin_acc", "mac32", "mvout_acc"],
     # an int32 sum along rows: a product with a column of ones
     "row_sums": ["mvin", "mvin", "matmul32", "mvout_acc"],
+    # Gemmini's only maximum is a store's ReLU: max(a, b) = b + relu(a - b) in int32, where
+    # the difference of int8 values cannot overflow. a - b accumulated onto a widened a by
+    # a product with -I; its ReLU stored and loaded back; b added by a product with I; the
+    # result, an int8 value, narrowed by the saturating store
+    "maximum": ["mvin", "mvin", "mvin_acc_s8", "mac32", "mvout_acc_relu", "mvin_acc", "mvin",
+                "mac32", "mvout_acc_s8"],
+    # min(a, b) = a - relu(a - b): the ReLU loaded back negated (scale -1)
+    "minimum": ["mvin", "mvin", "mvin_acc_s8", "mac32", "mvout_acc_relu", "mvin_acc", "mvin",
+                "mvin", "mac32", "mvout_acc_s8"],
+    # clamp(lo, a, hi) = min(max(a, lo), hi), each as above, the maximum stored between
+    "clamp": ["mvin", "mvin", "mvin_acc_s8", "mac32", "mvout_acc_relu", "mvin_acc", "mvin",
+              "mac32", "mvout_acc_s8", "mvin", "mvin_acc", "mac32", "mvout_acc_relu",
+              "mvin_acc", "mac32", "mvout_acc_s8"],
 }
 
 

@@ -42,6 +42,11 @@ KERNELS = {
     "row_sums": (lambda a: jnp.sum(a, axis=1, dtype=I32), [TILE]),
     "negate": (lambda a: -a, [TILE]),
     "reverse": (lambda a: jnp.flip(a, axis=0), [TILE]),
+    # Gemmini's only maximum is the ReLU of its stores: elementwise maxima and minima of
+    # int8 values are computed in int32 from one
+    "maximum": (lambda a, b: jnp.maximum(a, b), [TILE, TILE]),
+    "minimum": (lambda a, b: jnp.minimum(a, b), [TILE, TILE]),
+    "clamp": (lambda a: jax.lax.clamp(I8(-24), a, I8(2)), [TILE]),
 }
 
 

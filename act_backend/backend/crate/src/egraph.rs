@@ -37,16 +37,22 @@ pub struct KernelGraph {
     pub inputs: Vec<Id>,
 }
 
-/// `dtype[shape]` read from `u8[bytes]` at `bytes`: `bitcast_convert(reshape(bytes) :
-/// u8[shape..., width]) : dtype[shape]` (XLA's bitcast consumes the trailing width dimension);
-/// steps that would be identities are left out.
-pub fn from_bytes(egraph: &mut SelGraph, bytes: Id, ty: &Ty) -> Id {
+/// The bytes of a `ty` value laid out element by element: `u8[shape..., width]` (XLA's
+/// bitcast to bytes adds a trailing dimension of the element's width; none for one byte).
+pub fn raw_bytes(ty: &Ty) -> Ty {
     let width = i64::from(ty.dtype.bytes());
     let mut shape = ty.shape.clone();
     if width > 1 {
         shape.push(width);
     }
-    let raw = Ty::new(DType::U8, shape);
+    Ty::new(DType::U8, shape)
+}
+
+/// `dtype[shape]` read from `u8[bytes]` at `bytes`: `bitcast_convert(reshape(bytes) :
+/// u8[shape..., width]) : dtype[shape]` (XLA's bitcast consumes the trailing width dimension);
+/// steps that would be identities are left out.
+pub fn from_bytes(egraph: &mut SelGraph, bytes: Id, ty: &Ty) -> Id {
+    let raw = raw_bytes(ty);
     let reshaped =
         if egraph[bytes].data == raw { bytes } else { egraph.add(Node::new(Op::Reshape, raw.clone(), vec![bytes])) };
     if raw == *ty {
@@ -59,12 +65,7 @@ pub fn from_bytes(egraph: &mut SelGraph, bytes: Id, ty: &Ty) -> Id {
 /// The bytes of `value`: `reshape(bitcast_convert(value) : u8[shape..., width]) : u8[bytes]`.
 pub fn to_bytes(egraph: &mut SelGraph, value: Id) -> Id {
     let ty = egraph[value].data.clone();
-    let width = i64::from(ty.dtype.bytes());
-    let mut shape = ty.shape.clone();
-    if width > 1 {
-        shape.push(width);
-    }
-    let raw = Ty::new(DType::U8, shape);
+    let raw = raw_bytes(&ty);
     let cast = if raw == ty { value } else { egraph.add(Node::new(Op::BitcastConvert, raw.clone(), vec![value])) };
     let flat = Ty::new(DType::U8, vec![ty.bytes()]);
     if raw == flat {

@@ -28,7 +28,8 @@
 //!   NaNs and signed zeros included; where the ISA has both kinds, extraction chooses by
 //!   instruction count like any other alternative.
 
-use crate::egraph::SelGraph;
+use crate::egraph::{raw_bytes, SelGraph};
+use crate::precision::{is_widened, within_half_range};
 use crate::isa::Isa;
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::Term;
@@ -135,6 +136,26 @@ fn reshape(x: Term, from: &Ty, to: Ty) -> Term {
     }
 }
 
+/// `x` written to HBM and read back (`from_bytes(to_bytes(x))`, see
+/// [`crate::egraph::to_bytes`]): an operation that an ISA computes only on the way out, as a
+/// store's ReLU, can then feed a later one through a load.
+fn through_hbm(x: Term, ty: &Ty) -> Term {
+    let raw = raw_bytes(ty);
+    let flat = Ty::new(DType::U8, vec![ty.bytes()]);
+    let mut t = x;
+    if raw != *ty {
+        t = Term::Node(Op::BitcastConvert, raw.clone(), vec![t]);
+    }
+    if raw != flat {
+        t = Term::Node(Op::Reshape, flat, vec![t]);
+        t = Term::Node(Op::Reshape, raw.clone(), vec![t]);
+    }
+    if raw != *ty {
+        t = Term::Node(Op::BitcastConvert, ty.clone(), vec![t]);
+    }
+    t
+}
+
 /// Ways for value `x` to pass through an instruction unchanged: `x.I` (matrices), `x * 1`,
 /// `x + -0`. Offered once per kernel value (the caller's choice of classes); each term's
 /// result joins `x`'s class, so it is never applied to its own output again.
@@ -214,7 +235,9 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
     }
     if let Some(attrs) = other(node, "clamp") {
         // XLA: clamp(lo, x, hi) = min(max(x, lo), hi); `lo` and `hi` may be scalars.
-        let bounds_ok = node.children.len() == 3 && ids.maximum.contains(&dt) && ids.minimum.contains(&dt);
+        // A minimum the ISA lacks may come from its maximum (`minimum-by-relu`).
+        let minimum = ids.minimum.contains(&dt) || (dt.is_signed() && ids.add.contains(&dt));
+        let bounds_ok = node.children.len() == 3 && ids.maximum.contains(&dt) && minimum;
         if bounds_ok && attrs.is_empty() {
             let widen = |k: usize| {
                 let t = child_ty(k);
@@ -229,7 +252,11 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
             if let (Some(lo), Some(hi)) = (widen(0), widen(2)) {
                 let x = Term::Class(node.children[1]);
                 let low = Term::Node(Op::Maximum, ty.clone(), vec![x, lo]);
-                out.push(("clamp-as-maximum-minimum", Term::Node(Op::Minimum, ty.clone(), vec![low, hi])));
+                // The maximum may be computed only on the way out to HBM (a store's ReLU), and
+                // is then read back for the minimum.
+                for low in [through_hbm(low.clone(), &ty), low] {
+                    out.push(("clamp-as-maximum-minimum", Term::Node(Op::Minimum, ty.clone(), vec![low, hi.clone()])));
+                }
             }
         }
     }
@@ -242,6 +269,45 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
                 vec![Term::Class(node.children[1])],
             );
             out.push(("subtract-as-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(node.children[0]), negated])));
+        }
+        // An integer maximum or minimum from a ReLU, `max(x, y) = y + max(x - y, 0)` and
+        // `min(x, y) = x - max(x - y, 0)`, where `x - y` cannot overflow (both operands
+        // widened from a narrower type, or small literals: the int8 maximum widened to int32).
+        // The ReLU is offered where it lies and read back from HBM, for an ISA that applies it
+        // only on the way out (a store's activation).
+        Op::Maximum | Op::Minimum
+            if dt.is_signed()
+                && ids.maximum.contains(&dt)
+                && ids.add.contains(&dt)
+                && node.children.len() == 2
+                && within_half_range(eg, node.children[0])
+                && within_half_range(eg, node.children[1]) =>
+        {
+            let (x, y) = (Term::Class(node.children[0]), Term::Class(node.children[1]));
+            let diff = Term::Node(Op::Subtract, ty.clone(), vec![x.clone(), y.clone()]);
+            let relu = Term::Node(Op::Maximum, ty.clone(), vec![diff, splat(ty.clone(), 0.0)]);
+            for r in [relu.clone(), through_hbm(relu, &ty)] {
+                out.push(if node.op == Op::Maximum {
+                    ("maximum-by-relu", Term::Node(Op::Add, ty.clone(), vec![y.clone(), r]))
+                } else {
+                    ("minimum-by-relu", Term::Node(Op::Subtract, ty.clone(), vec![x.clone(), r]))
+                });
+            }
+        }
+        // A sum with a widened narrow value is a multiply-accumulate of that value by the
+        // identity, `x + y = x.I + y` (each element of `x.I` is `x * 1`), for units that
+        // accumulate products of narrow operands into a wide type.
+        Op::Add if dt.is_int() && ids.dot.contains(&dt) && ty.rank() == 2 && node.children.len() == 2 => {
+            for (k, other) in [(0, 1), (1, 0)] {
+                if !is_widened(eg, node.children[k]) {
+                    continue;
+                }
+                if let Some(i) = scaled_identity(dt, ty.shape[1], 1.0) {
+                    let through = matmul(Term::Class(node.children[k]), i, ty.clone());
+                    let sum = Term::Node(Op::Add, ty.clone(), vec![through, Term::Class(node.children[other])]);
+                    out.push(("add-through-product", sum));
+                }
+            }
         }
         // A matrix scaled by a finite constant is its product with that multiple of the
         // identity: each element is the one product `x * c`, rounded once to the result type

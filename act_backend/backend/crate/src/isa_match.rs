@@ -532,6 +532,17 @@ struct Search<'a> {
     out: &'a mut Vec<Match>,
 }
 
+/// Whether the operands of `node` may be swapped bit for bit: integer and IEEE addition and
+/// multiplication (a NaN operand gives a NaN either way), `xor`, and integer maximum and
+/// minimum (a float one may return `-0` or `+0` depending on the order).
+fn commutes(node: &Node) -> bool {
+    match node.op {
+        Op::Add | Op::Multiply | Op::Xor => true,
+        Op::Maximum | Op::Minimum => !node.ty.dtype.is_float(),
+        _ => false,
+    }
+}
+
 impl<'a> Search<'a> {
     /// Records `e = v`; false when `e` is a constant other than `v`.
     fn equate(&mut self, e: &Expr, v: i64) -> bool {
@@ -603,27 +614,12 @@ impl<'a> Search<'a> {
                     }
                     let inner = self.eqs.len();
                     if self.kind_matches(&pop.kind, &node.op) {
-                        let mut newly = Vec::new();
-                        let mut consistent = true;
-                        for (&p, &child) in pop.operands.iter().zip(&node.children) {
-                            let child = eg.find(child);
-                            match self.bind[p] {
-                                Some(b) if b != child => {
-                                    consistent = false;
-                                    break;
-                                }
-                                Some(_) => {}
-                                None => {
-                                    self.bind[p] = Some(child);
-                                    newly.push(p);
-                                }
-                            }
-                        }
-                        if consistent {
-                            self.step(pos + 1);
-                        }
-                        for p in newly {
-                            self.bind[p] = None;
+                        let children: Vec<Id> = node.children.iter().map(|&c| eg.find(c)).collect();
+                        self.bind_operands(pos, &pop.operands, &children);
+                        // `x + y` is `y + x`: the semantics' order of the operands is no
+                        // constraint on the kernel's.
+                        if commutes(node) && children[0] != children[1] {
+                            self.bind_operands(pos, &pop.operands, &[children[1], children[0]]);
                         }
                     }
                     self.eqs.truncate(inner);
@@ -631,6 +627,32 @@ impl<'a> Search<'a> {
             }
         }
         self.eqs.truncate(mark);
+    }
+
+    /// Binds the pattern operands `operands` to `children` and goes on with the next pattern
+    /// node, unless an operand is already bound to another class.
+    fn bind_operands(&mut self, pos: usize, operands: &[usize], children: &[Id]) {
+        let mut newly = Vec::new();
+        let mut consistent = true;
+        for (&p, &child) in operands.iter().zip(children) {
+            match self.bind[p] {
+                Some(b) if b != child => {
+                    consistent = false;
+                    break;
+                }
+                Some(_) => {}
+                None => {
+                    self.bind[p] = Some(child);
+                    newly.push(p);
+                }
+            }
+        }
+        if consistent {
+            self.step(pos + 1);
+        }
+        for p in newly {
+            self.bind[p] = None;
+        }
     }
 
     fn finish(&mut self) {

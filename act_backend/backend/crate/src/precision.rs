@@ -20,7 +20,7 @@
 
 use crate::egraph::SelGraph;
 use crate::isa::Isa;
-use crate::lang::{DType, Node, Op, OpCode, Ty};
+use crate::lang::{DType, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::{representable, Rewrite, Term};
 use egg::Id;
 use std::collections::BTreeSet;
@@ -65,6 +65,15 @@ impl Widenings {
                 _ => {}
             }
         }
+        // A signed minimum comes from a maximum and sums (`minimum-by-relu` of the identity
+        // rules), so it is widened where they are computed.
+        let derived: Vec<(OpCode, DType)> = out
+            .elementwise
+            .iter()
+            .filter(|&&(c, t)| c == OpCode::Maximum && t.is_signed() && out.elementwise.contains(&(OpCode::Add, t)))
+            .map(|&(_, t)| (OpCode::Minimum, t))
+            .collect();
+        out.elementwise.extend(derived);
         out
     }
 
@@ -121,6 +130,29 @@ fn widened_from(eg: &SelGraph, id: Id) -> Vec<(Term, Ty)> {
     out
 }
 
+/// Whether every value of class `id`, of a signed integer type `W`, lies strictly within
+/// a quarter of `W`'s range (`|v| < 2^(bits - 2)`), so that the difference of two such values
+/// is a value of `W`: a widening convert from a narrower integer type (or a reshape of one),
+/// or a literal whose values do.
+pub fn within_half_range(eg: &SelGraph, id: Id) -> bool {
+    let dtype = eg[id].data.dtype;
+    if !dtype.is_signed() {
+        return false;
+    }
+    let bound = 2f64.powi(8 * dtype.bytes() as i32 - 2);
+    let narrower = |t: &Ty| t.dtype.is_int() && t.dtype.bytes() < dtype.bytes();
+    widened_from(eg, id).iter().any(|(_, t)| narrower(t))
+        || eg[id].nodes.iter().any(|n| match &n.op {
+            Op::Constant(lit) => lit.values().all(|v| v.abs() < bound),
+            _ => false,
+        })
+}
+
+/// Whether class `id` holds a widened narrow value (see [`within_half_range`]'s converts).
+pub fn is_widened(eg: &SelGraph, id: Id) -> bool {
+    !widened_from(eg, id).is_empty()
+}
+
 /// The mixed-precision rewrites of the whole e-graph, classes in increasing id order.
 pub fn search(eg: &SelGraph, rules: &Widenings) -> Vec<Rewrite> {
     let mut out = Vec::new();
@@ -140,6 +172,7 @@ pub fn search(eg: &SelGraph, rules: &Widenings) -> Vec<Rewrite> {
 fn propose(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<Rewrite>) {
     if node.op == Op::Convert {
         narrow_elementwise(eg, rules, id, node, out);
+        narrow_saturated(eg, rules, id, node, out);
         return;
     }
     let ty = &node.ty;
@@ -236,6 +269,58 @@ fn narrow_elementwise(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out
             }
         }
     }
+}
+
+/// Whether every value of class `id` is a value of the integer type `narrow`: a convert
+/// from a type that widens exactly to it, a literal it holds, or a maximum or minimum of such
+/// values, or such a value moved around (reshaped, broadcast, transposed, sliced).
+fn holds_values_of(eg: &SelGraph, id: Id, narrow: DType, depth: usize) -> bool {
+    eg[id].nodes.iter().any(|n| match &n.op {
+        Op::Convert => eg[n.children[0]].data.dtype.widens_exactly_to(narrow),
+        Op::Constant(lit) => lit.values().all(|v| representable(v, narrow)),
+        Op::Maximum | Op::Minimum if depth > 0 => {
+            n.children.iter().all(|&c| holds_values_of(eg, c, narrow, depth - 1))
+        }
+        Op::Reshape | Op::Broadcast(_) | Op::Transpose(_) | Op::Slice(_) if depth > 0 => {
+            holds_values_of(eg, n.children[0], narrow, depth - 1)
+        }
+        _ => false,
+    })
+}
+
+/// `convert(x, N) = convert(min(max(x, lo), hi), N)` for an integer `x` all of whose values
+/// `N` holds (`lo`, `hi` its least and greatest): the clamp changes nothing, so a store that
+/// narrows with saturation narrows it exactly (the int8 maximum computed in int32).
+fn narrow_saturated(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<Rewrite>) {
+    let narrow = node.ty.dtype;
+    let x = eg.find(node.children[0]);
+    let wide_ty = eg[x].data.clone();
+    let wide = wide_ty.dtype;
+    let clamps = rules.elementwise.contains(&(OpCode::Maximum, wide)) && rules.elementwise.contains(&(OpCode::Minimum, wide));
+    if !clamps || !narrow.is_int() || !wide.is_int() || narrow == wide || !narrow.widens_exactly_to(wide) {
+        return;
+    }
+    let Some((lo, hi)) = integer_bounds(narrow) else { return };
+    if !holds_values_of(eg, x, narrow, 3) {
+        return;
+    }
+    let splat = |v: f64| Term::Node(Op::Constant(Literal::from_values(&[v])), wide_ty.clone(), vec![]);
+    let low = Term::Node(Op::Maximum, wide_ty.clone(), vec![Term::Class(x), splat(lo)]);
+    let within = Term::Node(Op::Minimum, wide_ty.clone(), vec![low, splat(hi)]);
+    out.push(Rewrite { rule: "narrow-saturated", class: id, term: Term::Node(Op::Convert, node.ty.clone(), vec![within]) });
+}
+
+/// The least and greatest values of a signed or unsigned integer type of at most 32 bits.
+fn integer_bounds(dtype: DType) -> Option<(f64, f64)> {
+    if !dtype.is_int() || dtype.bytes() > 4 {
+        return None;
+    }
+    let bits = 8 * dtype.bytes() as i32;
+    Some(if dtype.is_signed() {
+        (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1) - 1.0)
+    } else {
+        (0.0, 2f64.powi(bits) - 1.0)
+    })
 }
 
 #[cfg(test)]

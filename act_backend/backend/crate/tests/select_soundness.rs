@@ -153,6 +153,47 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Instrs(&["mvin", "mvout_relu"]),
         ),
         (
+            "an int8 maximum is b + relu(a - b) in int32, the ReLU a store's, loaded back",
+            int8("  ROOT m = s8[16,16] maximum(a, b)\n"),
+            gemmini(),
+            Instrs(&[
+                "mvin", "mvin", "mvin_acc_s8", "mac32", "mvout_acc_relu", "mvin_acc", "mvin", "mac32", "mvout_acc_s8",
+            ]),
+        ),
+        (
+            "an int8 minimum is a - relu(a - b), the ReLU loaded back negated",
+            int8("  ROOT m = s8[16,16] minimum(a, b)\n"),
+            gemmini(),
+            Count(10),
+        ),
+        (
+            "an int8 clamp is a minimum of a maximum",
+            int8(
+                "  lo = s8[] constant(-24)\n  hi = s8[] constant(2)\n  los = s8[16,16] broadcast(lo), dimensions={}\n  \
+                 his = s8[16,16] broadcast(hi), dimensions={}\n  ROOT m = s8[16,16] clamp(los, a, his)\n",
+            ),
+            gemmini(),
+            Count(16),
+        ),
+        (
+            "an int32 value plus a widened int8 one accumulates the int8 one by a product with I",
+            int8("  w = s32[16,16] convert(b)\n  ROOT s = s32[16,16] add(c, w)\n"),
+            gemmini(),
+            Instrs(&["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc"]),
+        ),
+        (
+            "an int32 maximum of int32 values has no ReLU form: their difference may overflow",
+            int8("  w = s32[16,16] convert(b)\n  ROOT m = s32[16,16] maximum(c, w)\n"),
+            gemmini(),
+            Missing("maximum", 7),
+        ),
+        (
+            "an int32 value narrowed to int8 wraps: the saturating store narrows only values int8 holds",
+            int8("  ROOT n = s8[16,16] convert(c)\n"),
+            gemmini(),
+            Missing("convert", 6),
+        ),
+        (
             "a convert round trip through a wider type cancels",
             int8("  w = s32[16,16] convert(a)\n  ROOT n = s8[16,16] convert(w)\n"),
             gemmini(),
