@@ -10,23 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
-from helpers.differential import check_kernel
+from helpers.differential import check_kernel, kernel_inputs, random_bf16
 from helpers.examples import ROOT, compile_kernel, instruction_calls, parse_kernel_file
 from helpers.oracle_harness import bf16_tolerance, run_assembly
 
-from act_backend.hlo.dtypes import numpy_dtype
 from act_backend.kernel import evaluate
 
 pytestmark = pytest.mark.slow
 
 KERNEL = Path(__file__).resolve().parent / "kernels" / "matmul_128x64.hlo"
-
-
-def random_bf16(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return rng.uniform(-1.0, 1.0, size=shape).astype(ml_dtypes.bfloat16)
 
 
 @pytest.fixture(scope="module")
@@ -134,22 +128,6 @@ TILED = {
                                                "row_sum_acc": 3}),
     "rowreduce_row_max_16x40": ("RowReduce", {"load_strided": 3, "row_max": 3, "vec_max": 2}),
 }
-
-
-def kernel_inputs(path: Path, seed: int) -> list[np.ndarray]:
-    """bf16 values in [-1, 1), or integers over the whole range of their type (products and
-    sums wrap)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in parse_kernel_file(path).entry.parameters():
-        shape = tuple(p.type.shape)
-        if p.type.dtype == "bf16":
-            out.append(random_bf16(rng, shape))
-        else:
-            dtype = numpy_dtype(p.type.dtype)
-            info = np.iinfo(dtype)
-            out.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype))
-    return out
 
 
 @pytest.mark.parametrize("name", list(TILED))

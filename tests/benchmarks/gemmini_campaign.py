@@ -21,7 +21,6 @@ that wraps (every store to int8 saturates).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -149,15 +148,7 @@ def main() -> int:
             print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
                   f"{tally.seconds[-1]:.2f} s", flush=True)
 
-    total = args.kernels
-    print(f"\n{tally.compiled} of {total} compiled ({100 * tally.compiled / total:.0f}%), "
-          f"{len(tally.wrong)} wrong, {total - tally.compiled} refused")
-    for message, count in tally.refusals.most_common():
-        print(f"  {count:4d}  {message}")
-    for label in tally.wrong:
-        print(f"  WRONG {label}")
-    print(f"compile, simulate and compare: median {statistics.median(tally.seconds):.2f} s, "
-          f"max {max(tally.seconds):.2f} s per kernel")
+    print("\n" + tally.report(args.kernels))
     return 1 if tally.wrong else 0
 
 

@@ -10,14 +10,18 @@ campaign of many kernels adds their outcomes up in a ``Tally``.
 from __future__ import annotations
 
 import collections
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
-from helpers.examples import ExampleBuild, compile_kernel
+from helpers.examples import ExampleBuild, compile_kernel, parse_kernel_file
 from helpers.oracle_harness import bf16_tolerance, run_assembly
 from helpers.xla_reference import run_hlo
+
+from act_backend.hlo.dtypes import numpy_dtype
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,26 @@ def check_kernel(build: ExampleBuild, text: str, inputs: Sequence[np.ndarray],
     return Outcome(True, wrong=wrong, error=error, instructions=instructions)
 
 
+def random_bf16(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.uniform(-1.0, 1.0, size=shape).astype(ml_dtypes.bfloat16)
+
+
+def kernel_inputs(path: Path, seed: int) -> list[np.ndarray]:
+    """Seeded inputs for the kernel file's parameters: bf16 values in [-1, 1), or integers
+    over the whole range of their type (products and sums wrap)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in parse_kernel_file(path).entry.parameters():
+        shape = tuple(p.type.shape)
+        if p.type.dtype == "bf16":
+            out.append(random_bf16(rng, shape))
+        else:
+            dtype = numpy_dtype(p.type.dtype)
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype))
+    return out
+
+
 @dataclass
 class Tally:
     """What a campaign of kernels came to: how many compiled, the refusals by message, the
@@ -104,6 +128,17 @@ class Tally:
     refusals: collections.Counter[str] = field(default_factory=collections.Counter)
     wrong: list[str] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+
+    def report(self, total: int) -> str:
+        """How many of ``total`` kernels compiled, were wrong and were refused (by message),
+        and the check times."""
+        lines = [f"{self.compiled} of {total} compiled ({100 * self.compiled / total:.0f}%), "
+                 f"{len(self.wrong)} wrong, {total - self.compiled} refused"]
+        lines += [f"  {count:4d}  {message}" for message, count in self.refusals.most_common()]
+        lines += [f"  WRONG {label}" for label in self.wrong]
+        lines.append(f"compile, simulate and compare: median {statistics.median(self.seconds):.2f}"
+                     f" s, max {max(self.seconds):.2f} s per kernel")
+        return "\n".join(lines)
 
     def record(self, outcome: Outcome, seconds: float, label: str) -> None:
         self.seconds.append(seconds)

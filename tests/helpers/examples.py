@@ -72,6 +72,28 @@ def build_example(example: str, work_root: Path) -> ExampleBuild:
     workdir = work_root / example
     skip = shutil.ignore_patterns("targets", "backends", "*.py[co]", "attention.py")
     shutil.copytree(source, workdir, ignore=skip)
+    run_spec(workdir, spec)
+    return ExampleBuild(example, name, workdir)
+
+
+def build_spec_file(spec: Path, work_root: Path) -> ExampleBuild:
+    """Copies a spec file of any accelerator (one that generates its oracle and backend when
+    run) into ``work_root/<file stem>`` and runs it there; the accelerator's name is read
+    from the backend it wrote."""
+    workdir = work_root / spec.stem
+    workdir.mkdir(parents=True)
+    shutil.copy(spec, workdir / spec.name)
+    run_spec(workdir, spec.name)
+    backends = sorted(p.name for p in (workdir / "backends").iterdir()) \
+        if (workdir / "backends").is_dir() else []
+    if len(backends) != 1:
+        raise RuntimeError(f"python {spec.name} wrote backends {backends}; expected one: "
+                           "does it call generate_oracle and generate_backend?")
+    return ExampleBuild(spec.stem, backends[0], workdir)
+
+
+def run_spec(workdir: Path, spec: str) -> None:
+    """Runs ``spec`` in ``workdir``; raises with its output on failure."""
     # The spec imports act_backend from this tree, not from wherever it is installed.
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
@@ -79,7 +101,6 @@ def build_example(example: str, work_root: Path) -> ExampleBuild:
                          env=env)
     if run.returncode != 0:
         raise RuntimeError(f"python {spec} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
-    return ExampleBuild(example, name, workdir)
 
 
 def compile_kernel(backend: Path, kernel: Path, output: Path,
