@@ -29,10 +29,11 @@
 //!   instruction count like any other alternative.
 
 use crate::egraph::{raw_bytes, SelGraph};
-use crate::precision::{is_widened, within_half_range};
+use crate::precision::{holds_narrower_values, within_half_range};
 use crate::isa::Isa;
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::Term;
+use crate::tiling::Extents;
 use egg::Id;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,6 +46,9 @@ pub const MAX_CONSTANT_ELEMENTS: i64 = 1 << 16;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Identities {
     pub dot: BTreeSet<DType>,
+    /// Of those, the types in which a product takes its operands as they are (not widened
+    /// from a narrower type first): any value of the type passes through it.
+    pub dot_direct: BTreeSet<DType>,
     pub multiply: BTreeSet<DType>,
     pub add: BTreeSet<DType>,
     pub maximum: BTreeSet<DType>,
@@ -63,6 +67,12 @@ impl Identities {
                     !op.operands.is_empty() && op.operands.iter().all(|o| dtypes.get(o.as_str()) == Some(&dtype));
                 if !same {
                     continue;
+                }
+                let converted = |o: &String| {
+                    instr.semantics.iter().any(|p| &p.name == o && p.op == OpCode::Convert)
+                };
+                if op.op == OpCode::Dot && !op.operands.iter().any(converted) {
+                    out.dot_direct.insert(dtype);
                 }
                 let set = match op.op {
                     OpCode::Dot => &mut out.dot,
@@ -136,6 +146,33 @@ fn reshape(x: Term, from: &Ty, to: Ty) -> Term {
     }
 }
 
+/// Whether `node` is one of the pass-through identities (`x + 0`, `x * 1`): it computes
+/// nothing, and the tiling of its class follows the operation the class computes instead.
+pub fn is_pass_through(eg: &SelGraph, node: &Node) -> bool {
+    let one = |id: Id| eg[id].nodes.iter().any(|n| matches!(&n.op, Op::Constant(lit) if lit.splat() == Some(1.0)));
+    match node.op {
+        Op::Add => node.children.iter().any(|&c| is_zero(eg, c)),
+        Op::Multiply => node.children.iter().any(|&c| one(c)),
+        _ => false,
+    }
+}
+
+/// Whether class `id` holds a literal that is zero throughout (a ReLU's bound: rewriting
+/// `max(x, 0)` through a ReLU would give it back).
+pub fn is_zero(eg: &SelGraph, id: Id) -> bool {
+    zero_within(eg, id, 3)
+}
+
+/// [`is_zero`], looking through at most `depth` conversions and moves of a zero literal not
+/// yet folded (classes may be cyclic: a reshape's class can hold the reshape back).
+fn zero_within(eg: &SelGraph, id: Id, depth: usize) -> bool {
+    eg[id].nodes.iter().any(|n| match &n.op {
+        Op::Constant(lit) => lit.splat() == Some(0.0),
+        Op::Convert | Op::Broadcast(_) | Op::Reshape | Op::Slice(_) if depth > 0 => zero_within(eg, n.children[0], depth - 1),
+        _ => false,
+    })
+}
+
 /// `x` written to HBM and read back (`from_bytes(to_bytes(x))`, see
 /// [`crate::egraph::to_bytes`]): an operation that an ISA computes only on the way out, as a
 /// store's ReLU, can then feed a later one through a load.
@@ -159,13 +196,13 @@ fn through_hbm(x: Term, ty: &Ty) -> Term {
 /// Ways for value `x` to pass through an instruction unchanged: `x.I` (matrices), `x * 1`,
 /// `x + -0`. Offered once per kernel value (the caller's choice of classes); each term's
 /// result joins `x`'s class, so it is never applied to its own output again.
-pub fn pass_through(eg: &SelGraph, ids: &Identities, x: Id) -> Vec<(&'static str, Term)> {
+pub fn pass_through(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id) -> Vec<(&'static str, Term)> {
     let ty = eg[x].data.clone();
     let mut out = Vec::new();
     if ty.rank() == 0 || ty.dtype == DType::Pred {
         return out;
     }
-    if ids.dot.contains(&ty.dtype) && ty.rank() == 2 {
+    if ids.dot.contains(&ty.dtype) && ty.rank() == 2 && tiles.takes_square_product(ty.shape[1]) {
         if let Some(i) = scaled_identity(ty.dtype, ty.shape[1], 1.0) {
             out.push(("identity-product", matmul(Term::Class(x), i, ty.clone())));
         }
@@ -176,6 +213,47 @@ pub fn pass_through(eg: &SelGraph, ids: &Identities, x: Id) -> Vec<(&'static str
     if ids.add.contains(&ty.dtype) {
         let zero = splat(ty.clone(), additive_identity(ty.dtype));
         out.push(("identity-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(x), zero])));
+    }
+    out
+}
+
+/// The operands of a sum that pass through the matrix unit as `x = x.I`, for units that add
+/// only onto a product (`x + y = x.I + y`, a multiply-accumulate; each element of `x.I` is
+/// `x * 1`): the operands of a sum in a class that no sum onto a product computes yet, none
+/// of them zero (`x + 0` is itself the pass-through). The product
+/// joins the operand's class like [`pass_through`]'s, so each value gets it once: tiles of
+/// kernel values and values the rules compute (a widened operand becomes a product of narrow
+/// operands accumulated in the wide type). Only where one product of the unit takes the
+/// operand's width: a wider one would be computed in tiles of mostly zero blocks, while the
+/// sum's own tiles pass through whole.
+pub fn sum_operands_through_products(
+    eg: &SelGraph,
+    ids: &Identities,
+    tiles: &Extents,
+    class: Id,
+    node: &Node,
+) -> Vec<(&'static str, Id, Term)> {
+    let ty = &node.ty;
+    let mut out = Vec::new();
+    if node.op != Op::Add || node.children.len() != 2 || ty.rank() != 2 || !ids.dot.contains(&ty.dtype) {
+        return out;
+    }
+    if !tiles.takes_square_product(ty.shape[1]) || node.children.iter().any(|&c| is_zero(eg, c)) {
+        return out;
+    }
+    // A sum the class already computes from a product (a partial sum of a split
+    // contraction, or one this rule served) needs no other.
+    let product = |c: Id| eg[c].nodes.iter().any(|n| matches!(n.op, Op::Dot(_)));
+    let from_product = |n: &Node| n.op == Op::Add && n.children.iter().any(|&c| product(c));
+    if product(class) || eg[class].nodes.iter().any(from_product) {
+        return out;
+    }
+    // A unit that widens its operands first takes only values of the narrow type.
+    let takes = |x: Id| ids.dot_direct.contains(&ty.dtype) || holds_narrower_values(eg, x);
+    if let Some(i) = scaled_identity(ty.dtype, ty.shape[1], 1.0) {
+        for &x in node.children.iter().filter(|&&x| takes(x)) {
+            out.push(("add-through-product", eg.find(x), matmul(Term::Class(x), i.clone(), ty.clone())));
+        }
     }
     out
 }
@@ -281,7 +359,8 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
                 && ids.add.contains(&dt)
                 && node.children.len() == 2
                 && within_half_range(eg, node.children[0])
-                && within_half_range(eg, node.children[1]) =>
+                && within_half_range(eg, node.children[1])
+                && !node.children.iter().any(|&c| is_zero(eg, c)) =>
         {
             let (x, y) = (Term::Class(node.children[0]), Term::Class(node.children[1]));
             let diff = Term::Node(Op::Subtract, ty.clone(), vec![x.clone(), y.clone()]);
@@ -292,21 +371,6 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
                 } else {
                     ("minimum-by-relu", Term::Node(Op::Subtract, ty.clone(), vec![x.clone(), r]))
                 });
-            }
-        }
-        // A sum with a widened narrow value is a multiply-accumulate of that value by the
-        // identity, `x + y = x.I + y` (each element of `x.I` is `x * 1`), for units that
-        // accumulate products of narrow operands into a wide type.
-        Op::Add if dt.is_int() && ids.dot.contains(&dt) && ty.rank() == 2 && node.children.len() == 2 => {
-            for (k, other) in [(0, 1), (1, 0)] {
-                if !is_widened(eg, node.children[k]) {
-                    continue;
-                }
-                if let Some(i) = scaled_identity(dt, ty.shape[1], 1.0) {
-                    let through = matmul(Term::Class(node.children[k]), i, ty.clone());
-                    let sum = Term::Node(Op::Add, ty.clone(), vec![through, Term::Class(node.children[other])]);
-                    out.push(("add-through-product", sum));
-                }
             }
         }
         // A matrix scaled by a finite constant is its product with that multiple of the
@@ -379,6 +443,7 @@ mod tests {
         let on = |name: &str| if ops.contains(&name) { all.clone() } else { BTreeSet::new() };
         let identities = Identities {
             dot: on("dot"),
+            dot_direct: on("dot"),
             multiply: on("multiply"),
             add: on("add"),
             maximum: on("maximum"),

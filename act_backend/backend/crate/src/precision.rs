@@ -148,9 +148,19 @@ pub fn within_half_range(eg: &SelGraph, id: Id) -> bool {
         })
 }
 
-/// Whether class `id` holds a widened narrow value (see [`within_half_range`]'s converts).
-pub fn is_widened(eg: &SelGraph, id: Id) -> bool {
-    !widened_from(eg, id).is_empty()
+/// Whether every value of integer class `id` is a value of a narrower integer type: a
+/// widening convert from one (or a reshape of one), or a literal one holds.
+pub fn holds_narrower_values(eg: &SelGraph, id: Id) -> bool {
+    let dtype = eg[id].data.dtype;
+    let narrower: Vec<DType> = [DType::S8, DType::U8, DType::S16, DType::U16, DType::S32, DType::U32]
+        .into_iter()
+        .filter(|t| dtype.is_int() && t.bytes() < dtype.bytes())
+        .collect();
+    widened_from(eg, id).iter().any(|(_, t)| narrower.contains(&t.dtype))
+        || eg[id].nodes.iter().any(|n| match &n.op {
+            Op::Constant(lit) => narrower.iter().any(|&t| lit.values().all(|v| representable(v, t))),
+            _ => false,
+        })
 }
 
 /// The mixed-precision rewrites of the whole e-graph, classes in increasing id order.
@@ -288,8 +298,8 @@ fn holds_values_of(eg: &SelGraph, id: Id, narrow: DType, depth: usize) -> bool {
     })
 }
 
-/// `convert(x, N) = convert(min(max(x, lo), hi), N)` for an integer `x` all of whose values
-/// `N` holds (`lo`, `hi` its least and greatest): the clamp changes nothing, so a store that
+/// `convert(x, N) = convert(min(max(x, lo), hi), N)` for an integer maximum or minimum `x`
+/// of values `N` holds (`lo`, `hi` its least and greatest): the clamp changes nothing, so a store that
 /// narrows with saturation narrows it exactly (the int8 maximum computed in int32).
 fn narrow_saturated(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<Rewrite>) {
     let narrow = node.ty.dtype;
@@ -301,7 +311,12 @@ fn narrow_saturated(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: 
         return;
     }
     let Some((lo, hi)) = integer_bounds(narrow) else { return };
-    if !holds_values_of(eg, x, narrow, 3) {
+    // Only a maximum or minimum of such values: a plain widened value narrows back by the
+    // round trip, and offering the clamp for it too would grow every tile of a product.
+    let clamped = eg[x].nodes.iter().any(|n| {
+        matches!(n.op, Op::Maximum | Op::Minimum) && n.children.iter().all(|&c| holds_values_of(eg, c, narrow, 3))
+    });
+    if !clamped {
         return;
     }
     let splat = |v: f64| Term::Node(Op::Constant(Literal::from_values(&[v])), wide_ty.clone(), vec![]);

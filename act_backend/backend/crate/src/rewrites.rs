@@ -354,9 +354,11 @@ impl<'a> Finder<'a> {
             // One split per class: the tiles are operations too, and take the other rules (the
             // row tiles of a value too wide as well are split into columns in turn).
             let tiles = &self.rules.tiles;
-            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_leading(eg, tiles, n)) {
+            // The identities a value passes through (`x + 0`) do not choose its tiles.
+            let computing = || self.nodes(id).iter().filter(|n| !identities::is_pass_through(eg, n));
+            if let Some(term) = computing().find_map(|n| tiling::split_leading(eg, tiles, n)) {
                 self.push("split-leading", id, term);
-            } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_columns(eg, tiles, n)) {
+            } else if let Some(term) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {
                 self.push("split-column-tiles", id, term);
             } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {
                 self.push("split-reduction", id, term);
@@ -384,6 +386,10 @@ impl<'a> Finder<'a> {
             if !self.rules.identities.is_empty() {
                 for (rule, term) in identities::lowerings(eg, &self.rules.identities, node) {
                     self.push(rule, id, term);
+                }
+                let ids = &self.rules.identities;
+                for (rule, x, term) in identities::sum_operands_through_products(eg, ids, &self.rules.tiles, id, node) {
+                    self.push(rule, x, term);
                 }
             }
         }
@@ -1338,7 +1344,7 @@ pub fn pass_through(eg: &SelGraph, rules: &RuleSet, kernel: &crate::kernel::Kern
         if matches!(node.op, Op::Constant(_)) || !done.insert(class) {
             continue;
         }
-        for (rule, term) in identities::pass_through(eg, &rules.identities, class) {
+        for (rule, term) in identities::pass_through(eg, &rules.identities, &rules.tiles, class) {
             out.push(Rewrite { rule, class, term });
         }
     }

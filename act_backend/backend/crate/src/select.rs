@@ -18,7 +18,7 @@ use crate::pii::PiiGraph;
 use crate::provenance::{Origin, Tracer};
 use crate::rewrites::{self, RuleSet};
 use egg::Id;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Instant;
 
@@ -268,12 +268,26 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     // vector no buffer holds, made from a column that one does, is not the obstacle).
     // A parameter read only in tiles (by an operation wider than the instructions) is loaded
     // when a slice of it is: the operation on the tiles is then what fails.
+    // Windows of a parameter: its slices, and slices of those (a tile is a column window of
+    // a row tile), a few levels deep.
     let read_in_tiles = |k: usize| {
-        let param = eg.find(kg.node_class[k]);
-        eg.classes().any(|c| {
-            c.nodes.iter().any(|n| matches!(n.op, Op::Slice(_)) && eg.find(n.children[0]) == param)
-                && ex.reachable(c.id)
-        })
+        let mut windows: BTreeSet<Id> = [eg.find(kg.node_class[k])].into();
+        for _ in 0..3 {
+            let deeper: Vec<Id> = eg
+                .classes()
+                .filter(|c| c.nodes.iter().any(|n| matches!(n.op, Op::Slice(_)) && windows.contains(&eg.find(n.children[0]))))
+                .map(|c| c.id)
+                .collect();
+            if deeper.iter().any(|&c| ex.reachable(c)) {
+                return true;
+            }
+            let before = windows.len();
+            windows.extend(deeper);
+            if windows.len() == before {
+                return false;
+            }
+        }
+        false
     };
     // A value wider than every instruction is produced in tiles: it is there when each of its
     // tiles is (a concatenation of produced parts), and what fails is a reader that needs it

@@ -250,6 +250,19 @@ impl Extents {
         self.by_op.is_empty()
     }
 
+    /// Whether a product of an `[_, n]` matrix by an `[n, n]` one (an identity matrix of its
+    /// width) is one instruction per row tile: some product takes `n` columns and some a
+    /// contraction of `n`. A wider identity product would be computed in tiles, most of them
+    /// products with zero blocks; the value's tiles pass through the unit instead. Extents
+    /// read from no semantics (tests of other rules) take every width.
+    pub fn takes_square_product(&self, n: i64) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let columns = self.by_op.get(&OpCode::Dot).is_some_and(|e| e.iter().any(|d| d.len() == 2 && d[1].is_none_or(|c| n <= c)));
+        columns && self.contraction.iter().any(|k| k.is_none_or(|k| n <= k))
+    }
+
     /// The tile size of the leading dimension of an operation of operator `op` and type
     /// `ty`, when it must be split: 1 for a rank no semantics of `op` has (a batch; computing
 /// operators only), else the

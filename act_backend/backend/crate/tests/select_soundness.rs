@@ -182,6 +182,25 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Instrs(&["mvin", "mvin", "mvin_acc", "mac32", "mvout_acc"]),
         ),
         (
+            "an int8 sum wider than the array adds tile by tile, each tile through a product with I",
+            "HloModule k\nENTRY e {\n  a = s8[16,32] parameter(0)\n  b = s8[16,32] parameter(1)\n  \
+             ROOT s = s8[16,32] add(a, b)\n}\n"
+                .into(),
+            gemmini(),
+            Instrs(&[
+                "mvin", "mvin_strided", "mvin_strided", "mvin_strided", "mvin_strided", "mac8", "mac8",
+                "mvout_strided", "mvout_strided",
+            ]),
+        ),
+        (
+            "an int8 maximum of 32 columns, each tile from a ReLU",
+            "HloModule k\nENTRY e {\n  a = s8[16,32] parameter(0)\n  b = s8[16,32] parameter(1)\n  \
+             ROOT m = s8[16,32] maximum(a, b)\n}\n"
+                .into(),
+            gemmini(),
+            Count(18),
+        ),
+        (
             "an int32 maximum of int32 values has no ReLU form: their difference may overflow",
             int8("  w = s32[16,16] convert(b)\n  ROOT m = s32[16,16] maximum(c, w)\n"),
             gemmini(),
