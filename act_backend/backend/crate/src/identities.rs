@@ -158,7 +158,7 @@ pub fn is_pass_through(eg: &SelGraph, node: &Node) -> bool {
 }
 
 /// Whether class `id` holds a literal that is zero throughout (a ReLU's bound: rewriting
-/// `max(x, 0)` through a ReLU would give it back).
+/// `max(x, 0)` through a ReLU would give it back; `min(x, 0) = x - relu(x)` is one).
 pub fn is_zero(eg: &SelGraph, id: Id) -> bool {
     zero_within(eg, id, 3)
 }
@@ -241,15 +241,20 @@ pub fn sum_operands_through_products(
     if !tiles.takes_square_product(ty.shape[1]) || node.children.iter().any(|&c| is_zero(eg, c)) {
         return out;
     }
-    // A sum the class already computes from a product (a partial sum of a split
-    // contraction, or one this rule served) needs no other.
-    let product = |c: Id| eg[c].nodes.iter().any(|n| matches!(n.op, Op::Dot(_)));
+    // A unit that widens its operands first takes only values of the narrow type.
+    let takes = |x: Id| ids.dot_direct.contains(&eg[x].data.dtype) || holds_narrower_values(eg, x);
+    // A sum the class already computes from a product the unit takes (a partial sum of a
+    // split contraction, or one this rule served) needs no other.
+    let product = |c: Id| {
+        eg[c].nodes.iter().any(|n| {
+            let narrow = |&k: &Id| eg[k].data.dtype != eg[c].data.dtype;
+            matches!(n.op, Op::Dot(_)) && n.children.iter().all(|k| narrow(k) || takes(*k))
+        })
+    };
     let from_product = |n: &Node| n.op == Op::Add && n.children.iter().any(|&c| product(c));
     if product(class) || eg[class].nodes.iter().any(from_product) {
         return out;
     }
-    // A unit that widens its operands first takes only values of the narrow type.
-    let takes = |x: Id| ids.dot_direct.contains(&ty.dtype) || holds_narrower_values(eg, x);
     if let Some(i) = scaled_identity(ty.dtype, ty.shape[1], 1.0) {
         for &x in node.children.iter().filter(|&&x| takes(x)) {
             out.push(("add-through-product", eg.find(x), matmul(Term::Class(x), i.clone(), ty.clone())));
@@ -348,6 +353,19 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
             );
             out.push(("subtract-as-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(node.children[0]), negated])));
         }
+        // An integer sum with zero is the other operand, and zero minus a value its negation
+        // (the ReLU forms of a minimum with zero leave these).
+        Op::Add if dt.is_int() && node.children.len() == 2 => {
+            for (z, x) in [(0, 1), (1, 0)] {
+                if is_zero(eg, node.children[z]) {
+                    out.push(("add-zero", Term::Class(node.children[x])));
+                }
+            }
+        }
+        Op::Subtract if dt.is_signed() && node.children.len() == 2 && is_zero(eg, node.children[0]) => {
+            let negated = Op::Other { name: "negate".into(), attrs: String::new() };
+            out.push(("zero-minus", Term::Node(negated, ty.clone(), vec![Term::Class(node.children[1])])));
+        }
         // An integer maximum or minimum from a ReLU, `max(x, y) = y + max(x - y, 0)` and
         // `min(x, y) = x - max(x - y, 0)`, where `x - y` cannot overflow (both operands
         // widened from a narrower type, or small literals: the int8 maximum widened to int32).
@@ -360,7 +378,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
                 && node.children.len() == 2
                 && within_half_range(eg, node.children[0])
                 && within_half_range(eg, node.children[1])
-                && !node.children.iter().any(|&c| is_zero(eg, c)) =>
+                && !(node.op == Op::Maximum && node.children.iter().any(|&c| is_zero(eg, c))) =>
         {
             let (x, y) = (Term::Class(node.children[0]), Term::Class(node.children[1]));
             let diff = Term::Node(Op::Subtract, ty.clone(), vec![x.clone(), y.clone()]);

@@ -201,6 +201,12 @@ fn gemmini_rows() -> Vec<(&'static str, String, Isa, Expect)> {
             Count(18),
         ),
         (
+            "an int8 minimum with zero is the ReLU of the negation, loaded back negated",
+            int8("  z = s8[] constant(0)\n  zs = s8[16,16] broadcast(z), dimensions={}\n  ROOT m = s8[16,16] minimum(zs, a)\n"),
+            gemmini(),
+            Count(6),
+        ),
+        (
             "an int32 maximum of int32 values has no ReLU form: their difference may overflow",
             int8("  w = s32[16,16] convert(b)\n  ROOT m = s32[16,16] maximum(c, w)\n"),
             gemmini(),
