@@ -252,11 +252,12 @@ pub fn sum_operands_through_products(
         })
     };
     let from_product = |n: &Node| n.op == Op::Add && n.children.iter().any(|&c| product(c));
-    if product(class) || eg[class].nodes.iter().any(from_product) {
-        return out;
-    }
+    let served = product(class) || eg[class].nodes.iter().any(from_product);
+    // A widened narrow operand still passes through where the other is the product: it is
+    // what the multiply-accumulate adds, and reaches the wide accumulator as `x.I`.
+    let passes = |x: Id| !product(x) && takes(x) && (!served || holds_narrower_values(eg, x));
     if let Some(i) = scaled_identity(ty.dtype, ty.shape[1], 1.0) {
-        for &x in node.children.iter().filter(|&&x| takes(x)) {
+        for &x in node.children.iter().filter(|&&x| passes(x)) {
             out.push(("add-through-product", eg.find(x), matmul(Term::Class(x), i.clone(), ty.clone())));
         }
     }
