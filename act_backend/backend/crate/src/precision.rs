@@ -21,7 +21,7 @@
 use crate::egraph::SelGraph;
 use crate::isa::Isa;
 use crate::lang::{DType, Literal, Node, Op, OpCode, Ty};
-use crate::rewrites::{representable, Rewrite, Term};
+use crate::rewrites::{integer_range, representable, Rewrite, Term};
 use egg::Id;
 use std::collections::BTreeSet;
 
@@ -310,7 +310,8 @@ fn narrow_saturated(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: 
     if !clamps || !narrow.is_int() || !wide.is_int() || narrow == wide || !narrow.widens_exactly_to(wide) {
         return;
     }
-    let Some((lo, hi)) = integer_bounds(narrow) else { return };
+    // The bounds of a 64-bit type are not exact in an f64 literal.
+    let Some((lo, hi)) = integer_range(narrow).filter(|_| narrow.bytes() <= 4) else { return };
     // Only a maximum or minimum of such values: a plain widened value narrows back by the
     // round trip, and offering the clamp for it too would grow every tile of a product.
     let clamped = eg[x].nodes.iter().any(|n| {
@@ -323,19 +324,6 @@ fn narrow_saturated(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: 
     let low = Term::Node(Op::Maximum, wide_ty.clone(), vec![Term::Class(x), splat(lo)]);
     let within = Term::Node(Op::Minimum, wide_ty.clone(), vec![low, splat(hi)]);
     out.push(Rewrite { rule: "narrow-saturated", class: id, term: Term::Node(Op::Convert, node.ty.clone(), vec![within]) });
-}
-
-/// The least and greatest values of a signed or unsigned integer type of at most 32 bits.
-fn integer_bounds(dtype: DType) -> Option<(f64, f64)> {
-    if !dtype.is_int() || dtype.bytes() > 4 {
-        return None;
-    }
-    let bits = 8 * dtype.bytes() as i32;
-    Some(if dtype.is_signed() {
-        (-(2f64.powi(bits - 1)), 2f64.powi(bits - 1) - 1.0)
-    } else {
-        (0.0, 2f64.powi(bits) - 1.0)
-    })
 }
 
 #[cfg(test)]

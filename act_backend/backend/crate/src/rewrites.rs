@@ -193,20 +193,25 @@ fn convert_term(eg: &SelGraph, x: Id, dtype: DType) -> Term {
     }
 }
 
+/// The least and greatest values of an integer type or pred (64-bit ones approximately).
+pub fn integer_range(dtype: DType) -> Option<(f64, f64)> {
+    Some(match dtype {
+        DType::Pred => (0.0, 1.0),
+        DType::S8 => (-128.0, 127.0),
+        DType::S16 => (-32768.0, 32767.0),
+        DType::S32 => (-2147483648.0, 2147483647.0),
+        DType::S64 => (-9.2e18, 9.2e18),
+        DType::U8 => (0.0, 255.0),
+        DType::U16 => (0.0, 65535.0),
+        DType::U32 => (0.0, 4294967295.0),
+        _ if dtype.is_int() => (0.0, 1.8e19),
+        _ => return None,
+    })
+}
+
 /// Whether `v` is a value of `dtype` (so that converting a literal to it is exact).
 pub fn representable(v: f64, dtype: DType) -> bool {
-    if dtype.is_int() || dtype == DType::Pred {
-        let (lo, hi) = match dtype {
-            DType::Pred => (0.0, 1.0),
-            DType::S8 => (-128.0, 127.0),
-            DType::S16 => (-32768.0, 32767.0),
-            DType::S32 => (-2147483648.0, 2147483647.0),
-            DType::S64 => (-9.2e18, 9.2e18),
-            DType::U8 => (0.0, 255.0),
-            DType::U16 => (0.0, 65535.0),
-            DType::U32 => (0.0, 4294967295.0),
-            _ => (0.0, 1.8e19),
-        };
+    if let Some((lo, hi)) = integer_range(dtype) {
         return v.fract() == 0.0 && v >= lo && v <= hi;
     }
     if v.is_nan() || v.is_infinite() || v == 0.0 || dtype == DType::F64 {
