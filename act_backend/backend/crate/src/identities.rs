@@ -28,11 +28,11 @@
 //!   NaNs and signed zeros included; where the ISA has both kinds, extraction chooses by
 //!   instruction count like any other alternative.
 
-use crate::egraph::{raw_bytes, SelGraph};
+use crate::egraph::SelGraph;
 use crate::precision::{holds_narrower_values, within_half_range};
 use crate::isa::Isa;
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
-use crate::rewrites::Term;
+use crate::rewrites::{from_bytes_term, to_bytes_term, Term};
 use crate::tiling::Extents;
 use egg::Id;
 use std::collections::{BTreeMap, BTreeSet};
@@ -177,20 +177,7 @@ fn zero_within(eg: &SelGraph, id: Id, depth: usize) -> bool {
 /// [`crate::egraph::to_bytes`]): an operation that an ISA computes only on the way out, as a
 /// store's ReLU, can then feed a later one through a load.
 fn through_hbm(x: Term, ty: &Ty) -> Term {
-    let raw = raw_bytes(ty);
-    let flat = Ty::new(DType::U8, vec![ty.bytes()]);
-    let mut t = x;
-    if raw != *ty {
-        t = Term::Node(Op::BitcastConvert, raw.clone(), vec![t]);
-    }
-    if raw != flat {
-        t = Term::Node(Op::Reshape, flat, vec![t]);
-        t = Term::Node(Op::Reshape, raw.clone(), vec![t]);
-    }
-    if raw != *ty {
-        t = Term::Node(Op::BitcastConvert, ty.clone(), vec![t]);
-    }
-    t
+    from_bytes_term(to_bytes_term(x, ty), ty)
 }
 
 /// Ways for value `x` to pass through an instruction unchanged: `x.I` (matrices), `x * 1`,

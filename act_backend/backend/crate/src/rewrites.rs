@@ -9,7 +9,7 @@
 //! rewrites (`identities.rs`) run from here too, with the literal plumbing they need: shaped
 //! literals are readable from their bytes in HBM, and transposes and reshapes of literals fold.
 
-use crate::egraph::SelGraph;
+use crate::egraph::{raw_bytes, SelGraph};
 use crate::identities::{self, Identities};
 use crate::infer;
 use crate::isa::Isa;
@@ -238,25 +238,15 @@ pub fn representable(v: f64, dtype: DType) -> bool {
 }
 
 /// The bytes of `x : ty` as a flat `u8` string (see `egraph::to_bytes`).
-fn to_bytes_term(x: Term, ty: &Ty) -> Term {
-    let width = i64::from(ty.dtype.bytes());
-    let mut shape = ty.shape.clone();
-    if width > 1 {
-        shape.push(width);
-    }
-    let raw = Ty::new(DType::U8, shape);
+pub(crate) fn to_bytes_term(x: Term, ty: &Ty) -> Term {
+    let raw = raw_bytes(ty);
     let cast = if raw == *ty { x } else { Term::Node(Op::BitcastConvert, raw.clone(), vec![x]) };
     reshape_term(cast, &raw, Ty::new(DType::U8, vec![ty.bytes()]))
 }
 
 /// `ty` read from the flat bytes `bytes` (see `egraph::from_bytes`).
-fn from_bytes_term(bytes: Term, ty: &Ty) -> Term {
-    let width = i64::from(ty.dtype.bytes());
-    let mut shape = ty.shape.clone();
-    if width > 1 {
-        shape.push(width);
-    }
-    let raw = Ty::new(DType::U8, shape);
+pub(crate) fn from_bytes_term(bytes: Term, ty: &Ty) -> Term {
+    let raw = raw_bytes(ty);
     let reshaped = reshape_term(bytes, &Ty::new(DType::U8, vec![ty.bytes()]), raw.clone());
     if raw == *ty {
         reshaped
