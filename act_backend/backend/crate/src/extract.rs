@@ -485,6 +485,14 @@ impl Extractor {
         let max = max - spilled.len();
         heap.push(Reverse((g.instruction_count(), 0)));
         pending.push((start, g, used));
+        if let Some(views) = self.with_on_chip_views(root) {
+            if let Some((g, u)) = self.build(root, &views) {
+                built += 1;
+                tried.insert(views.iter().map(|(a, b)| (*a, *b)).collect());
+                heap.push(Reverse((g.instruction_count(), pending.len())));
+                pending.push((views, g, u));
+            }
+        }
         while let Some(Reverse((count, seq))) = heap.pop() {
             if out.len() >= max {
                 break;
@@ -565,6 +573,37 @@ impl Extractor {
         }
         plans.extend(per_value);
         plans
+    }
+
+    /// Choices that read every state on chip that is a view of another as that view, where the
+    /// best choices compute it (grown over a few rounds; stopped before a round whose choices
+    /// would form a cycle); `None` when that changes nothing. Costs count a value shared by
+    /// several readers once per reader, so the best choices can compute each row of a tile
+    /// apart (one product per row, to store a result row by row) where viewing the rows of
+    /// the one tile product, whose cost is then shared, runs fewer instructions.
+    fn with_on_chip_views(&self, root: usize) -> Option<BTreeMap<Choice, usize>> {
+        const ROUNDS: usize = 16;
+        let view = |s: usize, k: usize| self.keys[s].buffer != self.hbm && matches!(self.providers[s][k].how, How::View { .. });
+        let mut plan: BTreeMap<Choice, usize> = BTreeMap::new();
+        for _ in 0..ROUNDS {
+            let Some((_, used)) = self.build(root, &plan) else { break };
+            let mut grown = plan.clone();
+            for (choice, s) in used {
+                let Choice::State(_) = choice else { continue };
+                let rank = plan.get(&choice).copied().unwrap_or(0);
+                if view(s, self.alts[s][rank]) {
+                    continue;
+                }
+                if let Some(r) = self.alts[s].iter().position(|&k| view(s, k)) {
+                    grown.insert(choice, r);
+                }
+            }
+            if grown == plan || self.build(root, &grown).is_none() {
+                break;
+            }
+            plan = grown;
+        }
+        (!plan.is_empty()).then_some(plan)
     }
 
     /// Choices that make every state on chip that an instruction can make by an instruction

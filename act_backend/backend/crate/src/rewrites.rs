@@ -52,6 +52,11 @@ pub struct RuleSet {
     /// concatenated along a later dimension are written into HBM piece by piece, and a
     /// column repeated across columns as its copies (see `tiling.rs`).
     pub strided_writes: bool,
+    /// Some instruction reads a strided window of HBM (semantics that slice what they load
+    /// from HBM). Where none does, a window narrower than the matrix it lies in is read row by
+    /// row, and values concatenated along their columns are written row by row: each row of
+    /// such a window is one contiguous run of bytes (see `tiling::window_row_by_row`).
+    pub strided_reads: bool,
     /// The layouts of `dot` operands the ISA's matrix units take, as `(lhs, rhs)` indices of
     /// the normal forms of [`Finder::dot`] (lhs 0: `[batch, free, contracting]`, 1: `[batch,
     /// contracting, free]`; rhs 0: `[batch, contracting, free]`, 1: `[batch, free,
@@ -74,6 +79,7 @@ impl RuleSet {
             transpose: ops.contains(&OpCode::Transpose),
             tiles: Extents::default(),
             strided_writes: ops.contains(&OpCode::DynamicUpdateSlice),
+            strided_reads: true,
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
@@ -86,9 +92,13 @@ impl RuleSet {
         self
     }
 
-    /// The same rules, with operations split into tiles of what `isa`'s semantics take.
+    /// The same rules, with operations split into tiles of what `isa`'s semantics take, and
+    /// windows of HBM read row by row where no instruction reads a strided one.
     pub fn with_tiles_of(mut self, isa: &Isa) -> RuleSet {
         self.tiles = Extents::of(isa);
+        let from_hbm = |i: &crate::isa::Instruction| i.inputs.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
+        self.strided_reads =
+            isa.instructions.iter().any(|i| from_hbm(i) && i.semantics.iter().any(|op| op.op == OpCode::Slice));
         self
     }
 
@@ -135,6 +145,7 @@ impl RuleSet {
             transpose: true,
             tiles: Extents::default(),
             strided_writes: true,
+            strided_reads: true,
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
@@ -395,6 +406,11 @@ impl<'a> Finder<'a> {
         if node.ty.rank() == 1 && (node.op.is_elementwise() || node.op == Op::Convert) {
             self.vector_as_matrix(id, node);
         }
+        if !self.rules.strided_reads && (node.op.is_elementwise() || node.op == Op::Convert) {
+            if let Some(term) = tiling::elementwise_by_rows(eg, node) {
+                self.push("elementwise-by-rows", id, term);
+            }
+        }
         match &node.op {
             Op::Copy => self.push("copy-elim", id, Term::Class(node.children[0])),
             Op::Transpose(p) => {
@@ -474,6 +490,16 @@ impl<'a> Finder<'a> {
                         {
                             let term = tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), *d, &inner.children);
                             self.push("flatten-by-strided-writes", id, term);
+                        }
+                        Op::Concatenate(1)
+                            if !self.rules.strided_writes
+                                && node.ty.rank() == 1
+                                && node.ty.dtype == DType::U8
+                                && inner.children.len() > 1 =>
+                        {
+                            if let Some(term) = tiling::flatten_row_by_row(eg, &node.ty, class_ty(eg, x), &inner.children) {
+                                self.push("flatten-row-by-row", id, term);
+                            }
                         }
                         // Reshaping elements that were read from bytes is reshaping the bytes.
                         Op::BitcastConvert => {
@@ -617,13 +643,23 @@ impl<'a> Finder<'a> {
     fn slice(&mut self, id: Id, node: &Node, ranges: &[(i64, i64, i64)]) {
         let eg = self.eg;
         let x = node.children[0];
+        // Without strided stores a result is written a row at a time (`flatten-row-by-row`):
+        // each row is a view of the tile that computes it. Moving every such row through the
+        // operations would compute each row again, apart, and grow the graph by a copy of the
+        // kernel per row. (Rows of literals and broadcasts still fold.)
+        let x_shape = &class_ty(eg, x).shape;
+        let one_row_of_many = !self.rules.strided_writes
+            && self.computed(x)
+            && node.ty.shape.first() == Some(&1)
+            && x_shape.first().is_some_and(|&n| n > 1)
+            && ranges.iter().zip(x_shape).skip(1).all(|(r, &n)| *r == (0, n, 1));
         for inner in self.nodes(x) {
             let y = match inner.children.first() {
                 Some(&y) => y,
                 None => continue,
             };
             let y_ty = class_ty(eg, y);
-            if !self.rules.tiles.is_empty() {
+            if !self.rules.tiles.is_empty() && !one_row_of_many {
                 if let Some(term) = tiling::slice_through(eg, ranges, &node.ty, inner) {
                     self.push("slice-through-rows", id, term);
                 }
@@ -673,6 +709,17 @@ impl<'a> Finder<'a> {
                     let term = Term::Node(Op::Slice(wide), sliced, vec![Term::Class(y)]);
                     self.push("slice-of-bitcast", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![term]));
                 }
+                // The bytes of wide elements (`u8[.., 4]` of `s32[..]`): a slice that keeps each
+                // element's bytes whole is the bytes of a slice of the elements.
+                Op::BitcastConvert
+                    if node.ty.rank() == y_ty.rank() + 1
+                        && ranges.last().zip(node.ty.shape.last()).is_some_and(|(r, &n)| *r == (0, n, 1)) =>
+                {
+                    let narrow = &ranges[..y_ty.rank()];
+                    let Ok(sliced) = infer::slice_type(y_ty, narrow) else { continue };
+                    let term = Term::Node(Op::Slice(narrow.to_vec()), sliced, vec![Term::Class(y)]);
+                    self.push("slice-of-bitcast", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![term]));
+                }
                 Op::Reshape if y_ty.rank() == 1 => {
                     let x_shape = &class_ty(eg, x).shape;
                     let whole_rest = ranges.iter().zip(x_shape).skip(1).all(|(r, &d)| *r == (0, d, 1));
@@ -703,7 +750,12 @@ impl<'a> Finder<'a> {
                         continue;
                     }
                     if !whole_rest {
-                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty) {
+                        // Row by row only from a kernel input: a value the kernel computes is
+                        // computed in tiles rather than stored and read back in rows (which would
+                        // move every row's slice through its computation).
+                        let input = self.nodes(y).iter().any(|n| matches!(n.op, Op::Input(_)));
+                        let row_by_row = !self.rules.strided_reads && input;
+                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, row_by_row) {
                             self.push(rule, id, term);
                         }
                         continue;

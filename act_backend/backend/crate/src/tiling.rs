@@ -777,6 +777,7 @@ pub fn strided_views(
     x_shape: &[i64],
     ranges: &[(i64, i64, i64)],
     ty: &Ty,
+    row_by_row: bool,
 ) -> Vec<(&'static str, Term)> {
     let mut out = Vec::new();
     if x_shape.len() < 2 || ranges.iter().any(|r| r.2 != 1) {
@@ -812,7 +813,95 @@ pub fn strided_views(
         let term = Term::Node(Op::Slice(window((0, c1 - c0))), ty.clone(), vec![grid(run_of(start))]);
         out.push(("slice-of-strided-span", term));
     }
+    if row_by_row {
+        out.extend(window_row_by_row(y, y_ty, x_shape, ranges, ty).map(|term| ("window-row-by-row", term)));
+    }
     out
+}
+
+/// Most rows a window is read or written row by row in ([`window_row_by_row`],
+/// [`flatten_row_by_row`]).
+const MAX_ROWS_ONE_BY_ONE: i64 = 64;
+
+/// A window `[r0, r1) x [c0, c1)` of a row-major matrix read from the flat bytes `y`, narrower
+/// than the matrix, as its rows end to end: `concatenate_0(reshape(y[run_r]) ...)`, each row
+/// `run_r` one contiguous run of bytes. An ISA whose loads read only contiguous runs reads
+/// such a tile one row at a time. Exact for every type (the same bytes).
+fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
+    let ((r0, r1, _), (c0, c1, _)) = (ranges[0], ranges[1]);
+    if (c0, c1) == (0, x_shape[1]) || r1 - r0 > MAX_ROWS_ONE_BY_ONE {
+        return None;
+    }
+    let pitch: i64 = x_shape[1..].iter().product();
+    let inner: i64 = x_shape[2..].iter().product();
+    let len = (c1 - c0) * inner;
+    let mut one = ty.shape.clone();
+    one[0] = 1;
+    let row_ty = ty.with_shape(one);
+    let mut rows: Vec<Term> = (r0..r1)
+        .map(|r| {
+            let start = r * pitch + c0 * inner;
+            let run = Term::Node(Op::Slice(vec![(start, start + len, 1)]), y_ty.with_shape(vec![len]), vec![Term::Class(y)]);
+            Term::Node(Op::Reshape, row_ty.clone(), vec![run])
+        })
+        .collect();
+    Some(if rows.len() == 1 { rows.remove(0) } else { Term::Node(Op::Concatenate(0), ty.clone(), rows) })
+}
+
+/// An elementwise operation on a tile read row by row ([`window_row_by_row`]: an operand that
+/// is a concatenation of single rows) as the concatenation of the operation on each row, the
+/// other operands sliced to that row: an operation an ISA applies only as it loads (a load's
+/// scale) is applied to each row's load. Exact for every type: rows are independent.
+pub fn elementwise_by_rows(eg: &SelGraph, node: &Node) -> Option<Term> {
+    let rows = *node.ty.shape.first()?;
+    if rows <= 1 || rows > MAX_ROWS_ONE_BY_ONE {
+        return None;
+    }
+    let by_rows = |c: Id| {
+        eg[c].nodes.iter().find(|n| {
+            n.op == Op::Concatenate(0) && n.children.len() as i64 == rows && n.children.iter().all(|&p| eg[p].data.shape[0] == 1)
+        })
+    };
+    if !node.children.iter().any(|&c| by_rows(c).is_some()) {
+        return None;
+    }
+    let mut one = node.ty.shape.clone();
+    one[0] = 1;
+    let parts = (0..rows)
+        .map(|r| {
+            let operands = node
+                .children
+                .iter()
+                .map(|&c| match by_rows(c) {
+                    Some(n) => Term::Class(n.children[r as usize]),
+                    None => slice_along(c, &eg[c].data, 0, r, r + 1),
+                })
+                .collect();
+            Term::Node(node.op.clone(), node.ty.with_shape(one.clone()), operands)
+        })
+        .collect();
+    Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
+}
+
+/// The flat bytes of `concatenate_1(parts) : grid` as rows written one by one: row `r` of the
+/// grid is row `r` of each part in turn, so the bytes are `concatenate_0` of every part's
+/// rows' bytes, row by row. An ISA whose stores write only contiguous runs writes a result
+/// wider than one store that way. Exact for every type (the same bytes).
+pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> Option<Term> {
+    let rows = *grid.shape.first()?;
+    if grid.rank() < 2 || rows > MAX_ROWS_ONE_BY_ONE {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    for r in 0..rows {
+        for &part in parts {
+            let part_ty = &eg[part].data;
+            let row = slice_of(Term::Class(part), part_ty, 0, r, r + 1);
+            let len = part_ty.elements() / rows;
+            pieces.push(Term::Node(Op::Reshape, flat.with_shape(vec![len]), vec![row]));
+        }
+    }
+    Some(Term::Node(Op::Concatenate(0), flat.clone(), pieces))
 }
 
 /// Most copies [`broadcast_as_copies`] writes out one by one.
