@@ -857,10 +857,16 @@ pub fn elementwise_by_rows(eg: &SelGraph, node: &Node) -> Option<Term> {
     if rows <= 1 || rows > MAX_ROWS_ONE_BY_ONE {
         return None;
     }
+    // A row read as a run of bytes (`reshape(y[run])`, or a bit cast of one): the rows
+    // [`window_row_by_row`] writes, not a row a broadcast repeats or a tile of the kernel.
+    let run = |c: Id| eg[c].data.rank() == 1 && eg[c].nodes.iter().any(|n| matches!(n.op, Op::Slice(_)));
+    let bytes_row = |c: Id| eg[c].nodes.iter().any(|n| n.op == Op::Reshape && run(n.children[0]));
+    let read = |p: Id| {
+        eg[p].data.shape[0] == 1
+            && (bytes_row(p) || eg[p].nodes.iter().any(|n| n.op == Op::BitcastConvert && bytes_row(n.children[0])))
+    };
     let by_rows = |c: Id| {
-        eg[c].nodes.iter().find(|n| {
-            n.op == Op::Concatenate(0) && n.children.len() as i64 == rows && n.children.iter().all(|&p| eg[p].data.shape[0] == 1)
-        })
+        eg[c].nodes.iter().find(|n| n.op == Op::Concatenate(0) && n.children.len() as i64 == rows && n.children.iter().all(|&p| read(p)))
     };
     if !node.children.iter().any(|&c| by_rows(c).is_some()) {
         return None;
