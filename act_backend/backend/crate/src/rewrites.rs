@@ -406,11 +406,6 @@ impl<'a> Finder<'a> {
         if node.ty.rank() == 1 && (node.op.is_elementwise() || node.op == Op::Convert) {
             self.vector_as_matrix(id, node);
         }
-        if !self.rules.strided_reads && (node.op.is_elementwise() || node.op == Op::Convert) {
-            if let Some(term) = tiling::elementwise_by_rows(eg, node) {
-                self.push("elementwise-by-rows", id, term);
-            }
-        }
         match &node.op {
             Op::Copy => self.push("copy-elim", id, Term::Class(node.children[0])),
             Op::Transpose(p) => {
@@ -643,23 +638,13 @@ impl<'a> Finder<'a> {
     fn slice(&mut self, id: Id, node: &Node, ranges: &[(i64, i64, i64)]) {
         let eg = self.eg;
         let x = node.children[0];
-        // Without strided stores a result is written a row at a time (`flatten-row-by-row`):
-        // each row is a view of the tile that computes it. Moving every such row through the
-        // operations would compute each row again, apart, and grow the graph by a copy of the
-        // kernel per row. (Rows of literals and broadcasts still fold.)
-        let x_shape = &class_ty(eg, x).shape;
-        let one_row_of_many = !self.rules.strided_writes
-            && self.computed(x)
-            && node.ty.shape.first() == Some(&1)
-            && x_shape.first().is_some_and(|&n| n > 1)
-            && ranges.iter().zip(x_shape).skip(1).all(|(r, &n)| *r == (0, n, 1));
         for inner in self.nodes(x) {
             let y = match inner.children.first() {
                 Some(&y) => y,
                 None => continue,
             };
             let y_ty = class_ty(eg, y);
-            if !self.rules.tiles.is_empty() && !one_row_of_many {
+            if !self.rules.tiles.is_empty() {
                 if let Some(term) = tiling::slice_through(eg, ranges, &node.ty, inner) {
                     self.push("slice-through-rows", id, term);
                 }
@@ -750,12 +735,7 @@ impl<'a> Finder<'a> {
                         continue;
                     }
                     if !whole_rest {
-                        // Row by row only from a kernel input: a value the kernel computes is
-                        // computed in tiles rather than stored and read back in rows (which would
-                        // move every row's slice through its computation).
-                        let input = self.nodes(y).iter().any(|n| matches!(n.op, Op::Input(_)));
-                        let row_by_row = !self.rules.strided_reads && input;
-                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, row_by_row) {
+                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, !self.rules.strided_reads) {
                             self.push(rule, id, term);
                         }
                         continue;

@@ -848,47 +848,6 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
     Some(if rows.len() == 1 { rows.remove(0) } else { Term::Node(Op::Concatenate(0), ty.clone(), rows) })
 }
 
-/// An elementwise operation on a tile read row by row ([`window_row_by_row`]: an operand that
-/// is a concatenation of single rows) as the concatenation of the operation on each row, the
-/// other operands sliced to that row: an operation an ISA applies only as it loads (a load's
-/// scale) is applied to each row's load. Exact for every type: rows are independent.
-pub fn elementwise_by_rows(eg: &SelGraph, node: &Node) -> Option<Term> {
-    let rows = *node.ty.shape.first()?;
-    if rows <= 1 || rows > MAX_ROWS_ONE_BY_ONE {
-        return None;
-    }
-    // A row read as a run of bytes (`reshape(y[run])`, or a bit cast of one): the rows
-    // [`window_row_by_row`] writes, not a row a broadcast repeats or a tile of the kernel.
-    let run = |c: Id| eg[c].data.rank() == 1 && eg[c].nodes.iter().any(|n| matches!(n.op, Op::Slice(_)));
-    let bytes_row = |c: Id| eg[c].nodes.iter().any(|n| n.op == Op::Reshape && run(n.children[0]));
-    let read = |p: Id| {
-        eg[p].data.shape[0] == 1
-            && (bytes_row(p) || eg[p].nodes.iter().any(|n| n.op == Op::BitcastConvert && bytes_row(n.children[0])))
-    };
-    let by_rows = |c: Id| {
-        eg[c].nodes.iter().find(|n| n.op == Op::Concatenate(0) && n.children.len() as i64 == rows && n.children.iter().all(|&p| read(p)))
-    };
-    if !node.children.iter().any(|&c| by_rows(c).is_some()) {
-        return None;
-    }
-    let mut one = node.ty.shape.clone();
-    one[0] = 1;
-    let parts = (0..rows)
-        .map(|r| {
-            let operands = node
-                .children
-                .iter()
-                .map(|&c| match by_rows(c) {
-                    Some(n) => Term::Class(n.children[r as usize]),
-                    None => slice_along(c, &eg[c].data, 0, r, r + 1),
-                })
-                .collect();
-            Term::Node(node.op.clone(), node.ty.with_shape(one.clone()), operands)
-        })
-        .collect();
-    Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
-}
-
 /// The flat bytes of `concatenate_1(parts) : grid` as rows written one by one: row `r` of the
 /// grid is row `r` of each part in turn, so the bytes are `concatenate_0` of every part's
 /// rows' bytes, row by row. An ISA whose stores write only contiguous runs writes a result
