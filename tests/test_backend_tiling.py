@@ -2,9 +2,10 @@
 its operand's bytes and an output written tile by tile in place, and the simulated result is
 the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
-on QKV, Gemmini and the RowReduce test accelerator and equal XLA's run of the same HLO; a
-dimension no instruction takes, or a float reduction too long for every instruction, is named
-in the refusal."""
+on QKV, Gemmini and the RowReduce test accelerator and equal XLA's run of the same HLO, and
+on the Contiguous test accelerator, without strided transfers, by rows read and written one
+by one; a dimension no instruction takes, or a float reduction too long for every instruction,
+is named in the refusal."""
 
 from __future__ import annotations
 
@@ -141,6 +142,37 @@ def test_a_kernel_larger_than_its_instructions_compiles_and_equals_xla(example_b
     assert outcome.compiled, outcome.refusal
     assert not outcome.wrong, outcome.summary
     calls = instruction_calls(tmp_path / f"{name}.py")
+    assert {i: calls.count(i) for i in counts} == counts, calls
+
+
+# kernel -> {instruction: count} on the Contiguous test accelerator, whose loads and stores
+# move contiguous runs only: each row of a tile of a wider matrix is read by a load of its
+# own, each row of a result wider than 16 columns written by a store of its own.
+ROW_BY_ROW = {
+    # B's four 16-column windows read a row at a time; each result row stored in its place
+    "gemmini_matmul_16x16x64": {"load": 1 + 64, "matmul": 4, "store_acc": 64},
+    # A's four windows read a row at a time, B (contiguous) at once; partial products accumulated
+    "gemmini_matmul_16x64x16": {"load": 64 + 1, "matmul": 1, "matmul_acc": 3, "store_acc": 1},
+    # every tile split along rows, columns and contraction: one product per tile, each once
+    "gemmini_matmul_64x64x64": {"load": 512, "matmul": 16, "matmul_acc": 48, "store_acc": 256},
+    # shorter last tiles in every dimension
+    "gemmini_matmul_40x20x24": {"matmul": 6, "matmul_acc": 6, "store_acc": 80},
+    # a load's scale applied to each row as it is read, a store's ReLU to each row it writes
+    "gemmini_scale_16x40": {"load": 48, "store": 48},
+    "gemmini_relu_16x64": {"load_acc": 64, "store_acc_relu": 64},
+}
+
+
+@pytest.mark.parametrize("name", list(ROW_BY_ROW))
+def test_without_strided_transfers_tiles_are_read_and_written_row_by_row(example_build, tmp_path,
+                                                                         name):
+    path = TILING / f"{name}.hlo"
+    outcome = check_kernel(example_build("Contiguous"), path.read_text(), kernel_inputs(path, 7),
+                           tmp_path, name)
+    assert outcome.compiled, outcome.refusal
+    assert not outcome.wrong, outcome.summary
+    calls = instruction_calls(tmp_path / f"{name}.py")
+    counts = ROW_BY_ROW[name]
     assert {i: calls.count(i) for i in counts} == counts, calls
 
 

@@ -1198,21 +1198,26 @@ impl<'a> Finder<'a> {
     /// parts of its first one, all at once: one node per node, not one per subset of parts.
     fn flatten_concat(&mut self, id: Id, node: &Node, d: usize) {
         let eg = self.eg;
-        let inner = |c: Id| {
-            eg[c].nodes.iter().find(|n| n.op == Op::Concatenate(d) && n.children.len() > 1 && eg.find(c) != id)
+        // Each part's first concatenation, and also its finest (rows written one by one, where
+        // an ISA stores only contiguous runs, rather than tiles it cannot write).
+        let inner = |c: Id, finest: bool| -> Option<Vec<Id>> {
+            let mut concats =
+                eg[c].nodes.iter().filter(|n| n.op == Op::Concatenate(d) && n.children.len() > 1 && eg.find(c) != id);
+            let chosen = if finest { concats.max_by_key(|n| n.children.len()) } else { concats.next() };
+            chosen.map(|n| n.children.clone())
         };
-        if !node.children.iter().any(|&c| inner(c).is_some()) {
+        if !node.children.iter().any(|&c| inner(c, false).is_some()) {
             return;
         }
-        let parts = node
-            .children
-            .iter()
-            .flat_map(|&c| match inner(c) {
-                Some(n) => n.children.iter().map(|&k| Term::Class(k)).collect(),
-                None => vec![Term::Class(c)],
-            })
-            .collect();
-        self.push("concat-flatten", id, Term::Node(Op::Concatenate(d), node.ty.clone(), parts));
+        let mut pushed: Vec<Vec<Id>> = Vec::new();
+        for finest in [false, true] {
+            let parts: Vec<Id> = node.children.iter().flat_map(|&c| inner(c, finest).unwrap_or_else(|| vec![c])).collect();
+            if !pushed.contains(&parts) {
+                let term = Term::Node(Op::Concatenate(d), node.ty.clone(), parts.iter().map(|&k| Term::Class(k)).collect());
+                pushed.push(parts);
+                self.push("concat-flatten", id, term);
+            }
+        }
     }
 
     fn broadcast(&mut self, id: Id, node: &Node, d: &[usize]) {
