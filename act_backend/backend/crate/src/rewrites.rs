@@ -380,6 +380,11 @@ impl<'a> Finder<'a> {
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n, 0)) {
                 self.push("broadcast-as-rows", id, term);
             }
+            if !self.rules.strided_reads {
+                if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::elementwise_as_rows(eg, tiles, n)) {
+                    self.push("elementwise-as-rows", id, term);
+                }
+            }
             let products = self.nodes(id).iter().map(|n| tiling::split_product(eg, &self.rules.tiles, n));
             if let Some(splits) = products.into_iter().find(|s| !s.is_empty()) {
                 for (rule, term) in splits {
@@ -452,6 +457,11 @@ impl<'a> Finder<'a> {
                                 && !self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) =>
                         {
                             self.push("constant-fold-reshape", id, Term::Node(Op::Constant(lit.clone()), node.ty.clone(), vec![]));
+                        }
+                        // A scalar repeated is the same scalar repeated in any shape.
+                        Op::Broadcast(d) if d.is_empty() && class_ty(eg, inner.children[0]).rank() == 0 => {
+                            let scalar = Term::Class(inner.children[0]);
+                            self.push("reshape-of-splat", id, Term::Node(Op::Broadcast(vec![]), node.ty.clone(), vec![scalar]));
                         }
                         Op::Reshape => {
                             let y = inner.children[0];

@@ -848,6 +848,29 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
     Some(if rows.len() == 1 { rows.remove(0) } else { Term::Node(Op::Concatenate(0), ty.clone(), rows) })
 }
 
+/// An elementwise operation (or convert) on row-major matrices wider than every instruction of
+/// its operator takes, all its operands of its shape: the same operation on the matrices seen
+/// as rows of the widest width `w` an instruction takes (`reshape` to `[m * n / w, w]`),
+/// reshaped back. Exact for every type: an elementwise operation does not depend on the
+/// layout. Where no instruction reads a window of HBM, whole contiguous blocks are then read
+/// and written instead of every row of every window apart (a 48x48 negate on a 16-column
+/// unit: one scaled load and one store).
+pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    if !(node.op.is_elementwise() || node.op == Op::Convert) || node.ty.rank() != 2 {
+        return None;
+    }
+    let (m, n) = (node.ty.shape[0], node.ty.shape[1]);
+    let w = widest(extents, opcode(&node.op)?, 2, 1).filter(|&w| w > 0 && n > w && (m * n) % w == 0)?;
+    if node.children.iter().any(|&c| eg[c].data.shape != node.ty.shape) {
+        return None;
+    }
+    let rows = vec![m * n / w, w];
+    let operands =
+        node.children.iter().map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)])).collect();
+    let inner = Term::Node(node.op.clone(), node.ty.with_shape(rows), operands);
+    Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
+}
+
 /// The flat bytes of `concatenate_1(parts) : grid` as rows written one by one: row `r` of the
 /// grid is row `r` of each part in turn, so the bytes are `concatenate_0` of every part's
 /// rows' bytes, row by row. An ISA whose stores write only contiguous runs writes a result

@@ -318,3 +318,10 @@ fn without_strided_transfers_tiles_are_read_and_results_written_row_by_row() {
     assert_eq!(relu.iter().filter(|c| c.starts_with("mvin")).count(), 64, "{relu:?}");
     assert_eq!(relu.iter().filter(|c| c.as_str() == "mvout_acc_relu").count(), 64, "{relu:?}");
 }
+
+#[test]
+fn without_strided_loads_elementwise_work_on_a_whole_matrix_reads_it_as_rows_of_the_unit() {
+    // A 16x40 int8 scale is layout-free: 640 elements as 40 contiguous rows of 16.
+    let scale = selected(&contiguous_gemmini(), "gemmini_scale_16x40");
+    assert_eq!(scale, ["mvin", "mvout"], "{scale:?}");
+}
