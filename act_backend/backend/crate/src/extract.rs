@@ -296,6 +296,12 @@ impl Extractor {
             .collect();
     }
 
+    /// The cheapest way to write the output to HBM, counted as a tree (a value read twice is
+    /// counted twice); `None` while nothing writes it.
+    pub fn output_cost(&self) -> Option<u64> {
+        self.root.map(|r| self.cost[r]).filter(|&c| c != INF)
+    }
+
     /// Whether some state of `class` can be produced (in any buffer).
     pub fn reachable(&self, class: Id) -> bool {
         self.keys.iter().zip(&self.cost).any(|(k, &c)| k.class == class && c != INF)

@@ -4,7 +4,7 @@
 
 mod select_support;
 
-use act_compiler::select::{select, SelectLimits};
+use act_compiler::select::{select, SelectLimits, StopReason};
 use select_support::{assert_candidates_compute_kernel, isa, kernel_file, multiset, run, sorted};
 use std::collections::HashSet;
 
@@ -84,7 +84,23 @@ fn selection_is_deterministic() {
 #[test]
 fn attention_saturates_within_the_default_limits() {
     let isa = isa("qkv_new_isa.json");
-    let sel = run(&kernel_file("attention.hlo"), &isa).unwrap();
-    assert_eq!(sel.stats.stop_reason, act_compiler::select::StopReason::Saturated);
+    let k = kernel_file("attention.hlo");
+    let patient = SelectLimits { patience: usize::MAX, ..SelectLimits::default() };
+    let sel = select(&k, &isa, &patient).unwrap();
+    assert_eq!(sel.stats.stop_reason, StopReason::Saturated);
     assert!(sel.stats.egraph_nodes < SelectLimits::default().node_limit);
+}
+
+#[test]
+fn a_search_that_finds_nothing_cheaper_stops_with_the_program_saturation_finds() {
+    for table in ["qkv_isa.json", "qkv_new_isa.json"] {
+        let isa = isa(table);
+        let k = kernel_file("attention.hlo");
+        let settled = run(&k, &isa).unwrap();
+        let patient = SelectLimits { patience: usize::MAX, ..SelectLimits::default() };
+        let saturated = select(&k, &isa, &patient).unwrap();
+        assert_eq!(settled.stats.stop_reason, StopReason::Settled, "{table}");
+        assert!(settled.stats.iterations < saturated.stats.iterations, "{table}");
+        assert_eq!(settled.candidates[0], saturated.candidates[0], "{table}");
+    }
 }
