@@ -819,9 +819,10 @@ pub fn strided_views(
     out
 }
 
-/// Most rows a window is read or written row by row in ([`window_row_by_row`],
-/// [`flatten_row_by_row`]).
-const MAX_ROWS_ONE_BY_ONE: i64 = 64;
+/// Most parts a value is written out as one by one: rows of a window read or written row by
+/// row ([`window_row_by_row`], [`flatten_row_by_row`]), copies of a broadcast vector
+/// ([`broadcast_as_copies`]). Each part is a node of the e-graph, and of every tile's.
+const MAX_PARTS_ONE_BY_ONE: i64 = 64;
 
 /// A window `[r0, r1) x [c0, c1)` of a row-major matrix read from the flat bytes `y`, narrower
 /// than the matrix, as its rows end to end: `concatenate_0(reshape(y[run_r]) ...)`, each row
@@ -829,7 +830,7 @@ const MAX_ROWS_ONE_BY_ONE: i64 = 64;
 /// such a tile one row at a time. Exact for every type (the same bytes).
 fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
     let ((r0, r1, _), (c0, c1, _)) = (ranges[0], ranges[1]);
-    if (c0, c1) == (0, x_shape[1]) || r1 - r0 > MAX_ROWS_ONE_BY_ONE {
+    if (c0, c1) == (0, x_shape[1]) || r1 - r0 > MAX_PARTS_ONE_BY_ONE {
         return None;
     }
     let pitch: i64 = x_shape[1..].iter().product();
@@ -877,7 +878,7 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
 /// wider than one store that way. Exact for every type (the same bytes).
 pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> Option<Term> {
     let rows = *grid.shape.first()?;
-    if grid.rank() < 2 || rows > MAX_ROWS_ONE_BY_ONE {
+    if grid.rank() < 2 || rows > MAX_PARTS_ONE_BY_ONE {
         return None;
     }
     let mut pieces = Vec::new();
@@ -892,15 +893,12 @@ pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> 
     Some(Term::Node(Op::Concatenate(0), flat.clone(), pieces))
 }
 
-/// Most copies [`broadcast_as_copies`] writes out one by one.
-const MAX_COPIES: i64 = 64;
-
 /// A vector repeated along dimension `along` of a matrix is `concatenate_along` of its copies
-/// (at most [`MAX_COPIES`]): a column repeated across columns, `broadcast(x : [m] or [m, 1])
-/// : [m, n]` (`along` 1), which an ISA that cannot repeat a value across columns on chip
-/// writes into its columns with strided stores; a row repeated down rows, `broadcast(x : [n]
-/// or [1, n]) : [m, n]` (`along` 0), each copy written into its row, on chip or in HBM (a
-/// row bias added to a product by a multiply-accumulate). Exact for every type. A constant is
+/// (at most [`MAX_PARTS_ONE_BY_ONE`]): a column repeated across columns,
+/// `broadcast(x : [m] or [m, 1]) : [m, n]` (`along` 1), which an ISA that cannot repeat a
+/// value across columns on chip writes into its columns with strided stores; a row repeated
+/// down rows, `broadcast(x : [n] or [1, n]) : [m, n]` (`along` 0), each copy written into its
+/// row, on chip or in HBM (a row bias added to a product by a multiply-accumulate). Exact for every type. A constant is
 /// left to be written whole as a literal: copying it would only grow the graph.
 pub fn broadcast_as_copies(eg: &SelGraph, node: &Node, along: usize) -> Option<Term> {
     let Op::Broadcast(d) = &node.op else { return None };
@@ -917,7 +915,7 @@ pub fn broadcast_as_copies(eg: &SelGraph, node: &Node, along: usize) -> Option<T
         _ => false,
     };
     let constant = eg[x].nodes.iter().any(|n| matches!(n.op, Op::Constant(_)));
-    if !vector || constant || copies <= 1 || copies > MAX_COPIES {
+    if !vector || constant || copies <= 1 || copies > MAX_PARTS_ONE_BY_ONE {
         return None;
     }
     let mut one = node.ty.shape.clone();
