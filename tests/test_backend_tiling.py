@@ -73,6 +73,9 @@ TILED = {
     "qkv_attention_16_rows": ("QKV", {"gemm": 2, "softmax": 1}),
     # the first 20 of a product's 64 columns: computed transposed, stored by the transposing store
     "qkv_matmul_first_20_columns": ("QKV", {"gemm": 1, "store_cm": 1}),
+    # twice as wide as the unit: B's halves loaded row by row, each half stored row by row
+    # before the next is computed (one gemm per half, 64 one-row loads and stores each)
+    "qkv_matmul_64x64x128": ("QKV", {"gemm": 2, "load_rm": 129, "store_rm": 128}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     # the tiles' results side by side in the accumulator, stored through the ReLU at once

@@ -51,11 +51,12 @@ pub fn orders(
     values: &[Value],
 ) -> Result<Vec<Schedule>, Unschedulable> {
     let ctx = Ctx::new(graph, isa, values)?;
-    let proposals: [(&'static str, Vec<usize>); 4] = [
-        ("sethi-ullman", ctx.depth_first(true)),
+    let proposals: [(&'static str, Vec<usize>); 5] = [
+        ("sethi-ullman", ctx.depth_first(true, false)),
         ("min-live", ctx.list(true)),
-        ("operand-order", ctx.depth_first(false)),
+        ("operand-order", ctx.depth_first(false, false)),
         ("node-order", ctx.list(false)),
+        ("stores-first", ctx.depth_first(true, true)),
     ];
     let mut out: Vec<Schedule> = Vec::new();
     for (heuristic, steps) in proposals {
@@ -399,43 +400,46 @@ impl<'a> Ctx<'a> {
     /// Depth-first post-order from the root. With `by_need`, operands needing more on-chip
     /// rows (Sethi-Ullman numbers, generalised to DAGs and row counts) go first; otherwise
     /// operands go in slot order. Before an in-place writer, the other readers of the value
-    /// it overwrites are pulled in.
-    fn depth_first(&self, by_need: bool) -> Vec<usize> {
+    /// it overwrites are pulled in. With `stores_first`, after each instruction its readers
+    /// that hold nothing on chip (stores) and can run run at once, so a value written out in
+    /// pieces leaves before the next is made: a result stored row by row into the halves
+    /// of a wider one is stored whole before the other half is computed.
+    fn depth_first(&self, by_need: bool, stores_first: bool) -> Vec<usize> {
         let need = self.need();
-        let mut done = vec![false; self.graph.nodes.len()];
+        // Inputs, constants and uninitialised regions are there from the start.
+        let mut done: Vec<bool> = self.graph.nodes.iter().map(PiiNode::is_source).collect();
         let mut steps = Vec::new();
-        self.visit(self.graph.root, by_need, &need, &mut done, &mut steps);
+        let order = DepthFirst { by_need, stores_first, need: &need };
+        self.visit(self.graph.root, &order, &mut done, &mut steps);
         steps
     }
 
-    fn visit(
-        &self,
-        n: usize,
-        by_need: bool,
-        need: &[i64],
-        done: &mut [bool],
-        out: &mut Vec<usize>,
-    ) {
+    fn visit(&self, n: usize, order: &DepthFirst, done: &mut [bool], out: &mut Vec<usize>) {
         if done[n] {
             return;
         }
         let PiiNode::Instr { .. } = self.graph.nodes[n] else {
+            // A view or a concatenation runs nothing: what it stands for does (an output
+            // written in parts is a concatenation of the parts' stores).
             done[n] = true;
+            for &o in self.graph.nodes[n].operands() {
+                self.visit(o, order, done, out);
+            }
             return;
         };
         let mut ops = distinct(self.operands(n));
-        if by_need {
+        if order.by_need {
             // Stable sort: equal keys keep slot order, so the order is deterministic.
-            ops.sort_by_key(|&o| -(need[o] - self.rows[o]));
+            ops.sort_by_key(|&o| -(order.need[o] - self.rows[o]));
         }
         for &o in &ops {
-            self.visit(o, by_need, need, done, out);
+            self.visit(o, order, done, out);
         }
         for v in ops {
             if self.values[v].overwritten_by == Some(n) {
                 for &u in &self.readers[v] {
                     if u != n {
-                        self.visit(u, by_need, need, done, out);
+                        self.visit(u, order, done, out);
                     }
                 }
             }
@@ -443,6 +447,13 @@ impl<'a> Ctx<'a> {
         if !done[n] {
             done[n] = true;
             out.push(n);
+            if order.stores_first {
+                for &r in &self.readers[n] {
+                    if !done[r] && self.rows[r] == 0 && self.is_ready(r, done) {
+                        self.visit(r, order, done, out);
+                    }
+                }
+            }
         }
     }
 
@@ -646,6 +657,13 @@ impl<'a> Ctx<'a> {
             .sum();
         self.rows[n] - freed
     }
+}
+
+/// How [`Ctx::depth_first`] orders a node's operands and what it runs early.
+struct DepthFirst<'n> {
+    by_need: bool,
+    stores_first: bool,
+    need: &'n [i64],
 }
 
 /// The mutable part of the fallback search.

@@ -21,6 +21,36 @@ fn sethi_ullman_order_of_attention_loads_v_only_after_the_first_product() {
     assert_eq!(all[0].peak_on_chip_rows(&isa, &values), 128);
 }
 
+/// Two results written side by side into one output: `P.V` and `Q.V` of attention's nodes,
+/// each stored, the output their concatenation.
+fn two_results_side_by_side(isa: &act_compiler::isa::Isa) -> PiiGraph {
+    let mut graph = attention(isa);
+    graph.nodes.extend([
+        instr(isa, "load_rm", &[64], &[0]),    // 12 Q in d1 again
+        instr(isa, "gemm", &[], &[12, 8]),     // 13 Q.V in d2
+        instr(isa, "mov", &[64], &[13]),       // 14 Q.V in d1
+        instr(isa, "store_rm", &[64], &[14]),  // 15 Q.V in HBM
+        act_compiler::pii::PiiNode::Concat { parts: vec![11, 15], dim: 0 }, // 16 the output
+    ]);
+    graph.root = 16;
+    graph
+}
+
+#[test]
+fn an_output_written_in_parts_is_ordered_depth_first_from_each_part() {
+    let isa = qkv();
+    let graph = two_results_side_by_side(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    assert_eq!(all[0].heuristic, "sethi-ullman");
+    assert_eq!(all[0].steps.len(), 13);
+    // Stores first: each result leaves as soon as it is made, so `P.V` is stored before
+    // `Q.V` is computed.
+    let stores_first = all.iter().find(|s| s.heuristic == "stores-first").map_or(&all[0], |s| s);
+    let at = |n: usize| stores_first.steps.iter().position(|&s| s == n).unwrap();
+    assert!(at(11) < at(13), "{:?}", stores_first.steps);
+}
+
 #[test]
 fn every_order_is_distinct_and_valid() {
     let isa = qkv();

@@ -69,6 +69,17 @@ fn attention_over_a_batch_of_four_heads_runs_each_head() {
 }
 
 #[test]
+fn a_product_twice_as_wide_as_the_buffers_hold_stores_one_half_before_computing_the_other() {
+    // B's halves are read a row at a time (QKV loads whole 64-element rows); d1 holds A beside
+    // one half of B or beside one half's result, so each half is stored before the next.
+    let calls = compiled("qkv_isa.json", "qkv_matmul_64x64x128");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "load_rm"), count(&calls, "store_rm")), (2, 129, 128), "{calls:?}");
+    let first_store = calls.iter().position(|c| c == "store_rm").unwrap();
+    let second_gemm = calls.iter().rposition(|c| c == "gemm").unwrap();
+    assert!(first_store < second_gemm, "{calls:?}");
+}
+
+#[test]
 fn a_softmax_of_512_rows_runs_eight_64_row_softmaxes() {
     let calls = compiled("qkv_isa.json", "qkv_softmax_512_rows");
     assert_eq!(count(&calls, "softmax"), 8, "{calls:?}");

@@ -55,6 +55,10 @@ KERNELS = {
     # fewer rows than the fixed 64-row units: operands padded with zero rows on chip
     "qkv_matmul_32_rows": (jnp.matmul, [shape(32, 64), shape(64, 64)]),
     "qkv_attention_16_rows": (attention, [shape(16, 64), shape(64, 64), shape(64, 64)]),
+    # a product twice as wide as the unit: each half of B read a row at a time (QKV loads
+    # whole rows of 64), each half's result stored a row at a time before the other half is
+    # computed (the operand buffer holds A beside one half of B or one result, not more)
+    "qkv_matmul_64x64x128": (jnp.matmul, [shape(64, 64), shape(64, 128)]),
     # refused: an exponential over 128 columns, whose column windows QKV cannot load
     "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
     # refused: a row softmax over 128 columns, on a 64-wide softmax unit
