@@ -37,14 +37,20 @@ pub const NODES_PER_TILE: usize = 150;
 /// within 10 s and 0.6 GB), 17 at 16x (up to 0.9 GB).
 pub const ROW_BY_ROW_TILE_FACTOR: usize = 8;
 
-/// Iterations in a row without a cheaper program for the output after which a search stops
-/// ([`SelectLimits::patience`]). The cost compared is the extractor's tree cost of the output
-/// (instructions, shared values counted per reader). Rewrites go on growing the e-graph long
-/// after the best program is found: a 64^3 int8 product on Gemmini has its 88-instruction
-/// program at the 4th of 15 iterations (1.8 s to saturate), a 128^3 one its 592-instruction
-/// program at the 4th of 6 (2.4 s to the node limit), QKV attention over 96 query rows its
-/// program at the 3rd of 32 (the iteration limit).
+/// Iterations in a row without a cheaper program for the output after which a large search
+/// stops ([`SelectLimits::patience`]). The cost compared is the extractor's tree cost of the
+/// output (instructions, shared values counted per reader). On a tiled kernel rewrites go on
+/// multiplying the e-graph per tile long after its program is there: a 128^3 int8 product on
+/// Gemmini has its 592-instruction program at the 4th of 6 iterations (32,000 e-nodes; 2.4 s
+/// to the node limit at 86,000, 1.0 s when it settles at the 5th).
 pub const PATIENCE: usize = 1;
+
+/// E-nodes from which a search may settle ([`SelectLimits::settle_nodes`]). Smaller searches
+/// saturate cheaply, and their late iterations find programs the tree cost does not foresee:
+/// of 100 random Gemmini layer kernels (`gemmini_campaign.py --seed 2`, all under 13,000
+/// e-nodes), 10 ran 2 to 30 more instructions when stopped at the first iteration without a
+/// cheaper output, 6 with a patience of 2; from 20,000 e-nodes none changed.
+pub const SETTLE_NODES: usize = 20_000;
 
 /// The e-nodes a tiled kernel's search may grow to before its tiles are counted.
 pub const TILED_BASE_NODES: usize = 40_000;
@@ -62,13 +68,16 @@ pub struct SelectLimits {
     /// Candidates returned at most.
     pub max_candidates: usize,
     /// Iterations in a row that find no cheaper program for the output, once one computes it,
-    /// after which the search stops ([`StopReason::Settled`]).
+    /// after which a search of at least [`SelectLimits::settle_nodes`] e-nodes stops
+    /// ([`StopReason::Settled`]).
     pub patience: usize,
+    /// E-nodes from which a search may settle.
+    pub settle_nodes: usize,
 }
 
 impl Default for SelectLimits {
     fn default() -> Self {
-        SelectLimits { iter_limit: 32, node_limit: 50_000, max_candidates: 16, patience: PATIENCE }
+        SelectLimits { iter_limit: 32, node_limit: 50_000, max_candidates: 16, patience: PATIENCE, settle_nodes: SETTLE_NODES }
     }
 }
 
@@ -208,7 +217,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
             Some(cost) if best.is_none_or(|b| cost < b) => (best, stale) = (Some(cost), 0),
             Some(_) => {
                 stale += 1;
-                if stale >= limits.patience {
+                if stale >= limits.patience && nodes >= limits.settle_nodes {
                     break StopReason::Settled;
                 }
             }

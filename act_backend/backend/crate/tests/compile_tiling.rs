@@ -8,6 +8,7 @@ mod select_support;
 
 use act_compiler::compile::{compile, CompileError, CompileOptions, Target};
 use act_compiler::isa::Isa;
+use act_compiler::select::{select, SelectLimits, StopReason};
 use select_support::{assert_candidates_compute_kernel, data, isa, kernel_text, multiset, run, without};
 use std::sync::Arc;
 
@@ -77,6 +78,22 @@ fn a_product_twice_as_wide_as_the_buffers_hold_stores_one_half_before_computing_
     let first_store = calls.iter().position(|c| c == "store_rm").unwrap();
     let second_gemm = calls.iter().rposition(|c| c == "gemm").unwrap();
     assert!(first_store < second_gemm, "{calls:?}");
+}
+
+#[test]
+fn a_large_search_stops_once_an_iteration_finds_nothing_cheaper_with_the_program_saturation_finds() {
+    // relu(A.B) at 128x128 on the 16x16 array: 128 tiles, past 20,000 e-nodes by the time
+    // its program is there; run to saturation, the search takes 15 iterations for nothing.
+    let isa = isa("gemmini_isa.json");
+    let text = kernel_text(&data("tiling/gemmini_relu_matmul_128x128.hlo"));
+    let settled = run(&text, &isa).unwrap();
+    let patient = SelectLimits { patience: usize::MAX, ..SelectLimits::default() };
+    let saturated = select(&text, &isa, &patient).unwrap();
+    assert_eq!(settled.stats.stop_reason, StopReason::Settled);
+    assert_eq!(saturated.stats.stop_reason, StopReason::Saturated);
+    assert!(settled.stats.iterations < saturated.stats.iterations);
+    let best = |s: &act_compiler::select::Selection| multiset(&isa, &s.candidates[0]);
+    assert_eq!(best(&settled), best(&saturated));
 }
 
 #[test]
