@@ -852,8 +852,8 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
 /// An elementwise operation (or convert) on row-major matrices wider than every instruction of
 /// its operator takes, all its operands of its shape: the same operation on the matrices seen
 /// as rows of the widest width `w` an instruction takes (`reshape` to `[m * n / w, w]`),
-/// reshaped back. Exact for every type: an elementwise operation does not depend on the
-/// layout. Where no instruction reads a window of HBM, whole contiguous blocks are then read
+/// reshaped back, where each operand is a kernel input, a literal, a splat or such a result. Exact for
+/// every type: an elementwise operation does not depend on the layout. Where no instruction reads a window of HBM, whole contiguous blocks are then read
 /// and written instead of every row of every window apart (a 48x48 negate on a 16-column
 /// unit: one scaled load and one store).
 pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
@@ -866,10 +866,30 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
         return None;
     }
     let rows = vec![m * n / w, w];
+    // Only operands laid out row-major as they are read: kernel inputs (their bytes seen as
+    // the matrix), literals and scalar splats, and results of this rule already seen as rows.
+    // A transposed or broadcast operand would start a chain of ever new shapes (QKV
+    // attention's search grew to its iteration limit).
+    if !node.children.iter().all(|&c| row_major_as_read(eg, c, &rows, 3)) {
+        return None;
+    }
     let operands =
         node.children.iter().map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)])).collect();
     let inner = Term::Node(node.op.clone(), node.ty.with_shape(rows), operands);
     Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
+}
+
+/// Whether class `c` is a value laid out row-major as it is read, looking `depth` reshapes or
+/// bitcasts deep: a kernel input's bytes, a literal, a scalar splat, or a reshape of a value
+/// of shape `rows`.
+fn row_major_as_read(eg: &SelGraph, c: Id, rows: &[i64], depth: usize) -> bool {
+    eg[c].nodes.iter().any(|n| match n.op {
+        Op::Input(_) | Op::Constant(_) => true,
+        Op::Broadcast(_) => eg[n.children[0]].data.rank() == 0,
+        Op::Reshape if eg[n.children[0]].data.shape == rows => true,
+        Op::Reshape | Op::BitcastConvert => depth > 0 && row_major_as_read(eg, n.children[0], rows, depth - 1),
+        _ => false,
+    })
 }
 
 /// The flat bytes of `concatenate_1(parts) : grid` as rows written one by one: row `r` of the
