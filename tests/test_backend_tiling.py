@@ -160,11 +160,11 @@ ROW_BY_ROW = {
     "gemmini_matmul_64x64x64": {"load": 512, "matmul": 16, "matmul_acc": 48, "store_acc": 256},
     # shorter last tiles in every dimension
     "gemmini_matmul_40x20x24": {"matmul": 6, "matmul_acc": 6, "store_acc": 80},
+    # a store's ReLU applied to each row it writes
+    "gemmini_relu_16x64": {"load_acc": 64, "store_acc_relu": 64},
     # elementwise work on a whole matrix, layout-free: the 16x40 int8 matrix's 640 elements as
-    # 40 contiguous rows of 16, one scaled load and one store; a 16x64 int32 ReLU as 64 rows
-    # of 16, one load into the accumulator and one store through its ReLU
+    # 40 contiguous rows of 16, one scaled load and one store
     "gemmini_scale_16x40": {"load": 1, "store": 1},
-    "gemmini_relu_16x64": {"load_acc": 1, "store_acc_relu": 1},
 }
 
 

@@ -852,10 +852,10 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
 /// An elementwise operation (or convert) on row-major matrices wider than every instruction of
 /// its operator takes, all its operands of its shape: the same operation on the matrices seen
 /// as rows of the widest width `w` an instruction takes (`reshape` to `[m * n / w, w]`),
-/// reshaped back, where each operand is a kernel input, a literal, a splat or such a result. Exact for
-/// every type: an elementwise operation does not depend on the layout. Where no instruction reads a window of HBM, whole contiguous blocks are then read
-/// and written instead of every row of every window apart (a 48x48 negate on a 16-column
-/// unit: one scaled load and one store).
+/// reshaped back (not on a transposed operand unless [`row_major_as_read`]). Exact for every
+/// type: an elementwise operation does not depend on the layout. Where no instruction reads a
+/// window of HBM, whole contiguous blocks are then read and written instead of every row of
+/// every window apart (a 48x48 negate on a 16-column unit: one scaled load and one store).
 pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     if !(node.op.is_elementwise() || node.op == Op::Convert) || node.ty.rank() != 2 {
         return None;
@@ -866,11 +866,12 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
         return None;
     }
     let rows = vec![m * n / w, w];
-    // Only operands laid out row-major as they are read: kernel inputs (their bytes seen as
-    // the matrix), literals and scalar splats, and results of this rule already seen as rows.
-    // A transposed or broadcast operand would start a chain of ever new shapes (QKV
-    // attention's search grew to its iteration limit).
-    if !node.children.iter().all(|&c| row_major_as_read(eg, c, &rows, 3)) {
+    // Not on a transposed operand, unless it is also laid out row-major as it is read: the
+    // rows of a transpose are its matrix's columns, and each view of them as rows is a new
+    // shape whose transposes start another (QKV attention over 96 query rows grew to the
+    // iteration limit).
+    let transposed = |c: Id| eg[c].nodes.iter().any(|n| matches!(n.op, Op::Transpose(_)));
+    if node.children.iter().any(|&c| transposed(c) && !row_major_as_read(eg, c, &rows, 3)) {
         return None;
     }
     let operands =

@@ -340,10 +340,11 @@ fn without_strided_transfers_tiles_are_read_and_results_written_row_by_row() {
     // The four 16-column results, written a row at a time into their place (64 stores).
     let wide = selected(&isa, "gemmini_matmul_16x16x64");
     assert_eq!(wide.iter().filter(|c| c.starts_with("mvout")).count(), 64, "{wide:?}");
-    // A ReLU of int32 rows wider than the array is layout-free: the 16x64 matrix read as 64
-    // contiguous rows of 16, loaded into the accumulator at once and stored through the ReLU.
+    // A ReLU of int32 rows wider than the array: each row of each 16-column window loaded, and
+    // stored through the ReLU.
     let relu = selected(&isa, "gemmini_relu_16x64");
-    assert_eq!(relu, ["mvin_acc", "mvout_acc_relu"], "{relu:?}");
+    assert_eq!(relu.iter().filter(|c| c.starts_with("mvin")).count(), 64, "{relu:?}");
+    assert_eq!(relu.iter().filter(|c| c.as_str() == "mvout_acc_relu").count(), 64, "{relu:?}");
 }
 
 #[test]
