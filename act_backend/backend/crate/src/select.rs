@@ -310,16 +310,19 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     let reachable = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
     // A reshape computes nothing: one of a value that exists is blamed on its reader (a
     // vector no buffer holds, made from a column that one does, is not the obstacle).
-    // A parameter read only in tiles (by an operation wider than the instructions) is loaded
-    // when a slice of it is: the operation on the tiles is then what fails.
-    // Windows of a parameter: its slices, and slices of those (a tile is a column window of
-    // a row tile), a few levels deep.
+    // A value read only in tiles (a parameter, by an operation wider than the instructions; a
+    // transposed batch, by the products of its items) is there when a window of it is: the
+    // operation on the tiles is then what fails.
+    // Windows of a parameter: its slices and reshapes (an item of a batch, squeezed), and
+    // slices of those (a tile is a column window of a row tile), a few levels deep.
     let read_in_tiles = |k: usize| {
         let mut windows: BTreeSet<Id> = [eg.find(kg.node_class[k])].into();
-        for _ in 0..3 {
+        for _ in 0..4 {
             let deeper: Vec<Id> = eg
                 .classes()
-                .filter(|c| c.nodes.iter().any(|n| matches!(n.op, Op::Slice(_)) && windows.contains(&eg.find(n.children[0]))))
+                .filter(|c| {
+                    c.nodes.iter().any(|n| matches!(n.op, Op::Slice(_) | Op::Reshape) && windows.contains(&eg.find(n.children[0])))
+                })
                 .map(|c| c.id)
                 .collect();
             if deeper.iter().any(|&c| ex.reachable(c)) {
@@ -342,7 +345,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         placed[k] = reachable(k)
             || produced_in_tiles(eg, ex, eg.find(kg.node_class[k]), &mut in_tiles)
             || (node.op == Op::Reshape && placed[node.operands[0]])
-            || (matches!(node.op, Op::Parameter(_)) && read_in_tiles(k));
+            || read_in_tiles(k);
     }
     let ok = |k: usize| placed[k];
     let error = |k: usize, what: String| {
@@ -382,8 +385,9 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         };
     }
     // An operation wider than every instruction of its operator, along a dimension tiling
-    // does not split, or a reduction longer than every instruction's that is not split across
-    // tiles (a float sum), is the proof by itself: blame the first one (program order).
+    // does not split, or a reduction or product longer than every instruction's that is not
+    // split across tiles (a float sum or contraction), is the proof by itself: blame the
+    // first one (program order).
     let extents = crate::tiling::Extents::of(isa);
     let too_large = |k: usize| {
         let node = &kernel.nodes[k];
@@ -396,6 +400,16 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
             ));
         }
         let x_ty = &kernel.nodes[*node.operands.first()?].ty;
+        if let Op::Dot(dd) = &node.op {
+            let k: i64 = dd.lhs_contracting.iter().map(|&d| x_ty.shape[d]).product();
+            let longest = extents.unsplit_contraction(&node.ty, k)?;
+            return Some(format!(
+                "computes `{name}` of type {}: its contraction ({k}) is longer than every instruction \
+                 computing `{name}` contracts (at most {longest}); a {} contraction is not split across \
+                 tiles, which would change the order of its accumulation",
+                node.ty, node.ty.dtype
+            ));
+        }
         let (dim, longest) = extents.unsplit_reduction(&node.op, x_ty, &node.ty)?;
         Some(format!(
             "computes `{name}` of {x_ty} over its dimension {dim} ({}), longer than every instruction \

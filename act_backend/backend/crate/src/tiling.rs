@@ -316,6 +316,17 @@ impl Extents {
     /// Why a reduction `op` of `x_ty` into `ty` cannot be computed: a reduced dimension longer
     /// than every reduction the ISA computes, with that length, where the reduction is not
     /// split across tiles (a float one, whose sum would be reordered).
+    /// A float product (`ty` its result) whose contraction, `k` elements, is longer than every
+    /// product the semantics compute contracts: the longest. A float contraction is not split
+    /// across tiles (that would change the order of its accumulation), so no tiling helps.
+    pub fn unsplit_contraction(&self, ty: &Ty, k: i64) -> Option<i64> {
+        if ty.dtype.is_int() || self.contraction.is_empty() {
+            return None;
+        }
+        let longest = self.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))?;
+        (k > longest).then_some(longest)
+    }
+
     pub fn unsplit_reduction(&self, op: &Op, x_ty: &Ty, ty: &Ty) -> Option<(usize, i64)> {
         let (reducer, dims) = reduction(op)?;
         let too_long = self.reduction_tile(reducer, x_ty, dims)?;

@@ -144,6 +144,23 @@ fn a_dimension_wider_than_every_instruction_is_named_in_the_refusal() {
 }
 
 #[test]
+fn a_float_contraction_longer_than_every_product_is_named_in_the_refusal() {
+    // QKV's gemm contracts 64 elements; a bf16 contraction is never split across tiles.
+    let message = refusal("qkv_isa.json", "qkv_matmul_contraction_128");
+    assert!(message.contains("computes `dot` of type bf16[64,64]: its contraction (128)"), "{message}");
+    assert!(message.contains("at most 64"), "{message}");
+}
+
+#[test]
+fn an_operation_on_a_batch_read_item_by_item_is_blamed_rather_than_the_batch() {
+    // Each 64-row window of each item of the batch loads (a window of an item squeezed out
+    // of the batch); what no instruction does is an exponential outside a softmax.
+    let message = refusal("qkv_isa.json", "qkv_exponential_batch_2x128");
+    assert!(message.contains("no instruction of QKV computes `exponential`"), "{message}");
+    assert!(!message.contains("parameter"), "{message}");
+}
+
+#[test]
 fn column_windows_without_strided_loads_are_read_row_by_row_so_the_refusal_blames_the_operation() {
     // QKV has no strided loads, but each row of a 64-column window is one contiguous run that
     // `load_rm` reads: what no instruction does is an exponential outside a softmax.

@@ -61,6 +61,11 @@ KERNELS = {
     "qkv_matmul_64x64x128": (jnp.matmul, [shape(64, 64), shape(64, 128)]),
     # refused: an exponential over 128 columns, whose column windows QKV cannot load
     "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
+    # refused: a bf16 product contracting 128 elements (gemm contracts 64; a float contraction
+    # is not split)
+    "qkv_matmul_contraction_128": (jnp.matmul, [shape(64, 128), shape(128, 64)]),
+    # refused: an exponential of a batch of two 128-row matrices, whose windows load item by item
+    "qkv_exponential_batch_2x128": (jnp.exp, [shape(2, 128, 64)]),
     # refused: a row softmax over 128 columns, on a 64-wide softmax unit
     "qkv_softmax_128_columns": (lambda x: row_softmax(x), [shape(64, 128)]),
     # the first 20 of a product's 64 columns: QKV stores whole rows, so the product is
