@@ -88,8 +88,8 @@ pub enum StopReason {
     Saturated,
     IterationLimit,
     NodeLimit,
-    /// The output was computed and [`SelectLimits::patience`] iterations in a row found no
-    /// cheaper program for it.
+    /// The output was computed, the e-graph held [`SelectLimits::settle_nodes`] e-nodes, and
+    /// [`SelectLimits::patience`] iterations in a row found no cheaper program for it.
     Settled,
 }
 
