@@ -313,9 +313,12 @@ impl Extents {
         })
     }
 
-    /// Why a reduction `op` of `x_ty` into `ty` cannot be computed: a reduced dimension longer
-    /// than every reduction the ISA computes, with that length, where the reduction is not
-    /// split across tiles (a float one, whose sum would be reordered).
+    /// The longest contraction of every product the semantics compute; `None` where one of
+    /// them is unbounded. `Some(0)` where none computes a product.
+    fn longest_contraction(&self) -> Option<i64> {
+        self.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))
+    }
+
     /// A float product (`ty` its result) whose contraction, `k` elements, is longer than every
     /// product the semantics compute contracts: the longest. A float contraction is not split
     /// across tiles (that would change the order of its accumulation), so no tiling helps.
@@ -323,10 +326,13 @@ impl Extents {
         if ty.dtype.is_int() || self.contraction.is_empty() {
             return None;
         }
-        let longest = self.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)))?;
+        let longest = self.longest_contraction()?;
         (k > longest).then_some(longest)
     }
 
+    /// Why a reduction `op` of `x_ty` into `ty` cannot be computed: a reduced dimension longer
+    /// than every reduction the ISA computes, with that length, where the reduction is not
+    /// split across tiles (a float one, whose sum would be reordered).
     pub fn unsplit_reduction(&self, op: &Op, x_ty: &Ty, ty: &Ty) -> Option<(usize, i64)> {
         let (reducer, dims) = reduction(op)?;
         let too_long = self.reduction_tile(reducer, x_ty, dims)?;
@@ -347,8 +353,7 @@ impl Extents {
                     (Op::Dot(dd), 2) => {
                         // An outer product contracts nothing.
                         let k = dd.lhs_contracting.first().and_then(|&d| kernel.nodes[node.operands[0]].ty.shape.get(d)).copied();
-                        let largest = self.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)));
-                        let split_k = node.ty.dtype.is_int().then_some(largest).flatten();
+                        let split_k = node.ty.dtype.is_int().then(|| self.longest_contraction()).flatten();
                         ceil(node.ty.shape[1], widest(self, OpCode::Dot, 2, 1)) * k.map_or(1, |k| ceil(k, split_k))
                     }
                     (op, rank) if splits_columns(op) => {
@@ -930,8 +935,9 @@ pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> 
 /// `broadcast(x : [m] or [m, 1]) : [m, n]` (`along` 1), which an ISA that cannot repeat a
 /// value across columns on chip writes into its columns with strided stores; a row repeated
 /// down rows, `broadcast(x : [n] or [1, n]) : [m, n]` (`along` 0), each copy written into its
-/// row, on chip or in HBM (a row bias added to a product by a multiply-accumulate). Exact for every type. A constant is
-/// left to be written whole as a literal: copying it would only grow the graph.
+/// row, on chip or in HBM (a row bias added to a product by a multiply-accumulate). Exact for
+/// every type. A constant is left to be written whole as a literal: copying it would only
+/// grow the graph.
 pub fn broadcast_as_copies(eg: &SelGraph, node: &Node, along: usize) -> Option<Term> {
     let Op::Broadcast(d) = &node.op else { return None };
     let x = node.children[0];
