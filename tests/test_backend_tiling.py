@@ -76,6 +76,9 @@ TILED = {
     # twice as wide as the unit: B's halves loaded row by row, each half stored row by row
     # before the next is computed (one gemm per half, 64 one-row loads and stores each)
     "qkv_matmul_64x64x128": ("QKV", {"gemm": 2, "load_rm": 129, "store_rm": 128}),
+    # taller too: d1 holds a tile of A beside a half of B, so each half of B is loaded once
+    # (row by row) and A's tile once per product
+    "qkv_matmul_128x64x128": ("QKV", {"gemm": 4, "mov": 4, "load_rm": 132, "store_rm": 256}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     # the tiles' results side by side in the accumulator, stored through the ReLU at once

@@ -476,6 +476,12 @@ impl Extractor {
                 plans.extend(self.spill_plans(root, &plain_used, &plain).into_iter().take(1));
             }
         }
+        let views = self.with_on_chip_views(root);
+        if let Some(views) = &views {
+            if let Some((_, views_used)) = self.build(root, views) {
+                plans.extend(self.spill_plans(root, &views_used, views).into_iter().take(1));
+            }
+        }
         plans.extend(self.spill_plans(root, &used, &BTreeMap::new()));
         let mut spilled: Vec<PiiGraph> = Vec::new();
         for plan in plans {
@@ -491,7 +497,7 @@ impl Extractor {
         let max = max - spilled.len();
         heap.push(Reverse((g.instruction_count(), 0)));
         pending.push((start, g, used));
-        if let Some(views) = self.with_on_chip_views(root) {
+        if let Some(views) = views {
             if let Some((g, u)) = self.build(root, &views) {
                 built += 1;
                 tried.insert(views.iter().map(|(a, b)| (*a, *b)).collect());

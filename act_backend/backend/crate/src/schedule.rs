@@ -51,12 +51,13 @@ pub fn orders(
     values: &[Value],
 ) -> Result<Vec<Schedule>, Unschedulable> {
     let ctx = Ctx::new(graph, isa, values)?;
-    let proposals: [(&'static str, Vec<usize>); 5] = [
+    let proposals: [(&'static str, Vec<usize>); 6] = [
         ("sethi-ullman", ctx.depth_first(true, false)),
         ("min-live", ctx.list(true)),
         ("operand-order", ctx.depth_first(false, false)),
         ("node-order", ctx.list(false)),
         ("stores-first", ctx.depth_first(true, true)),
+        ("closest-first", ctx.closest_first()),
     ];
     let mut out: Vec<Schedule> = Vec::new();
     for (heuristic, steps) in proposals {
@@ -68,10 +69,12 @@ pub fn orders(
         }
     }
     // The search only runs when every heuristic order overfills some buffer: such orders are
-    // certainly infeasible, and an order that fits is worth handing to the allocator.
+    // certainly infeasible, and an order that fits is worth handing to the allocator. It is
+    // skipped where no order can fit: an instruction whose operands alone overfill a buffer.
     let capacity = capacities(isa, values);
-    if out.iter().all(|s| !fits(s, values, &capacity)) {
-        if let Some(steps) = ctx.search(&capacity, SEARCH_BUDGET) {
+    if out.iter().all(|s| !fits(s, values, &capacity)) && ctx.operands_fit(&capacity) {
+        let budget = SEARCH_BUDGET.min(SEARCH_WORK / graph.nodes.len().max(1));
+        if let Some(steps) = ctx.search(&capacity, budget) {
             if !out.iter().any(|s| s.steps == steps) {
                 if let Ok(schedule) = from_order(graph, values, "search", steps) {
                     out.push(schedule);
@@ -231,6 +234,11 @@ impl Schedule {
 /// States the fallback search may expand before giving up: enough for every kernel the
 /// examples hold many times over, small enough to cost milliseconds.
 pub const SEARCH_BUDGET: usize = 20_000;
+
+/// Nodes the fallback search may look at in all (each state it expands looks at every node
+/// of the candidate): a program of thousands of instructions gets fewer states, so that a
+/// search that fails costs tens of milliseconds rather than seconds per candidate.
+pub const SEARCH_WORK: usize = 4_000_000;
 
 /// Per buffer: the positions it holds (product of its access dims), `None` if unbounded
 /// (HBM, or a dimension of unknown extent). Only buffers that some value lives in matter.
@@ -405,16 +413,29 @@ impl<'a> Ctx<'a> {
     /// pieces leaves before the next is made: a result stored row by row into the halves
     /// of a wider one is stored whole before the other half is computed.
     fn depth_first(&self, by_need: bool, stores_first: bool) -> Vec<usize> {
-        let need = self.need();
+        self.run_depth_first(DepthFirst { by_need, stores_first, closest_part: false, need: &self.need() })
+    }
+
+    /// Stores-first, except that the parts of a concatenation (an output written in pieces)
+    /// are not taken in slot order: each time, the part with the fewest instructions left to
+    /// run before it, ties to the lower slot. Work nearly done is finished first, so the
+    /// values it reads die before new ones are made: a product whose tiles share operand
+    /// windows computes every tile of a window while the window is on chip, rather than
+    /// interleaving the tiles that one output row spans.
+    fn closest_first(&self) -> Vec<usize> {
+        self.run_depth_first(DepthFirst { by_need: true, stores_first: true, closest_part: true, need: &self.need() })
+    }
+
+    fn run_depth_first(&self, order: DepthFirst) -> Vec<usize> {
         // Inputs, constants and uninitialised regions are there from the start.
         let mut done: Vec<bool> = self.graph.nodes.iter().map(PiiNode::is_source).collect();
         let mut steps = Vec::new();
-        let order = DepthFirst { by_need, stores_first, need: &need };
-        self.visit(self.graph.root, &order, &mut done, &mut steps);
+        let mut marks = Marks { stamp: 0, seen: vec![0; self.graph.nodes.len()] };
+        self.visit(self.graph.root, &order, &mut done, &mut steps, &mut marks);
         steps
     }
 
-    fn visit(&self, n: usize, order: &DepthFirst, done: &mut [bool], out: &mut Vec<usize>) {
+    fn visit(&self, n: usize, order: &DepthFirst, done: &mut [bool], out: &mut Vec<usize>, marks: &mut Marks) {
         if done[n] {
             return;
         }
@@ -422,8 +443,26 @@ impl<'a> Ctx<'a> {
             // A view or a concatenation runs nothing: what it stands for does (an output
             // written in parts is a concatenation of the parts' stores).
             done[n] = true;
-            for &o in self.graph.nodes[n].operands() {
-                self.visit(o, order, done, out);
+            let mut parts = distinct(self.graph.nodes[n].operands());
+            if !order.closest_part {
+                for &o in &parts {
+                    self.visit(o, order, done, out, marks);
+                }
+                return;
+            }
+            while !parts.is_empty() {
+                let (mut fewest, mut next) = (usize::MAX, 0);
+                for (slot, &p) in parts.iter().enumerate() {
+                    let left = self.instructions_left(p, done, fewest, marks);
+                    if left < fewest {
+                        (fewest, next) = (left, slot);
+                    }
+                    if left == 0 {
+                        break;
+                    }
+                }
+                let p = parts.remove(next);
+                self.visit(p, order, done, out, marks);
             }
             return;
         };
@@ -433,13 +472,13 @@ impl<'a> Ctx<'a> {
             ops.sort_by_key(|&o| -(order.need[o] - self.rows[o]));
         }
         for &o in &ops {
-            self.visit(o, order, done, out);
+            self.visit(o, order, done, out, marks);
         }
         for v in ops {
             if self.values[v].overwritten_by == Some(n) {
                 for &u in &self.readers[v] {
                     if u != n {
-                        self.visit(u, order, done, out);
+                        self.visit(u, order, done, out, marks);
                     }
                 }
             }
@@ -450,11 +489,35 @@ impl<'a> Ctx<'a> {
             if order.stores_first {
                 for &r in &self.readers[n] {
                     if !done[r] && self.rows[r] == 0 && self.is_ready(r, done) {
-                        self.visit(r, order, done, out);
+                        self.visit(r, order, done, out, marks);
                     }
                 }
             }
         }
+    }
+
+    /// The instructions that have not run among `n` and what it depends on, counted up to
+    /// `limit` (the count stops there).
+    fn instructions_left(&self, n: usize, done: &[bool], limit: usize, marks: &mut Marks) -> usize {
+        marks.stamp += 1;
+        let mut stack = vec![n];
+        let mut left = 0;
+        while let Some(m) = stack.pop() {
+            if done[m] || marks.seen[m] == marks.stamp {
+                continue;
+            }
+            marks.seen[m] = marks.stamp;
+            if matches!(self.graph.nodes[m], PiiNode::Instr { .. }) {
+                left += 1;
+                if left >= limit {
+                    return left;
+                }
+                stack.extend_from_slice(self.operands(m));
+            } else {
+                stack.extend_from_slice(self.graph.nodes[m].operands());
+            }
+        }
+        left
     }
 
     /// On-chip rows needed to evaluate each node, Sethi-Ullman style: operands in the order
@@ -571,6 +634,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether the storage every needed instruction reads fits each bounded buffer at once:
+    /// all of it is live while the instruction runs, whatever the order.
+    fn operands_fit(&self, capacity: &[Option<i64>]) -> bool {
+        let mut used = vec![0i64; capacity.len()];
+        (0..self.graph.nodes.len()).filter(|&n| self.live[n]).all(|n| {
+            used.iter_mut().for_each(|u| *u = 0);
+            for &o in self.operands(n) {
+                used[self.values[o].buffer] += self.positions(o);
+            }
+            used.iter().zip(capacity).all(|(u, c)| c.is_none_or(|c| *u <= c))
+        })
+    }
+
     /// Positions `n` occupies in its buffer; identity nodes occupy none of their own.
     fn positions(&self, n: usize) -> i64 {
         if self.values[n].identity {
@@ -663,7 +739,16 @@ impl<'a> Ctx<'a> {
 struct DepthFirst<'n> {
     by_need: bool,
     stores_first: bool,
+    /// The parts of a concatenation go closest to done first (see [`Ctx::closest_first`]).
+    closest_part: bool,
     need: &'n [i64],
+}
+
+/// Nodes seen by the current walk of [`Ctx::instructions_left`]: those whose mark is the
+/// current stamp (one array for every walk, rather than one per walk).
+struct Marks {
+    stamp: u32,
+    seen: Vec<u32>,
 }
 
 /// The mutable part of the fallback search.

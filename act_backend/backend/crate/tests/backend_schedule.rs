@@ -51,6 +51,49 @@ fn an_output_written_in_parts_is_ordered_depth_first_from_each_part() {
     assert!(at(11) < at(13), "{:?}", stores_first.steps);
 }
 
+/// Four products of 64-row tiles, two per shared operand window (`W0`, `W1`), each product
+/// with a fresh load of its other operand; the output is their stores side by side, slot
+/// order interleaving the windows as the tiles of a row-major result do (`W0`'s, `W1`'s,
+/// `W0`'s, `W1`'s).
+fn products_sharing_windows(isa: &act_compiler::isa::Isa) -> PiiGraph {
+    let mut nodes = vec![
+        input(0),                           // 0 A
+        input(1),                           // 1 B
+        instr(isa, "load_rm", &[64], &[1]), // 2 W0
+        instr(isa, "load_rm", &[64], &[1]), // 3 W1
+    ];
+    for (a, window) in [(0, 2), (0, 3), (1, 2), (1, 3)] {
+        let at = nodes.len();
+        nodes.extend([
+            instr(isa, "load_rm", &[64], &[a]),      // a tile of A
+            instr(isa, "gemm", &[], &[at, window]),  // its product with the window, in d2
+            instr(isa, "mov", &[64], &[at + 1]),     // moved to d1
+            instr(isa, "store_rm", &[64], &[at + 2]), // stored
+        ]);
+    }
+    nodes.push(act_compiler::pii::PiiNode::Concat { parts: vec![7, 11, 15, 19], dim: 0 });
+    PiiGraph { nodes, root: 20 }
+}
+
+#[test]
+fn the_output_part_closest_to_done_goes_first_so_a_shared_window_dies_before_the_next_is_loaded() {
+    let isa = qkv();
+    let graph = products_sharing_windows(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    let order = |name: &str| all.iter().find(|s| s.heuristic == name).unwrap_or_else(|| panic!("no {name} order"));
+    // In slot order, `W1` comes in while `W0` waits for its second product: three tiles.
+    assert_eq!(all[0].heuristic, "sethi-ullman");
+    assert_eq!(peak_per_buffer(&all[0], &values, isa.buffers.len())[1], 192);
+    // Closest first: after the first part, the part that needs one load (`W0`'s second
+    // product) goes before the one that needs two, so d1 never holds more than two tiles.
+    let closest = order("closest-first");
+    assert_eq!(peak_per_buffer(closest, &values, isa.buffers.len())[1..], [128, 64]);
+    let at = |n: usize| closest.steps.iter().position(|&s| s == n).unwrap();
+    assert!(at(15) < at(3), "{:?}", closest.steps);
+    assert_eq!(closest.steps.len(), 18);
+}
+
 #[test]
 fn every_order_is_distinct_and_valid() {
     let isa = qkv();

@@ -81,6 +81,18 @@ fn a_product_twice_as_wide_as_the_buffers_hold_stores_one_half_before_computing_
 }
 
 #[test]
+fn a_product_taller_and_wider_than_the_buffers_hold_loads_a_tile_of_a_for_each_product() {
+    // Four result tiles; d1 holds one tile of A beside one half of B, or a half beside a
+    // result. The best-counted programs load A whole (128 rows, all of d1) and cannot be
+    // placed; the one that is loads each half of B once, row by row, and A's tile for each
+    // product, finishing the products of one half (and their stores) before the other.
+    let calls = compiled("qkv_isa.json", "qkv_matmul_128x64x128");
+    let counts = ["gemm", "mov", "load_rm", "store_rm"].map(|name| count(&calls, name));
+    assert_eq!(counts, [4, 4, 132, 256], "{calls:?}");
+    assert_eq!(calls.len(), 396, "{calls:?}");
+}
+
+#[test]
 fn a_large_search_stops_once_an_iteration_finds_nothing_cheaper_with_the_program_saturation_finds() {
     // relu(A.B) at 128x128 on the 16x16 array: 128 tiles, past 20,000 e-nodes by the time
     // its program is there; run to saturation, the search takes 15 iterations for nothing.

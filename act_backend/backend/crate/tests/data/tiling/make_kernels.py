@@ -59,6 +59,10 @@ KERNELS = {
     # whole rows of 64), each half's result stored a row at a time before the other half is
     # computed (the operand buffer holds A beside one half of B or one result, not more)
     "qkv_matmul_64x64x128": (jnp.matmul, [shape(64, 64), shape(64, 128)]),
+    # taller and wider than the unit: four result tiles, and the operand buffer holds one tile
+    # of A beside one half of B, or a half beside a result; so each half of B is loaded once
+    # (row by row) and A's tile for each product, each result stored before the next product
+    "qkv_matmul_128x64x128": (jnp.matmul, [shape(128, 64), shape(64, 128)]),
     # refused: an exponential over 128 columns, whose column windows QKV cannot load
     "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
     # refused: a bf16 product contracting 128 elements (gemm contracts 64; a float contraction
