@@ -163,8 +163,13 @@ ROW_BY_ROW = {
     "gemmini_matmul_64x64x64": {"load": 512, "matmul": 16, "matmul_acc": 48, "store_acc": 256},
     # shorter last tiles in every dimension
     "gemmini_matmul_40x20x24": {"matmul": 6, "matmul_acc": 6, "store_acc": 80},
-    # a store's ReLU applied to each row it writes
-    "gemmini_relu_16x64": {"load_acc": 64, "store_acc_relu": 64},
+    # a ReLU on a whole matrix, layout-free: the 16x64 int32 matrix as 64 contiguous rows of
+    # 16, one load and one ReLU store (each row of each window apart before: 64 and 64)
+    "gemmini_relu_16x64": {"load_acc": 1, "store_acc_relu": 1},
+    # relu(A.B) at 128x128: the product's tiles stored row by row, then the whole result read
+    # back as 1,024 rows of 16 by one load and written through the ReLU by one store
+    "gemmini_relu_matmul_128x128": {"matmul": 64, "matmul_acc": 64, "load_acc": 1,
+                                    "store_acc_relu": 1},
     # elementwise work on a whole matrix, layout-free: the 16x40 int8 matrix's 640 elements as
     # 40 contiguous rows of 16, one scaled load and one store
     "gemmini_scale_16x40": {"load": 1, "store": 1},

@@ -361,7 +361,8 @@ impl<'a> Finder<'a> {
             // row tiles of a value too wide as well are split into columns in turn).
             let tiles = &self.rules.tiles;
             // The identities a value passes through (`x + 0`) do not choose its tiles.
-            let computing = || self.nodes(id).iter().filter(|n| !identities::is_pass_through(eg, n));
+            let nodes = self.nodes(id);
+            let computing = || nodes.iter().filter(|n| !identities::is_pass_through(eg, n));
             if let Some(term) = computing().find_map(|n| tiling::split_leading(eg, tiles, n)) {
                 self.push("split-leading", id, term);
             } else if let Some(term) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {
@@ -381,7 +382,10 @@ impl<'a> Finder<'a> {
                 self.push("broadcast-as-rows", id, term);
             }
             if !self.rules.strided_reads {
-                if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::elementwise_as_rows(eg, tiles, n)) {
+                // Each operation the class computes, not only its first node: the row view of
+                // `max(x, 0)` is what a ReLU store matches, that of `x + 0` nothing.
+                let views: Vec<Term> = computing().filter_map(|n| tiling::elementwise_as_rows(eg, tiles, n)).collect();
+                for term in views {
                     self.push("elementwise-as-rows", id, term);
                 }
             }

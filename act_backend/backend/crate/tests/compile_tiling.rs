@@ -369,11 +369,6 @@ fn without_strided_transfers_tiles_are_read_and_results_written_row_by_row() {
     // The four 16-column results, written a row at a time into their place (64 stores).
     let wide = selected(&isa, "gemmini_matmul_16x16x64");
     assert_eq!(wide.iter().filter(|c| c.starts_with("mvout")).count(), 64, "{wide:?}");
-    // A ReLU of int32 rows wider than the array: each row of each 16-column window loaded, and
-    // stored through the ReLU.
-    let relu = selected(&isa, "gemmini_relu_16x64");
-    assert_eq!(relu.iter().filter(|c| c.starts_with("mvin")).count(), 64, "{relu:?}");
-    assert_eq!(relu.iter().filter(|c| c.as_str() == "mvout_acc_relu").count(), 64, "{relu:?}");
 }
 
 #[test]
@@ -381,4 +376,10 @@ fn without_strided_loads_elementwise_work_on_a_whole_matrix_reads_it_as_rows_of_
     // A 16x40 int8 scale is layout-free: 640 elements as 40 contiguous rows of 16.
     let scale = selected(&contiguous_gemmini(), "gemmini_scale_16x40");
     assert_eq!(scale, ["mvin", "mvout"], "{scale:?}");
+    // A ReLU of 16x64 int32 values: 64 rows of 16, read by one load and written through the
+    // ReLU by one store. Every operation of the class is viewed as rows: `max(x, 0)`, which
+    // the store matches, not only the `x + 0` that its identities put first (which left each
+    // row of each 16-column window to a load and a store of its own, 128 instructions).
+    let relu = selected(&contiguous_gemmini(), "gemmini_relu_16x64");
+    assert_eq!(relu, ["mvin_acc", "mvout_acc_relu"], "{relu:?}");
 }
