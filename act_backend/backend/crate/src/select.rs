@@ -10,10 +10,10 @@
 
 use crate::egraph::{self, KernelGraph, SelGraph};
 use crate::extract::{ExtractFailure, Extractor};
-use crate::isa::{Isa, TableError};
+use crate::isa::{Instruction, Isa, TableError};
 use crate::isa_match::{self, Patterns};
 use crate::kernel::Kernel;
-use crate::lang::Op;
+use crate::lang::{Op, Ty};
 use crate::pii::PiiGraph;
 use crate::provenance::{Origin, Tracer};
 use crate::rewrites::{self, RuleSet};
@@ -303,6 +303,40 @@ fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<I
     produced
 }
 
+/// Why a row-major value of type `ty` cannot be loaded whole or in windows, where every
+/// instruction that reads HBM writes whole units of a fixed number of elements on chip (QKV
+/// writes rows of 64 into `d1`) and the value's rows are no multiple of any of them: the
+/// dimension that does not divide, as a clause for the refusal; `None` otherwise.
+fn unit_rows(isa: &Isa, ty: &Ty) -> Option<String> {
+    let n = *ty.shape.last()?;
+    let reads_hbm = |i: &&Instruction| i.inputs.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
+    let loads: Vec<&Instruction> =
+        isa.instructions.iter().filter(reads_hbm).filter(|i| i.outputs.iter().all(|s| !isa.buffer(&s.buffer).is_hbm())).collect();
+    let mut units: Vec<(i64, &str)> = Vec::new();
+    for load in &loads {
+        for out in &load.outputs {
+            let buffer = isa.buffer(&out.buffer);
+            let unit: i64 = buffer.unit_dims.iter().product();
+            if buffer.unit_dims.len() != 1 || n % unit == 0 {
+                return None;
+            }
+            if !units.contains(&(unit, buffer.name.as_str())) {
+                units.push((unit, buffer.name.as_str()));
+            }
+        }
+    }
+    let names: Vec<String> = loads.iter().map(|i| format!("`{}`", i.name)).collect();
+    let units: Vec<String> = units.iter().map(|(u, b)| format!("rows of {u} elements into `{b}`")).collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            ": every instruction that reads HBM ({}) writes {}, and its dimension {} ({n}) is no multiple of that",
+            names.join(", "),
+            units.join(" or "),
+            ty.rank() - 1
+        )
+    })
+}
+
 /// Names the kernel operation to blame: walking from the output through operations that
 /// cannot be produced, the first one (program order) whose operands all can.
 fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> SelectError {
@@ -455,7 +489,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
                     ty = user.ty,
                     n = user.ty.shape[dim]
                 ),
-                None => String::new(),
+                None => unit_rows(isa, &node.ty).unwrap_or_default(),
             };
             format!("loads parameter {i} (`{}`, {}){windows}", node.name, node.ty)
         }

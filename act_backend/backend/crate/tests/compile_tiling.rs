@@ -164,6 +164,17 @@ fn a_float_contraction_longer_than_every_product_is_named_in_the_refusal() {
 }
 
 #[test]
+fn a_parameter_whose_rows_no_load_writes_names_the_dimension_that_does_not_divide() {
+    // Every QKV load writes whole rows of 64 elements; `a`'s rows hold 32.
+    let message = refusal("qkv_isa.json", "qkv_matmul_contraction_32");
+    assert!(message.contains("loads parameter 0 (`a.1`, bf16[64,32])"), "{message}");
+    assert!(
+        message.contains("(`load_rm`, `load_cm`) writes rows of 64 elements into `d1`, and its dimension 1 (32) is no multiple"),
+        "{message}"
+    );
+}
+
+#[test]
 fn an_operation_on_a_batch_read_item_by_item_is_blamed_rather_than_the_batch() {
     // Each 64-row window of each item of the batch loads (a window of an item squeezed out
     // of the batch); what no instruction does is an exponential outside a softmax.

@@ -63,6 +63,9 @@ KERNELS = {
     # of A beside one half of B, or a half beside a result; so each half of B is loaded once
     # (row by row) and A's tile for each product, each result stored before the next product
     "qkv_matmul_128x64x128": (jnp.matmul, [shape(128, 64), shape(64, 128)]),
+    # refused: a product contracting 32 elements; gemm takes exactly 64, and every QKV load
+    # writes whole rows of 64, so no load reads `a`'s rows of 32
+    "qkv_matmul_contraction_32": (jnp.matmul, [shape(64, 32), shape(32, 64)]),
     # refused: an exponential over 128 columns, whose column windows QKV cannot load
     "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
     # refused: a bf16 product contracting 128 elements (gemm contracts 64; a float contraction
