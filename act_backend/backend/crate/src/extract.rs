@@ -80,6 +80,10 @@ enum Choice {
     Use { consumer: usize, slot: usize },
 }
 
+/// A candidate built from its choices: the graph, the choice points it went through (with
+/// the state whose alternatives apply), and the state each node of the graph makes.
+type Built = (PiiGraph, Vec<(Choice, usize)>, Vec<usize>);
+
 /// The states of an e-graph and the best ways to reach them.
 pub struct Extractor {
     keys: Vec<StateKey>,
@@ -93,6 +97,8 @@ pub struct Extractor {
     hbm: usize,
     /// Per instruction, the operand slots it overwrites in place.
     in_place: Vec<Vec<usize>>,
+    /// Per buffer, the positions it holds; `None` for HBM.
+    capacity: Vec<Option<i64>>,
 }
 
 /// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
@@ -248,7 +254,8 @@ impl Extractor {
         let root_key = StateKey { class: eg.find(root), buffer: hbm, sizes: vec![eg[root].data.bytes()], written: false };
         let root = index.get(&root_key).copied();
         let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
-        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place };
+        let capacity = isa.buffers.iter().map(|b| b.capacity()).collect();
+        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place, capacity };
         ex.relax();
         Ok(ex)
     }
@@ -352,18 +359,25 @@ impl Extractor {
     /// alternatives, 0 = best; absent = 0). `None` when the choices form a cycle. Also returns
     /// the choice points the candidate went through, with the state whose alternatives apply.
     fn build(&self, root: usize, overrides: &BTreeMap<Choice, usize>) -> Option<(PiiGraph, Vec<(Choice, usize)>)> {
+        self.build_placed(root, overrides).map(|(g, used, _)| (g, used))
+    }
+
+    /// [`Extractor::build`], also returning the state each node of the graph makes.
+    fn build_placed(&self, root: usize, overrides: &BTreeMap<Choice, usize>) -> Option<Built> {
         struct Walk<'e> {
             ex: &'e Extractor,
             overrides: &'e BTreeMap<Choice, usize>,
             node_of: Vec<Option<usize>>,
             on_stack: Vec<bool>,
             nodes: Vec<PiiNode>,
+            state_of: Vec<usize>,
             used: Vec<(Choice, usize)>,
         }
         impl Walk<'_> {
-            /// Emits provider `p`; `owner` (a state, or [`OUTPUT`]) when its operands may each
-            /// be given an instance of their own, `None` for such an instance itself.
-            fn emit(&mut self, owner: Option<usize>, p: &Provider) -> Option<usize> {
+            /// Emits provider `p` of state `state`; `owner` (a state, or [`OUTPUT`]) when its
+            /// operands may each be given an instance of their own, `None` for such an
+            /// instance itself.
+            fn emit(&mut self, owner: Option<usize>, state: usize, p: &Provider) -> Option<usize> {
                 let mut operands = Vec::new();
                 for (slot, &i) in p.inputs.iter().enumerate() {
                     let choice = owner.map(|consumer| Choice::Use { consumer, slot });
@@ -372,7 +386,7 @@ impl Extractor {
                         // A part is written into its concatenation's place: an instance of its
                         // own for each concatenation that has it.
                         let q = &self.ex.providers[i][*self.ex.alts[i].first()?];
-                        self.emit(Some(i), q)?
+                        self.emit(Some(i), i, q)?
                     } else if rank == 0 {
                         self.visit(i)?
                     } else {
@@ -384,7 +398,7 @@ impl Extractor {
                             // Kernel inputs and literals are given once.
                             return None;
                         }
-                        self.emit(None, q)?
+                        self.emit(None, i, q)?
                     };
                     if let Some(c) = choice {
                         self.used.push((c, i));
@@ -403,6 +417,7 @@ impl Extractor {
                         PiiNode::Constant { dtype: *dtype, shape: shape.clone(), bits: bits.clone() }
                     }
                 });
+                self.state_of.push(state);
                 Some(self.nodes.len() - 1)
             }
 
@@ -416,7 +431,7 @@ impl Extractor {
                 self.on_stack[s] = true;
                 let rank = self.overrides.get(&Choice::State(s)).copied().unwrap_or(0);
                 let p = &self.ex.providers[s][*self.ex.alts[s].get(rank)?];
-                let n = self.emit(Some(s), p)?;
+                let n = self.emit(Some(s), s, p)?;
                 self.used.push((Choice::State(s), s));
                 self.on_stack[s] = false;
                 self.node_of[s] = Some(n);
@@ -429,7 +444,7 @@ impl Extractor {
             fn output(&mut self, root: usize) -> Option<usize> {
                 let rank = self.overrides.get(&Choice::Output).copied().unwrap_or(0);
                 let p = &self.ex.providers[root][*self.ex.root_alts(root).get(rank)?];
-                let n = self.emit(Some(OUTPUT), p)?;
+                let n = self.emit(Some(OUTPUT), root, p)?;
                 self.used.push((Choice::Output, root));
                 Some(n)
             }
@@ -441,10 +456,44 @@ impl Extractor {
             node_of: vec![None; n],
             on_stack: vec![false; n],
             nodes: Vec::new(),
+            state_of: Vec::new(),
             used: Vec::new(),
         };
         let r = walk.output(root)?;
-        Some((PiiGraph { nodes: walk.nodes, root: r }, walk.used))
+        Some((PiiGraph { nodes: walk.nodes, root: r }, walk.used, walk.state_of))
+    }
+
+    /// Whether the operands of each instruction of `g` fit their buffers together (`state_of`:
+    /// the state each node makes). All of an instruction's operand storage is live while it
+    /// runs, whatever the order (a view or a concatenation holds on to what it names), so a
+    /// candidate where some instruction's does not fit can never be placed: reading a 96-row
+    /// operand whole beside a 64-row one in QKV's 128-row `d1`.
+    fn operands_fit(&self, g: &PiiGraph, state_of: &[usize]) -> bool {
+        let mut storage: Vec<Vec<usize>> = Vec::with_capacity(g.nodes.len());
+        for (n, node) in g.nodes.iter().enumerate() {
+            let named = if node.is_identity() {
+                let mut all: Vec<usize> = node.operands().iter().flat_map(|&o| storage[o].iter().copied()).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            } else {
+                vec![n]
+            };
+            storage.push(named);
+        }
+        let mut used = vec![0i64; self.capacity.len()];
+        g.nodes.iter().all(|node| {
+            let PiiNode::Instr { operands, .. } = node else { return true };
+            let mut read: Vec<usize> = operands.iter().flat_map(|&o| storage[o].iter().copied()).collect();
+            read.sort_unstable();
+            read.dedup();
+            used.iter_mut().for_each(|u| *u = 0);
+            for v in read {
+                let key = &self.keys[state_of[v]];
+                used[key.buffer] += key.sizes.iter().product::<i64>();
+            }
+            used.iter().zip(&self.capacity).all(|(u, c)| c.is_none_or(|c| *u <= c))
+        })
     }
 
     /// Up to `max` distinct candidates, best first (DAG instruction count, then discovery
@@ -453,17 +502,23 @@ impl Extractor {
     /// so that a kernel whose values do not fit on chip together still has candidates that fit.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
         let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
-        type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>);
+        // A candidate's choices, its graph, the choice points it went through, and whether
+        // its operands fit their buffers (see `operands_fit`).
+        type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>, bool);
         let mut heap: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut tried: BTreeSet<Vec<(Choice, usize)>> = BTreeSet::new();
         let mut seen: HashSet<PiiGraph> = HashSet::new();
         let mut out: Vec<(usize, usize, PiiGraph)> = Vec::new();
+        // Candidates that can never be placed are offered only when there is nothing else, so
+        // that the refusal says the kernel does not fit.
+        let mut unplaceable: Vec<(usize, usize, PiiGraph)> = Vec::new();
         let mut built = 0usize;
         let start = BTreeMap::new();
         tried.insert(Vec::new());
-        let (g, used) =
-            self.build(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
+        let (g, used, states) =
+            self.build_placed(root, &start).expect("best choices are acyclic: each operand costs strictly less than its user");
+        let fits = self.operands_fit(&g, &states);
         built += 1;
         // Spilling variants of the best candidate get up to half of the places: first those of
         // the best candidate without views and concatenations on chip (which keep values on
@@ -488,30 +543,35 @@ impl Extractor {
             if spilled.len() >= max / 2 {
                 break;
             }
-            if let Some((s, _)) = self.build(root, &plan) {
-                if s != g && self.overwrites_once(&s) && !spilled.contains(&s) {
+            if let Some((s, _, states)) = self.build_placed(root, &plan) {
+                if s != g && self.overwrites_once(&s) && !spilled.contains(&s) && self.operands_fit(&s, &states) {
                     spilled.push(s);
                 }
             }
         }
         let max = max - spilled.len();
         heap.push(Reverse((g.instruction_count(), 0)));
-        pending.push((start, g, used));
+        pending.push((start, g, used, fits));
         if let Some(views) = views {
-            if let Some((g, u)) = self.build(root, &views) {
+            if let Some((g, u, states)) = self.build_placed(root, &views) {
                 built += 1;
                 tried.insert(views.iter().map(|(a, b)| (*a, *b)).collect());
                 heap.push(Reverse((g.instruction_count(), pending.len())));
-                pending.push((views, g, u));
+                let fits = self.operands_fit(&g, &states);
+                pending.push((views, g, u, fits));
             }
         }
         while let Some(Reverse((count, seq))) = heap.pop() {
             if out.len() >= max {
                 break;
             }
-            let (overrides, graph, used) = pending[seq].clone();
+            let (overrides, graph, used, fits) = pending[seq].clone();
             if self.overwrites_once(&graph) && seen.insert(graph.clone()) {
-                out.push((count, seq, graph));
+                if fits {
+                    out.push((count, seq, graph));
+                } else if unplaceable.len() < max {
+                    unplaceable.push((count, seq, graph));
+                }
             }
             for (choice, s) in used {
                 let rank = overrides.get(&choice).copied().unwrap_or(0) + 1;
@@ -530,9 +590,10 @@ impl Extractor {
                     continue;
                 }
                 built += 1;
-                if let Some((g, u)) = self.build(root, &next) {
+                if let Some((g, u, states)) = self.build_placed(root, &next) {
                     heap.push(Reverse((g.instruction_count(), pending.len())));
-                    pending.push((next, g, u));
+                    let fits = self.operands_fit(&g, &states);
+                    pending.push((next, g, u, fits));
                 }
             }
         }
@@ -543,6 +604,9 @@ impl Extractor {
             if seen.insert(g.clone()) {
                 out.push((g.instruction_count(), next + k, g));
             }
+        }
+        if out.is_empty() {
+            out = unplaceable;
         }
         out.sort_by_key(|(count, seq, _)| (*count, *seq));
         Ok(out.into_iter().map(|(_, _, g)| g).collect())
