@@ -71,6 +71,11 @@ const INF: u64 = u64::MAX;
 /// The output's node, as the consumer of its operands' uses.
 const OUTPUT: usize = usize::MAX;
 
+/// Graph nodes the spilling variants of one selection may build in all: every variant of a
+/// program of a few hundred instructions is tried, one of thousands tries a few hundred (a
+/// 128^3 product read row by row has 6,000 nodes and 2,000 values to spill: 9 s before).
+pub const SPILL_WORK: usize = 1_000_000;
+
 /// A choice a candidate makes: how the output is written, how a state's shared instance is
 /// made, or which instance one operand slot of a shared instance (or of the output) reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -539,7 +544,10 @@ impl Extractor {
         }
         plans.extend(self.spill_plans(root, &used, &BTreeMap::new()));
         let mut spilled: Vec<PiiGraph> = Vec::new();
-        for plan in plans {
+        // Each plan is a whole graph to build: a program of thousands of instructions tries
+        // fewer of them (one per value would cost time quadratic in its length).
+        let attempts = SPILL_WORK / g.nodes.len().max(1);
+        for plan in plans.into_iter().take(attempts.max(1)) {
             if spilled.len() >= max / 2 {
                 break;
             }

@@ -835,10 +835,13 @@ pub fn strided_views(
     out
 }
 
-/// Most parts a value is written out as one by one: rows of a window read or written row by
-/// row ([`window_row_by_row`], [`flatten_row_by_row`]), copies of a broadcast vector
-/// ([`broadcast_as_copies`]). Each part is a node of the e-graph, and of every tile's.
-const MAX_PARTS_ONE_BY_ONE: i64 = 64;
+/// Most copies a broadcast vector is written out as ([`broadcast_as_copies`]): each is a node
+/// of the e-graph, and of every tile's. Rows read or written one by one
+/// ([`window_row_by_row`], [`flatten_row_by_row`]) have no such bound: on an ISA whose
+/// array takes any number of rows (the public Gemmini spec), a product's operand windows
+/// are as tall as the matrix, and capping them refused every product over 64 rows as though
+/// no instruction computed it (the e-graph's node limits bound the search instead).
+const MAX_COPIES: i64 = 64;
 
 /// A window `[r0, r1) x [c0, c1)` of a row-major matrix read from the flat bytes `y`, narrower
 /// than the matrix, as its rows end to end: `concatenate_0(reshape(y[run_r]) ...)`, each row
@@ -846,7 +849,7 @@ const MAX_PARTS_ONE_BY_ONE: i64 = 64;
 /// such a tile one row at a time. Exact for every type (the same bytes).
 fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
     let ((r0, r1, _), (c0, c1, _)) = (ranges[0], ranges[1]);
-    if (c0, c1) == (0, x_shape[1]) || r1 - r0 > MAX_PARTS_ONE_BY_ONE {
+    if (c0, c1) == (0, x_shape[1]) {
         return None;
     }
     let pitch: i64 = x_shape[1..].iter().product();
@@ -915,7 +918,7 @@ fn row_major_as_read(eg: &SelGraph, c: Id, rows: &[i64], depth: usize) -> bool {
 /// wider than one store that way. Exact for every type (the same bytes).
 pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> Option<Term> {
     let rows = *grid.shape.first()?;
-    if grid.rank() < 2 || rows > MAX_PARTS_ONE_BY_ONE {
+    if grid.rank() < 2 {
         return None;
     }
     let mut pieces = Vec::new();
@@ -931,7 +934,7 @@ pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> 
 }
 
 /// A vector repeated along dimension `along` of a matrix is `concatenate_along` of its copies
-/// (at most [`MAX_PARTS_ONE_BY_ONE`]): a column repeated across columns,
+/// (at most [`MAX_COPIES`]): a column repeated across columns,
 /// `broadcast(x : [m] or [m, 1]) : [m, n]` (`along` 1), which an ISA that cannot repeat a
 /// value across columns on chip writes into its columns with strided stores; a row repeated
 /// down rows, `broadcast(x : [n] or [1, n]) : [m, n]` (`along` 0), each copy written into its
@@ -953,7 +956,7 @@ pub fn broadcast_as_copies(eg: &SelGraph, node: &Node, along: usize) -> Option<T
         _ => false,
     };
     let constant = eg[x].nodes.iter().any(|n| matches!(n.op, Op::Constant(_)));
-    if !vector || constant || copies <= 1 || copies > MAX_PARTS_ONE_BY_ONE {
+    if !vector || constant || copies <= 1 || copies > MAX_COPIES {
         return None;
     }
     let mut one = node.ty.shape.clone();

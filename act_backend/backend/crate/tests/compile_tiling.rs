@@ -382,6 +382,30 @@ fn without_strided_transfers_tiles_are_read_and_results_written_row_by_row() {
     assert_eq!(wide.iter().filter(|c| c.starts_with("mvout")).count(), 64, "{wide:?}");
 }
 
+/// [`contiguous_gemmini`] whose array takes any number of rows (`DIM_I` unbounded, as in the
+/// public ACT Gemmini spec): only the buffers' 16 columns bound its columns and depth.
+fn tall_array_gemmini() -> Isa {
+    let mut isa = contiguous_gemmini();
+    let bounds_rows = |c: &act_compiler::isa::Constraint| c.lhs.to_string() == "@c.DIM_I";
+    for instr in &mut isa.instructions {
+        instr.constraints.retain(|c| !bounds_rows(c));
+    }
+    isa
+}
+
+#[test]
+fn an_array_of_any_height_multiplies_whole_column_windows_read_and_written_row_by_row() {
+    // 96x32 by 32x32: one product per (column, depth) tile, 96 rows each. A's two 16-column
+    // windows are read a row at a time (192 loads), and so are B's four 16x16 tiles (64); each
+    // 96x16 result column is written a row at a time into its place (192 stores). Windows of
+    // more than 64 rows were never read row by row: "no instruction computes `dot`".
+    let calls = selected(&tall_array_gemmini(), "gemmini_matmul_96x32x32");
+    let products = calls.iter().filter(|c| c.starts_with("mac32") || c.starts_with("matmul32")).count();
+    let loads = calls.iter().filter(|c| c.starts_with("mvin")).count();
+    let stores = calls.iter().filter(|c| c.starts_with("mvout")).count();
+    assert_eq!((products, loads, stores), (4, 192 + 64, 192), "{calls:?}");
+}
+
 #[test]
 fn without_strided_loads_elementwise_work_on_a_whole_matrix_reads_it_as_rows_of_the_unit() {
     // A 16x40 int8 scale is layout-free: 640 elements as 40 contiguous rows of 16.

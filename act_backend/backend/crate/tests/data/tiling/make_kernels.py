@@ -98,6 +98,9 @@ KERNELS = {
     "gemmini_matmul_16x64x16": (int8_product, [shape(16, 64, dtype=I8), shape(64, 16, dtype=I8)]),
     "gemmini_matmul_16x16x64": (int8_product, [shape(16, 16, dtype=I8), shape(16, 64, dtype=I8)]),
     "gemmini_matmul_64x64x64": (int8_product, [shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
+    # on an array that takes any number of rows, without strided transfers: 96-row products
+    # whose operand windows are read, and whose results are written, 96 rows one by one
+    "gemmini_matmul_96x32x32": (int8_product, [shape(96, 32, dtype=I8), shape(32, 32, dtype=I8)]),
     "gemmini_relu_matmul_128x128": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
                                     [shape(128, 32, dtype=I8), shape(32, 128, dtype=I8)]),
     # sizes that are no multiple of the array: shorter last tiles in every dimension
