@@ -15,7 +15,7 @@
 use crate::isa::Isa;
 use crate::pii::{PiiGraph, PiiNode};
 use crate::value::Value;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 /// One execution order of a candidate.
@@ -430,7 +430,7 @@ impl<'a> Ctx<'a> {
         // Inputs, constants and uninitialised regions are there from the start.
         let mut done: Vec<bool> = self.graph.nodes.iter().map(PiiNode::is_source).collect();
         let mut steps = Vec::new();
-        let mut marks = Marks { stamp: 0, seen: vec![0; self.graph.nodes.len()] };
+        let mut marks = Marks { stamp: 0, seen: vec![0; self.graph.nodes.len()], stack: Vec::new() };
         self.visit(self.graph.root, &order, &mut done, &mut steps, &mut marks);
         steps
     }
@@ -451,17 +451,7 @@ impl<'a> Ctx<'a> {
                 return;
             }
             while !parts.is_empty() {
-                let (mut fewest, mut next) = (usize::MAX, 0);
-                for (slot, &p) in parts.iter().enumerate() {
-                    let left = self.instructions_left(p, done, fewest, marks);
-                    if left < fewest {
-                        (fewest, next) = (left, slot);
-                    }
-                    if left == 0 {
-                        break;
-                    }
-                }
-                let p = parts.remove(next);
+                let p = parts.remove(self.closest_part(&parts, done, marks));
                 self.visit(p, order, done, out, marks);
             }
             return;
@@ -496,26 +486,61 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The slot of the part of `parts` with the fewest instructions left to run, the lowest
+    /// slot among equals. Nothing beats one left (a part with none adds no step), so the first
+    /// part that is done or ready is taken without walking any other; and parts that read the
+    /// same storage have the same work left (the rows of one tile stored one by one), so each
+    /// such set is walked once. Walking every part, a 128^3 int8 product written row by row
+    /// (1,024 parts) took 0.6 s of each candidate's schedule, 256^3 (4,096) 20 to 70 s.
+    fn closest_part(&self, parts: &[usize], done: &[bool], marks: &mut Marks) -> usize {
+        let nearly_done = |p: usize, marks: &mut Marks| match self.graph.nodes[p] {
+            PiiNode::Instr { .. } => done[p] || self.operands(p).iter().all(|&o| done[o]),
+            _ => self.instructions_left(p, done, 2, marks) <= 1,
+        };
+        if let Some(slot) = parts.iter().position(|&p| nearly_done(p, marks)) {
+            return slot;
+        }
+        let mut known: HashMap<&[usize], usize> = HashMap::new();
+        let (mut fewest, mut next) = (usize::MAX, 0);
+        for (slot, &p) in parts.iter().enumerate() {
+            // A count cut short at an earlier, larger `fewest` is still no better than this.
+            let left = match self.graph.nodes[p] {
+                PiiNode::Instr { .. } => *known
+                    .entry(self.operands(p))
+                    .or_insert_with(|| self.instructions_left(p, done, fewest, marks)),
+                _ => self.instructions_left(p, done, fewest, marks),
+            };
+            if left < fewest {
+                (fewest, next) = (left, slot);
+            }
+        }
+        next
+    }
+
     /// The instructions that have not run among `n` and what it depends on, counted up to
     /// `limit` (the count stops there).
     fn instructions_left(&self, n: usize, done: &[bool], limit: usize, marks: &mut Marks) -> usize {
         marks.stamp += 1;
-        let mut stack = vec![n];
+        let Marks { stamp, seen, stack } = marks;
+        stack.clear();
+        stack.push(n);
         let mut left = 0;
         while let Some(m) = stack.pop() {
-            if done[m] || marks.seen[m] == marks.stamp {
+            if done[m] || seen[m] == *stamp {
                 continue;
             }
-            marks.seen[m] = marks.stamp;
-            if matches!(self.graph.nodes[m], PiiNode::Instr { .. }) {
+            seen[m] = *stamp;
+            let operands = if matches!(self.graph.nodes[m], PiiNode::Instr { .. }) {
                 left += 1;
                 if left >= limit {
                     return left;
                 }
-                stack.extend_from_slice(self.operands(m));
+                self.operands(m)
             } else {
-                stack.extend_from_slice(self.graph.nodes[m].operands());
-            }
+                self.graph.nodes[m].operands()
+            };
+            // A product reads hundreds of rows loaded long before: only what is left is walked.
+            stack.extend(operands.iter().filter(|&&o| !done[o] && seen[o] != *stamp));
         }
         left
     }
@@ -749,6 +774,8 @@ struct DepthFirst<'n> {
 struct Marks {
     stamp: u32,
     seen: Vec<u32>,
+    /// The walk's stack, kept between walks.
+    stack: Vec<usize>,
 }
 
 /// The mutable part of the fallback search.
