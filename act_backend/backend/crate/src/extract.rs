@@ -71,10 +71,11 @@ const INF: u64 = u64::MAX;
 /// The output's node, as the consumer of its operands' uses.
 const OUTPUT: usize = usize::MAX;
 
-/// Graph nodes the spilling variants of one selection may build in all: every variant of a
-/// program of a few hundred instructions is tried, one of thousands tries a few hundred (a
-/// 128^3 product read row by row has 6,000 nodes and 2,000 values to spill: 9 s before).
-pub const SPILL_WORK: usize = 1_000_000;
+/// Graph nodes the spilling variants of one selection may build in all, and again the
+/// best-first enumeration: every variant of a program of a few hundred instructions is tried,
+/// one of thousands tries a few hundred (a 128^3 product read row by row has 6,000 nodes and
+/// 2,000 values to spill: 9 s before), and the enumeration builds at most as many graphs.
+pub const BUILD_WORK: usize = 1_000_000;
 
 /// A choice a candidate makes: how the output is written, how a state's shared instance is
 /// made, or which instance one operand slot of a shared instance (or of the output) reads.
@@ -502,7 +503,8 @@ impl Extractor {
     }
 
     /// Up to `max` distinct candidates, best first (DAG instruction count, then discovery
-    /// order); at most `budget` candidate graphs are built while searching. Up to half of the
+    /// order); at most `budget` candidate graphs are built while searching (fewer for a large
+    /// program: see [`BUILD_WORK`]). Up to half of the
     /// places go to spilling variants of the best candidate (see [`Extractor::spill_plans`]),
     /// so that a kernel whose values do not fit on chip together still has candidates that fit.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
@@ -546,7 +548,8 @@ impl Extractor {
         let mut spilled: Vec<PiiGraph> = Vec::new();
         // Each plan is a whole graph to build: a program of thousands of instructions tries
         // fewer of them (one per value would cost time quadratic in its length).
-        let attempts = SPILL_WORK / g.nodes.len().max(1);
+        let attempts = BUILD_WORK / g.nodes.len().max(1);
+        let budget = budget.min(attempts.max(max));
         for plan in plans.into_iter().take(attempts.max(1)) {
             if spilled.len() >= max / 2 {
                 break;
