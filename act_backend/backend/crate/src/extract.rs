@@ -57,7 +57,8 @@ enum How {
 
 /// Cost of one instruction. Views and concatenations cost one, kernel inputs nothing, so
 /// instruction counts decide and, among equal counts, fewer identity nodes win; and every
-/// provider costs more than each of its operands, which keeps best choices acyclic.
+/// provider costs more than each of its operands, which keeps best choices acyclic (up to
+/// [`CAP`]).
 const INSTR_COST: u64 = 1 << 20;
 
 #[derive(Debug, Clone)]
@@ -67,6 +68,13 @@ struct Provider {
 }
 
 const INF: u64 = u64::MAX;
+
+/// Where tree costs stop growing. A value read many times is counted once per reader, so a
+/// kernel that reuses its values at every level has a tree cost exponential in its depth (a
+/// chain of 32x32 int8 clamps and reversals read row by row overflowed 64 bits). Costs that
+/// reach the cap no longer rise from operand to user; among providers at the cap, the best is
+/// the one of least height (see [`Extractor::relax`]), which keeps best choices acyclic.
+const CAP: u64 = INF - 1;
 
 /// The output's node, as the consumer of its operands' uses.
 const OUTPUT: usize = usize::MAX;
@@ -272,7 +280,10 @@ impl Extractor {
             How::Instr { .. } => INSTR_COST,
             How::View { .. } | How::Concat => 1,
         };
-        p.inputs.iter().try_fold(base, |acc, &i| (self.cost[i] != INF).then(|| acc + self.cost[i])).unwrap_or(INF)
+        p.inputs
+            .iter()
+            .try_fold(base, |acc, &i| (self.cost[i] != INF).then(|| acc.saturating_add(self.cost[i]).min(CAP)))
+            .unwrap_or(INF)
     }
 
     /// Bellman-Ford style: every provider costs at least one per instruction, so costs only
@@ -295,18 +306,60 @@ impl Extractor {
                 break;
             }
         }
+        let height = self.capped_heights();
+        let provider_height =
+            |p: &Provider| p.inputs.iter().map(|&i| height[i]).max().map_or(0, |h| h.saturating_add(1));
         self.alts = (0..n)
             .map(|s| {
-                let mut v: Vec<(u64, usize)> = self.providers[s]
+                let mut v: Vec<(u64, usize, usize)> = self.providers[s]
                     .iter()
                     .enumerate()
-                    .map(|(k, p)| (self.provider_cost(p), k))
-                    .filter(|(c, _)| *c != INF)
+                    .map(|(k, p)| {
+                        let c = self.provider_cost(p);
+                        (c, if c == CAP { provider_height(p) } else { 0 }, k)
+                    })
+                    .filter(|(c, _, _)| *c != INF)
                     .collect();
                 v.sort();
-                v.into_iter().map(|(_, k)| k).collect()
+                v.into_iter().map(|(_, _, k)| k).collect()
             })
             .collect();
+    }
+
+    /// Per state, the least height of a derivation through providers as cheap as the state
+    /// (0 for a state given whole, `usize::MAX` for one that cannot be made). Below the cap
+    /// every provider costs more than its operands, so the best choices form no cycle; at the
+    /// cap costs tie, and ordering the tied providers by height restores that: a state's best
+    /// provider then reads only states of smaller height.
+    fn capped_heights(&self) -> Vec<usize> {
+        let n = self.keys.len();
+        if !self.cost.contains(&CAP) {
+            // No tie to break: heights are never read.
+            return vec![0; n];
+        }
+        let mut height = vec![usize::MAX; n];
+        for _ in 0..=n {
+            let mut changed = false;
+            for s in 0..n {
+                if self.cost[s] == INF {
+                    continue;
+                }
+                for p in &self.providers[s] {
+                    if self.provider_cost(p) != self.cost[s] {
+                        continue;
+                    }
+                    let h = p.inputs.iter().map(|&i| height[i]).max().map_or(Some(0), |h| h.checked_add(1));
+                    if let Some(h) = h.filter(|&h| h < height[s]) {
+                        height[s] = h;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        height
     }
 
     /// The cheapest way to write the output to HBM, counted as a tree (a value read twice is

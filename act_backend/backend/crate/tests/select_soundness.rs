@@ -585,6 +585,22 @@ fn a_literal_operand_is_a_constant_in_hbm() {
     assert_candidates_compute_kernel(&isa, &k, &sel);
 }
 
+#[test]
+fn a_kernel_that_reads_each_value_twice_at_every_level_selects() {
+    // y(i+1) = y(i) + -y(i), 48 deep: counted as a tree, the output's cost doubles per level
+    // and passes 2^64 (the debug build of the tests checks every addition for overflow).
+    let mut body = String::new();
+    for i in 0..48 {
+        body += &format!("  n{i} = s8[16,16] negate(y{i})\n");
+        let root = if i == 47 { "ROOT " } else { "" };
+        body += &format!("  {root}y{} = s8[16,16] add(y{i}, n{i})\n", i + 1);
+    }
+    let k = kernel_text(&format!("HloModule k\nENTRY e {{\n  y0 = s8[16,16] parameter(0)\n{body}}}\n"));
+    let isa = gemmini();
+    let sel = run(&k, &isa).unwrap_or_else(|e| panic!("{e}"));
+    assert_candidates_compute_kernel(&isa, &k, &sel);
+}
+
 /// An accelerator with one bf16 buffer `v` (128 rows of 64) and the named units over it, each
 /// on `n` rows: `gemm` (a 64x64 product), `multiply`, `add`, `maximum`, `minimum`; it always
 /// has a row-major load and store.
