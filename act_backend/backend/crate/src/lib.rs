@@ -5,6 +5,7 @@
 //! entry point: kernel text and options in, [`Assembly`] or [`CompileError`] out.
 
 pub mod alloc;
+pub mod backoff;
 pub mod bound;
 pub mod cli;
 pub mod compile;
