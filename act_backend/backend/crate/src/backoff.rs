@@ -3,8 +3,10 @@
 //! iteration and fill the e-graph to its node limit before the rewrites that compute the kernel
 //! (a minimum as a sum and a ReLU, say) have had their turn. A rule that finds more rewrites
 //! than its limit in one iteration is held back for a while; each time it is, its limit and the
-//! length of its pause double, so it is never starved for good. Searches smaller than
-//! [`Backoff::from_nodes`] e-nodes apply every rewrite, as before.
+//! length of its pause double, so it is never starved for good. Rules are held back only in
+//! an e-graph of [`Backoff::from_nodes`] e-nodes or more, and only in a second search, after a
+//! first one that applied every rewrite stopped at its node limit without a program: other
+//! kernels need exactly those frequent rules (a tile's slices moved through every operation).
 
 use crate::rewrites::Rewrite;
 use std::collections::BTreeMap;

@@ -290,7 +290,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let s = &selection.stats;
     say(&format!(
         "select: {:.3} ms (rewrite {:.3}, match {:.3}, extract {:.3}); e-graph {} nodes, {} \
-         classes after {} iterations ({}); {} candidates; lower bound {}",
+         classes after {} iterations ({}{}); {} candidates; lower bound {}",
         ms(selected),
         s.rewrite_ms,
         s.match_ms,
@@ -299,6 +299,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         s.egraph_classes,
         s.iterations,
         s.stop_reason,
+        if s.rules_held_back { ", frequent rules held back" } else { "" },
         selection.candidates.len(),
         s.lower_bound.map_or("unknown".to_string(), |b| b.to_string())
     ));

@@ -54,9 +54,10 @@ pub const PATIENCE: usize = 1;
 pub const SETTLE_NODES: usize = 20_000;
 
 /// Rewrites one rule may find in an iteration of a search of [`SETTLE_NODES`] e-nodes or more
-/// before it is held back (`backoff.rs`). Of 100 public ACT Gemmini fuzz kernels scaled to
-/// 32x32 values (read row by row on the public spec), 30 stopped at their node limit with all
-/// rules applied at once; RULE_MATCH_LIMIT_MEASURED
+/// before it is held back (`backoff.rs`), in the second search of a kernel whose first one
+/// stopped at its node limit without a program. Holding rules back in every search would cost
+/// others: a 64x64 layered int8 kernel on Gemmini needs its row and column slices moved through
+/// every operation (20,000 an iteration) and was refused with them held back. RULE_MATCH_LIMIT_MEASURED
 pub const RULE_MATCH_LIMIT: usize = 4_000;
 
 /// A tiled kernel's rules find rewrites per tile (each tile's slice moved through the
@@ -137,6 +138,10 @@ pub struct SelectStats {
     /// No candidate costs less than this under the table's instruction costs (the default
     /// cost model; see `bound.rs`); `None` when no bound is known.
     pub lower_bound: Option<f64>,
+    /// Whether the search that found the candidates held back the rules that match thousands
+    /// of times an iteration (`backoff.rs`): a second search, after the first stopped at its
+    /// node limit without a program.
+    pub rules_held_back: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -174,6 +179,18 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
+    search(kernel, isa, patterns, limits, false)
+}
+
+/// [`saturate`], holding back the rules that match too often when `hold_back` (see
+/// [`RULE_MATCH_LIMIT`]).
+fn search(
+    kernel: &Kernel,
+    isa: &Isa,
+    patterns: &Patterns,
+    limits: &SelectLimits,
+    hold_back: bool,
+) -> (KernelGraph, SelectStats) {
     let mut rules = RuleSet::for_ops(&patterns.ops).with_tiles_of(isa).with_dot_forms_of(isa).with_identities_of(isa);
     rules.precision = crate::precision::Widenings::of(isa);
     let mut kg = egraph::build(kernel);
@@ -192,6 +209,7 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         match_ms: 0.0,
         extract_ms: 0.0,
         lower_bound: None,
+        rules_held_back: hold_back,
     };
     // A tiled kernel needs room for every tile: the limit grows with their number.
     let tiles = rules.tiles.tile_count(kernel);
@@ -204,7 +222,8 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
     rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));
     // The cheapest output found so far, and the iterations since it last fell.
     let (mut best, mut stale): (Option<u64>, usize) = (None, 0);
-    let mut backoff = Backoff::new(RULE_MATCH_LIMIT.max(tiles.saturating_mul(RULE_MATCHES_PER_TILE)), limits.settle_nodes);
+    let mut backoff = hold_back
+        .then(|| Backoff::new(RULE_MATCH_LIMIT.max(tiles.saturating_mul(RULE_MATCHES_PER_TILE)), limits.settle_nodes));
     stats.stop_reason = loop {
         if stats.iterations >= limits.iter_limit {
             break StopReason::IterationLimit;
@@ -212,7 +231,8 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
         stats.iterations += 1;
         let t = Instant::now();
         let mut found = rewrites::search(eg, &rules);
-        let held_back = backoff.filter(stats.iterations, eg.total_number_of_nodes(), &mut found);
+        let nodes = eg.total_number_of_nodes();
+        let held_back = backoff.as_mut().is_some_and(|b| b.filter(stats.iterations, nodes, &mut found));
         let rewrote = rewrites::apply(eg, &found);
         stats.rewrite_ms += ms(t);
         let t = Instant::now();
@@ -257,7 +277,9 @@ pub fn select(kernel: &Kernel, isa: &Isa, limits: &SelectLimits) -> Result<Selec
     select_with(kernel, isa, &patterns, limits)
 }
 
-/// [`select`] with the patterns of `isa` already compiled.
+/// [`select`] with the patterns of `isa` already compiled. A search that stops at its node
+/// limit without a program is tried again holding back the rules that match thousands of
+/// times an iteration; when that one finds none either, the first one's refusal stands.
 pub fn select_with(
     kernel: &Kernel,
     isa: &Isa,
@@ -267,9 +289,26 @@ pub fn select_with(
     if !isa.buffers.iter().any(|b| b.is_hbm()) {
         return Err(SelectError::BadTable(TableError::NoHbm));
     }
-    let (kg, mut stats) = saturate(kernel, isa, patterns, limits);
+    match select_once(kernel, isa, patterns, limits, false) {
+        Err((refusal @ SelectError::NoInstruction { .. }, StopReason::NodeLimit)) => {
+            select_once(kernel, isa, patterns, limits, true).map_err(|_| refusal)
+        }
+        other => other.map_err(|(e, _)| e),
+    }
+}
+
+/// One search and extraction ([`search`]); a refusal comes with how the search stopped.
+fn select_once(
+    kernel: &Kernel,
+    isa: &Isa,
+    patterns: &Patterns,
+    limits: &SelectLimits,
+    hold_back: bool,
+) -> Result<Selection, (SelectError, StopReason)> {
+    let (kg, mut stats) = search(kernel, isa, patterns, limits, hold_back);
     let t = Instant::now();
-    let ex = Extractor::new(&kg.egraph, isa, kg.root).map_err(|_| SelectError::BadTable(TableError::NoHbm))?;
+    let ex = Extractor::new(&kg.egraph, isa, kg.root)
+        .map_err(|_| (SelectError::BadTable(TableError::NoHbm), stats.stop_reason))?;
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);
@@ -294,7 +333,7 @@ pub fn select_with(
                     stats.egraph_nodes
                 ));
             }
-            Err(error)
+            Err((error, stats.stop_reason))
         }
     }
 }
