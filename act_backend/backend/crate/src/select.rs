@@ -290,25 +290,29 @@ pub fn select_with(
         return Err(SelectError::BadTable(TableError::NoHbm));
     }
     match select_once(kernel, isa, patterns, limits, false) {
-        Err((refusal @ SelectError::NoInstruction { .. }, StopReason::NodeLimit)) => {
-            select_once(kernel, isa, patterns, limits, true).map_err(|_| refusal)
+        Err((refusal @ SelectError::NoInstruction { .. }, StopReason::NodeLimit, iterations)) => {
+            // Held-back rules keep a search from saturating, and each iteration near the node
+            // limit costs seconds: the second search gets twice the first one's iterations.
+            let limits = SelectLimits { iter_limit: limits.iter_limit.min(2 * iterations), ..limits.clone() };
+            select_once(kernel, isa, patterns, &limits, true).map_err(|_| refusal)
         }
-        other => other.map_err(|(e, _)| e),
+        other => other.map_err(|(e, _, _)| e),
     }
 }
 
-/// One search and extraction ([`search`]); a refusal comes with how the search stopped.
+/// One search and extraction ([`search`]); a refusal comes with how the search stopped and
+/// after how many iterations.
 fn select_once(
     kernel: &Kernel,
     isa: &Isa,
     patterns: &Patterns,
     limits: &SelectLimits,
     hold_back: bool,
-) -> Result<Selection, (SelectError, StopReason)> {
+) -> Result<Selection, (SelectError, StopReason, usize)> {
     let (kg, mut stats) = search(kernel, isa, patterns, limits, hold_back);
     let t = Instant::now();
     let ex = Extractor::new(&kg.egraph, isa, kg.root)
-        .map_err(|_| (SelectError::BadTable(TableError::NoHbm), stats.stop_reason))?;
+        .map_err(|_| (SelectError::BadTable(TableError::NoHbm), stats.stop_reason, stats.iterations))?;
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);
@@ -333,7 +337,7 @@ fn select_once(
                     stats.egraph_nodes
                 ));
             }
-            Err((error, stats.stop_reason))
+            Err((error, stats.stop_reason, stats.iterations))
         }
     }
 }
