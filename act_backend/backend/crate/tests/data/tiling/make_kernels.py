@@ -43,28 +43,6 @@ def int8_product(a, b):
     return jnp.matmul(a, b, preferred_element_type=I32)
 
 
-def layered_int8(a, b, c, v, w):
-    """Three int8 products wrapping in int8, between clamps, minima of broadcast columns, a
-    reversal and a column sum: every value read twice or more."""
-    n = a.shape[0]
-
-    def full(x):
-        return jnp.broadcast_to(x, (n, n)).astype(I8)
-
-    def mm(x, y):
-        return jnp.matmul(x, y, preferred_element_type=I8)
-
-    lo, hi = full(-20), full(30)
-    vb, wb = full(v), full(w)
-    clamped_v = jnp.clip(jnp.minimum(full(-7), vb), lo, hi)
-    s = mm(mm(a, b + full(-7)), clamped_v) + c
-    clamped_w = jnp.clip(wb, lo, hi)
-    d = mm(clamped_w + s, s)
-    r = d[::-1, ::-1]
-    out = (r + d) + (clamped_v - (r + clamped_w))
-    return jnp.sum(out, axis=0, dtype=I8).reshape(n, 1)
-
-
 KERNELS = {
     # name: (function, argument shapes), for QKV (bf16, a 64x64 matrix unit)
     "qkv_attention_256_rows": (attention, [shape(256, 64), shape(64, 64), shape(64, 64)]),
@@ -123,10 +101,6 @@ KERNELS = {
     # on an array that takes any number of rows, without strided transfers: 96-row products
     # whose operand windows are read, and whose results are written, 96 rows one by one
     "gemmini_matmul_96x32x32": (int8_product, [shape(96, 32, dtype=I8), shape(32, 32, dtype=I8)]),
-    # every value of a layered kernel read twice or more, its 16-column windows row by row:
-    # the search holds back the rules that move row slices through everything
-    "gemmini_layered_int8_32x32": (layered_int8, [shape(32, 32, dtype=I8)] * 3
-                                   + [shape(32, 1, dtype=I8)] * 2),
     "gemmini_relu_matmul_128x128": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
                                     [shape(128, 32, dtype=I8), shape(32, 128, dtype=I8)]),
     # sizes that are no multiple of the array: shorter last tiles in every dimension
