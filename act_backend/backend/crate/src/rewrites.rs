@@ -652,6 +652,11 @@ impl<'a> Finder<'a> {
     fn slice(&mut self, id: Id, node: &Node, ranges: &[(i64, i64, i64)]) {
         let eg = self.eg;
         let x = node.children[0];
+        // A slice that keeps everything is its operand: a rule that takes row r of each part
+        // (a result written a row at a time) builds one of a part of a single row.
+        if ranges.iter().zip(&class_ty(eg, x).shape).all(|(r, &n)| *r == (0, n, 1)) {
+            self.push("slice-whole", id, Term::Class(x));
+        }
         for inner in self.nodes(x) {
             let y = match inner.children.first() {
                 Some(&y) => y,

@@ -423,6 +423,9 @@ fn slice_along(x: Id, x_ty: &Ty, dim: usize, lo: i64, hi: i64) -> Term {
 
 /// The term `x : x_ty` sliced to `[lo, hi)` along dimension `dim`.
 fn slice_of(x: Term, x_ty: &Ty, dim: usize, lo: i64, hi: i64) -> Term {
+    if (lo, hi) == (0, x_ty.shape[dim]) {
+        return x;
+    }
     let ranges = x_ty.shape.iter().enumerate().map(|(d, &n)| if d == dim { (lo, hi, 1) } else { (0, n, 1) }).collect();
     let mut shape = x_ty.shape.clone();
     shape[dim] = hi - lo;

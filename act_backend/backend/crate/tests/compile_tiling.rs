@@ -407,6 +407,17 @@ fn an_array_of_any_height_multiplies_whole_column_windows_read_and_written_row_b
 }
 
 #[test]
+fn a_one_row_result_wider_than_the_array_is_stored_a_tile_at_a_time() {
+    // A vector times a 16 x 64 matrix plus a bias: four 1 x 16 multiply-accumulates, each
+    // result tile one contiguous run stored alone. The rule that writes a result a row at a
+    // time took row 0 of each one-row tile as a slice the e-graph never equated with the tile:
+    // "no instruction computes `add`".
+    let calls = selected(&tall_array_gemmini(), "gemmini_vector_matrix_bias_16x64");
+    assert_eq!(count(&calls, "mac32"), 4, "{calls:?}");
+    assert_eq!(calls.iter().filter(|c| c.starts_with("mvout")).count(), 4, "{calls:?}");
+}
+
+#[test]
 fn without_strided_loads_elementwise_work_on_a_whole_matrix_reads_it_as_rows_of_the_unit() {
     // A 16x40 int8 scale is layout-free: 640 elements as 40 contiguous rows of 16.
     let scale = selected(&contiguous_gemmini(), "gemmini_scale_16x40");

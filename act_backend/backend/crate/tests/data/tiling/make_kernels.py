@@ -133,6 +133,11 @@ KERNELS = {
                                                    [shape(2, 1, 3, dtype=I8),
                                                     shape(2, 3, 16, dtype=I8),
                                                     shape(2, 1, 16, dtype=I32)]),
+    # a vector times a matrix four times wider than the array, plus an int32 bias: one row of
+    # results, which an ISA that stores only contiguous runs writes a tile at a time
+    "gemmini_vector_matrix_bias_16x64": (lambda v, b, c: int8_product(v, b) + c,
+                                         [shape(16, dtype=I8), shape(16, 64, dtype=I8),
+                                          shape(64, dtype=I32)]),
     # a quantized layer at 128^3: an int32 row bias, the products accumulated onto it, the
     # result saturated to int8 by the store (the search grows past its per-tile target)
     "gemmini_quantized_layer_128": (lambda a, b, c: jnp.clip(int8_product(a, b) + c[None, :],
