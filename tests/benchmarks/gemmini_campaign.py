@@ -1,4 +1,5 @@
-"""A differential campaign over int8 layer kernels of random shapes on the Gemmini example:
+"""A differential campaign over int8 layer kernels of random shapes on the Gemmini example
+(or on another Gemmini-like spec, ``--spec``):
 products, ReLUs of products, int32 addends written before or after the product, row and
 column biases, requantization to int8, wrapping int8 products, batched products with an
 addend and scales, two layers in sequence, sums of products, int8 residuals, row sums, ReLUs,
@@ -13,9 +14,12 @@ by message and the compile-and-check times. Exits 1 when any compiled kernel was
 
 Kernels this ISA cannot compute are not drawn: a product with a transposed operand (the
 array reads both operands row-major and nothing transposes) and an int32-to-int8 conversion
-that wraps (every store to int8 saturates).
+that wraps (every store to int8 saturates). On another spec (``--spec FILE``, a spec file
+that generates its oracle and backend when run, such as the public ACT Gemmini spec), the
+same kinds are drawn: what it cannot compute is counted as refused, with its message.
 
     python tests/benchmarks/gemmini_campaign.py [--kernels 100] [--seed 0] [--keep DIR]
+                                                [--spec FILE]
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers.differential import Tally, check_kernel  # noqa: E402
-from helpers.examples import build_example  # noqa: E402
+from helpers.examples import build_example, build_spec_file  # noqa: E402
 
 I8, I32 = jnp.int8, jnp.int32
 SIZES = (1, 3, 8, 16, 17, 24, 32, 40, 48, 64)
@@ -126,6 +130,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep the kernels and assembly here")
     parser.add_argument("--kinds", type=lambda text: text.split(","), default=sorted(KINDS),
                         help="draw only these kinds (comma-separated)")
+    parser.add_argument("--spec", type=Path,
+                        help="a Gemmini-like spec file to build instead of the example")
     args = parser.parse_args()
     unknown = sorted(set(args.kinds) - set(KINDS))
     if unknown:
@@ -133,8 +139,12 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="act-gemmini-") as scratch:
         work = args.keep or Path(scratch)
-        print("building the Gemmini example ...", flush=True)
-        build = build_example("Gemmini", work / "build")
+        if args.spec:
+            print(f"building {args.spec} ...", flush=True)
+            build = build_spec_file(args.spec.resolve(), work / "build")
+        else:
+            print("building the Gemmini example ...", flush=True)
+            build = build_example("Gemmini", work / "build")
         rng = np.random.default_rng(args.seed)
         tally = Tally()
         for index in range(args.kernels):
