@@ -652,8 +652,9 @@ impl<'a> Finder<'a> {
     fn slice(&mut self, id: Id, node: &Node, ranges: &[(i64, i64, i64)]) {
         let eg = self.eg;
         let x = node.children[0];
-        // A slice that keeps everything is its operand: a rule that takes row r of each part
-        // (a result written a row at a time) builds one of a part of a single row.
+        // A slice that keeps everything is its operand. `tiling::slice_of` builds none, but
+        // a kernel's own slices and the rules that write a slice directly can; each would
+        // otherwise be a class of its own that the row rules multiply.
         if ranges.iter().zip(&class_ty(eg, x).shape).all(|(r, &n)| *r == (0, n, 1)) {
             self.push("slice-whole", id, Term::Class(x));
         }
