@@ -4,8 +4,9 @@ the kernel's; JAX-written kernels larger than one instruction along their rows, 
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
 on QKV, Gemmini and the RowReduce test accelerator and equal XLA's run of the same HLO, and
 on the Contiguous test accelerator, without strided transfers, by rows read and written one
-by one; a dimension no instruction takes, or a float reduction too long for every instruction,
-is named in the refusal."""
+by one, and on the TallQKV test accelerator, whose units take every row, whole; a dimension
+no instruction takes, or a float reduction too long for every instruction, is named in the
+refusal."""
 
 from __future__ import annotations
 
@@ -192,6 +193,30 @@ def test_without_strided_transfers_tiles_are_read_and_written_row_by_row(example
     calls = instruction_calls(tmp_path / f"{name}.py")
     counts = ROW_BY_ROW[name]
     assert {i: calls.count(i) for i in counts} == counts, calls
+
+
+# kernel -> {instruction: count} on the TallQKV test accelerator, whose buffers hold 4,096 rows
+# and whose product and softmax take any number of them: nothing is split along rows.
+TALL = {
+    "qkv_softmax_512_rows": {"softmax": 1},
+    "qkv_attention_256_rows": {"matmul": 2, "softmax": 1, "load_t": 1},
+    "qkv_attention_160_rows": {"matmul": 2, "softmax": 1, "load_t": 1},
+    # one item at a time: the product's right operand is one 64 x 64 block
+    "qkv_attention_4_heads": {"matmul": 8, "softmax": 4, "load_t": 4},
+    # B's halves are windows of 64 of its 128 columns: each row of each is one 128-byte run
+    "qkv_matmul_64x64x128": {"matmul": 2, "load": 129, "store": 128},
+}
+
+
+@pytest.mark.parametrize("name", list(TALL))
+def test_on_a_unit_that_takes_every_row_only_columns_are_split(example_build, tmp_path, name):
+    path = TILING / f"{name}.hlo"
+    outcome = check_kernel(example_build("TallQKV"), path.read_text(), kernel_inputs(path, 7),
+                           tmp_path, name)
+    assert outcome.compiled, outcome.refusal
+    assert not outcome.wrong, outcome.summary
+    calls = instruction_calls(tmp_path / f"{name}.py")
+    assert {i: calls.count(i) for i in TALL[name]} == TALL[name], calls
 
 
 def test_a_softmax_wider_than_the_unit_is_refused_naming_its_row_sum(example_build, tmp_path):

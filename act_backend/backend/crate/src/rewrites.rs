@@ -12,7 +12,7 @@
 use crate::egraph::{raw_bytes, SelGraph};
 use crate::identities::{self, Identities};
 use crate::infer;
-use crate::isa::Isa;
+use crate::isa::{Instruction, Isa, Slice as IsaSlice};
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
 use crate::tiling::{self, Extents};
 use egg::Id;
@@ -57,6 +57,13 @@ pub struct RuleSet {
     /// row, and values concatenated along their columns are written row by row: each row of
     /// such a window is one contiguous run of bytes (see `tiling::window_row_by_row`).
     pub strided_reads: bool,
+    /// Bytes every contiguous run of HBM an instruction reads is a multiple of: it writes
+    /// whole units of an on-chip buffer (QKV's loads, rows of 64 bf16, read runs of 128
+    /// bytes). A window read row by row whose rows are not such runs cannot be loaded that
+    /// way, and its rows are not added (1, or 0 as in `RuleSet::default()`: any run).
+    pub hbm_read_unit: i64,
+    /// The same for the runs an instruction writes to HBM (it reads whole units on chip).
+    pub hbm_write_unit: i64,
     /// The layouts of `dot` operands the ISA's matrix units take, as `(lhs, rhs)` indices of
     /// the normal forms of [`Finder::dot`] (lhs 0: `[batch, free, contracting]`, 1: `[batch,
     /// contracting, free]`; rhs 0: `[batch, contracting, free]`, 1: `[batch, free,
@@ -80,6 +87,8 @@ impl RuleSet {
             tiles: Extents::default(),
             strided_writes: ops.contains(&OpCode::DynamicUpdateSlice),
             strided_reads: true,
+            hbm_read_unit: 1,
+            hbm_write_unit: 1,
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
@@ -99,6 +108,8 @@ impl RuleSet {
         let from_hbm = |i: &crate::isa::Instruction| i.inputs.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
         self.strided_reads =
             isa.instructions.iter().any(|i| from_hbm(i) && i.semantics.iter().any(|op| op.op == OpCode::Slice));
+        self.hbm_read_unit = hbm_run_unit(isa, |i| (&i.inputs, &i.outputs));
+        self.hbm_write_unit = hbm_run_unit(isa, |i| (&i.outputs, &i.inputs));
         self
     }
 
@@ -146,11 +157,31 @@ impl RuleSet {
             tiles: Extents::default(),
             strided_writes: true,
             strided_reads: true,
+            hbm_read_unit: 1,
+            hbm_write_unit: 1,
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
         }
     }
+}
+
+/// The greatest common divisor of the element counts of the on-chip units that instructions
+/// moving HBM runs (`ends(i).0` touching HBM) fill or drain (`ends(i).1`): each run is whole
+/// units of elements of at least one byte, so its length in bytes is a multiple of this.
+fn hbm_run_unit(isa: &Isa, ends: impl Fn(&Instruction) -> (&Vec<IsaSlice>, &Vec<IsaSlice>)) -> i64 {
+    let hbm = |s: &IsaSlice| isa.buffer(&s.buffer).is_hbm();
+    let gcd = |a: i64, b: i64| -> i64 {
+        let (mut a, mut b) = (a, b);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let units = isa.instructions.iter().filter(|i| ends(i).0.iter().any(hbm)).flat_map(|i| {
+        ends(i).1.iter().filter(|s| !hbm(s)).map(|s| isa.buffer(&s.buffer).unit_dims.iter().product::<i64>()).collect::<Vec<_>>()
+    });
+    units.fold(0, gcd).max(1)
 }
 
 fn class_ty(eg: &SelGraph, id: Id) -> &Ty {
@@ -506,7 +537,7 @@ impl<'a> Finder<'a> {
                                 && node.ty.dtype == DType::U8
                                 && inner.children.len() > 1 =>
                         {
-                            if let Some(term) = tiling::flatten_row_by_row(eg, &node.ty, class_ty(eg, x), &inner.children) {
+                            if let Some(term) = tiling::flatten_row_by_row(eg, &node.ty, class_ty(eg, x), &inner.children, self.rules.hbm_write_unit) {
                                 self.push("flatten-row-by-row", id, term);
                             }
                         }
@@ -755,7 +786,7 @@ impl<'a> Finder<'a> {
                         continue;
                     }
                     if !whole_rest {
-                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, !self.rules.strided_reads) {
+                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, (!self.rules.strided_reads).then_some(self.rules.hbm_read_unit)) {
                             self.push(rule, id, term);
                         }
                         continue;

@@ -789,14 +789,16 @@ pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: 
 /// the two ways strided loads are written: the whole rows it lies in, reshaped and sliced at
 /// its columns (`slice-of-row-run`), and, where it stays inside `y`, the span from its first
 /// element of its row count times the row pitch, reshaped and sliced at column 0 (TAIDL's
-/// strided load, `slice-of-strided-span`).
+/// strided load, `slice-of-strided-span`). With `row_by_row` (the bytes every run an
+/// instruction reads from HBM is a multiple of), also its rows end to end
+/// ([`window_row_by_row`]).
 pub fn strided_views(
     y: Id,
     y_ty: &Ty,
     x_shape: &[i64],
     ranges: &[(i64, i64, i64)],
     ty: &Ty,
-    row_by_row: bool,
+    row_by_row: Option<i64>,
 ) -> Vec<(&'static str, Term)> {
     let mut out = Vec::new();
     if x_shape.len() < 2 || ranges.iter().any(|r| r.2 != 1) {
@@ -832,8 +834,8 @@ pub fn strided_views(
         let term = Term::Node(Op::Slice(window((0, c1 - c0))), ty.clone(), vec![grid(run_of(start))]);
         out.push(("slice-of-strided-span", term));
     }
-    if row_by_row {
-        out.extend(window_row_by_row(y, y_ty, x_shape, ranges, ty).map(|term| ("window-row-by-row", term)));
+    if let Some(unit) = row_by_row {
+        out.extend(window_row_by_row(y, y_ty, x_shape, ranges, ty, unit).map(|term| ("window-row-by-row", term)));
     }
     out
 }
@@ -849,8 +851,11 @@ const MAX_COPIES: i64 = 64;
 /// A window `[r0, r1) x [c0, c1)` of a row-major matrix read from the flat bytes `y`, narrower
 /// than the matrix, as its rows end to end: `concatenate_0(reshape(y[run_r]) ...)`, each row
 /// `run_r` one contiguous run of bytes. An ISA whose loads read only contiguous runs reads
-/// such a tile one row at a time. Exact for every type (the same bytes).
-fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
+/// such a tile one row at a time. Exact for every type (the same bytes). None where a row is
+/// no multiple of `unit` bytes, since no load reads such a run: a one-column window of a
+/// bf16 matrix on QKV, whose loads read whole rows of 64, would otherwise become a
+/// concatenation of 2-byte runs, and the windows of those, of thousands of parts.
+fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64)], ty: &Ty, unit: i64) -> Option<Term> {
     let ((r0, r1, _), (c0, c1, _)) = (ranges[0], ranges[1]);
     if (c0, c1) == (0, x_shape[1]) {
         return None;
@@ -858,6 +863,9 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
     let pitch: i64 = x_shape[1..].iter().product();
     let inner: i64 = x_shape[2..].iter().product();
     let len = (c1 - c0) * inner;
+    if (len * i64::from(y_ty.dtype.bytes())) % unit.max(1) != 0 {
+        return None;
+    }
     let mut one = ty.shape.clone();
     one[0] = 1;
     let row_ty = ty.with_shape(one);
@@ -918,10 +926,15 @@ fn row_major_as_read(eg: &SelGraph, c: Id, rows: &[i64], depth: usize) -> bool {
 /// The flat bytes of `concatenate_1(parts) : grid` as rows written one by one: row `r` of the
 /// grid is row `r` of each part in turn, so the bytes are `concatenate_0` of every part's
 /// rows' bytes, row by row. An ISA whose stores write only contiguous runs writes a result
-/// wider than one store that way. Exact for every type (the same bytes).
-pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id]) -> Option<Term> {
+/// wider than one store that way. Exact for every type (the same bytes). None where a
+/// part's row is no multiple of `unit` bytes, since no store writes such a run.
+pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id], unit: i64) -> Option<Term> {
     let rows = *grid.shape.first()?;
     if grid.rank() < 2 {
+        return None;
+    }
+    let bytes = i64::from(flat.dtype.bytes());
+    if parts.iter().any(|&part| (eg[part].data.elements() / rows * bytes) % unit.max(1) != 0) {
         return None;
     }
     let mut pieces = Vec::new();

@@ -429,3 +429,34 @@ fn without_strided_loads_elementwise_work_on_a_whole_matrix_reads_it_as_rows_of_
     let relu = selected(&contiguous_gemmini(), "gemmini_relu_16x64");
     assert_eq!(relu, ["mvin_acc", "mvout_acc_relu"], "{relu:?}");
 }
+
+#[test]
+fn a_softmax_of_512_rows_on_a_unit_that_takes_them_all_is_one_softmax() {
+    // TallQKV's buffers hold 4,096 rows, and its softmax takes any number of them. Its loads
+    // read whole rows of 64 bf16 (128 bytes): the rows of a window narrower than that are no
+    // run any load reads, and are not added to the e-graph. They were: the one-column
+    // windows of the rewrites became concatenations of 2-byte runs, and windows of those, of
+    // up to 32,768 parts, in an e-graph of 69,000 e-nodes (more than 20 s on a spec of the
+    // same unit with a transposing load as well).
+    let text = kernel_text(&data("tiling/qkv_softmax_512_rows.hlo"));
+    let isa = isa("tallqkv_isa.json");
+    let selection = run(&text, &isa).unwrap();
+    assert_candidates_compute_kernel(&isa, &text, &selection);
+    assert_eq!(selection.stats.stop_reason, StopReason::Saturated);
+    assert!(selection.stats.egraph_nodes < 10_000, "{} e-nodes", selection.stats.egraph_nodes);
+    let best = multiset(&isa, &selection.candidates[0]);
+    assert_eq!(count(&best, "softmax"), 1, "{best:?}");
+}
+
+#[test]
+fn runs_of_hbm_are_whole_units_of_the_buffers_loads_and_stores_move() {
+    let unit = |table: &str| {
+        let rules = act_compiler::rewrites::RuleSet::default().with_tiles_of(&isa(table));
+        (rules.hbm_read_unit, rules.hbm_write_unit)
+    };
+    // Rows of 64 bf16: runs of 64 elements of at least a byte each.
+    assert_eq!(unit("tallqkv_isa.json"), (64, 64));
+    assert_eq!(unit("qkv_isa.json"), (64, 64));
+    // Blocks of any rows and columns of single elements: any run.
+    assert_eq!(unit("gemmini_isa.json"), (1, 1));
+}
