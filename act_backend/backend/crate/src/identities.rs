@@ -160,15 +160,26 @@ pub fn is_pass_through(eg: &SelGraph, node: &Node) -> bool {
 /// Whether class `id` holds a literal that is zero throughout (a ReLU's bound: rewriting
 /// `max(x, 0)` through a ReLU would give it back; `min(x, 0) = x - relu(x)` is one).
 pub fn is_zero(eg: &SelGraph, id: Id) -> bool {
-    zero_within(eg, id, 3)
+    zero_within(eg, id, 3, &mut BTreeMap::new())
 }
 
 /// [`is_zero`], looking through at most `depth` conversions and moves of a zero literal not
-/// yet folded (classes may be cyclic: a reshape's class can hold the reshape back).
-fn zero_within(eg: &SelGraph, id: Id, depth: usize) -> bool {
+/// yet folded (classes may be cyclic: a reshape's class can hold the reshape back). `seen`
+/// holds the depth each class was looked into with: one looked into as deep before held no
+/// zero (the search stops at the first), so it is not looked into again. A tiled kernel's
+/// classes hold many slices and reshapes of one another, and without this each test of a
+/// sum or maximum walked every path three levels deep.
+fn zero_within(eg: &SelGraph, id: Id, depth: usize, seen: &mut BTreeMap<Id, usize>) -> bool {
+    let id = eg.find(id);
+    if seen.get(&id).is_some_and(|&d| d >= depth) {
+        return false;
+    }
+    seen.insert(id, depth);
     eg[id].nodes.iter().any(|n| match &n.op {
         Op::Constant(lit) => lit.splat() == Some(0.0),
-        Op::Convert | Op::Broadcast(_) | Op::Reshape | Op::Slice(_) if depth > 0 => zero_within(eg, n.children[0], depth - 1),
+        Op::Convert | Op::Broadcast(_) | Op::Reshape | Op::Slice(_) if depth > 0 => {
+            zero_within(eg, n.children[0], depth - 1, seen)
+        }
         _ => false,
     })
 }
