@@ -119,9 +119,10 @@ TILED = {
     # a batch of two one-row products: each item a matrix of one row, accumulated onto its
     # row of the addend
     "gemmini_batched_row_products_bias_2x1x3x16": ("Gemmini", {"matmul32": 0, "mac32": 2}),
-    # a vector times a 16 x 64 matrix plus a bias: one row of four 16-column tiles, each
-    # accumulated onto its part of the bias and stored alone
-    "gemmini_vector_matrix_bias_16x64": ("Gemmini", {"mac32": 4, "mvout_acc": 4}),
+    # a vector times a 16 x 64 matrix plus a bias: one row of four 16-column tiles, computed
+    # as four rows of one block: the bias loaded as 4 rows of 16, each product accumulated
+    # onto its row, the block stored at once (the same bytes as the one-row result)
+    "gemmini_vector_matrix_bias_16x64": ("Gemmini", {"mac32": 4, "mvin_acc": 1, "mvout_acc": 1}),
     # a quantized layer at 128^3: all 512 products accumulate onto the row bias, each column
     # of tiles saturated to int8 by one store
     "gemmini_quantized_layer_128": ("Gemmini", {"matmul32": 0, "mac32": 512,
@@ -165,8 +166,8 @@ ROW_BY_ROW = {
     "gemmini_matmul_16x64x16": {"load": 64 + 1, "matmul": 1, "matmul_acc": 3, "store_acc": 1},
     # every tile split along rows, columns and contraction: one product per tile, each once
     "gemmini_matmul_64x64x64": {"load": 512, "matmul": 16, "matmul_acc": 48, "store_acc": 256},
-    # one result row of four tiles: each tile's row is one contiguous run, stored alone
-    "gemmini_vector_matrix_bias_16x64": {"matmul_acc": 4, "store_acc": 4},
+    # one result row of four tiles, computed as four rows of one block stored at once
+    "gemmini_vector_matrix_bias_16x64": {"matmul_acc": 4, "load_acc": 1, "store_acc": 1},
     # shorter last tiles in every dimension
     "gemmini_matmul_40x20x24": {"matmul": 6, "matmul_acc": 6, "store_acc": 80},
     # a ReLU on a whole matrix, layout-free: the 16x64 int32 matrix as 64 contiguous rows of

@@ -184,6 +184,41 @@ fn hbm_run_unit(isa: &Isa, ends: impl Fn(&Instruction) -> (&Vec<IsaSlice>, &Vec<
     units.fold(0, gcd).max(1)
 }
 
+/// `concatenate_1(p_0 .. p_k-1) : [1, k * n]` of one-row parts `[1, n]` is, in row-major
+/// order, the same values as their concatenation down rows, `[k, n]`: a vector-matrix product
+/// wider than the array, computed a one-row tile at a time, is then written by one store of
+/// `k` rows from side-by-side tiles. Exact for every type (the same elements in the same
+/// order).
+fn one_row_as_rows(eg: &SelGraph, node: &Node) -> Option<Term> {
+    let (rows, width) = match node.ty.shape.as_slice() {
+        &[rows, width] => (rows, width),
+        _ => return None,
+    };
+    let parts = &node.children;
+    let n = *eg[*parts.first()?].data.shape.get(1)?;
+    if rows != 1 || parts.len() < 2 || parts.iter().any(|&p| eg[p].data.shape != [1, n]) {
+        return None;
+    }
+    let stacked = node.ty.with_shape(vec![parts.len() as i64, n]);
+    debug_assert_eq!(width, parts.len() as i64 * n);
+    let down = Term::Node(Op::Concatenate(0), stacked, parts.iter().map(|&p| Term::Class(p)).collect());
+    Some(Term::Node(Op::Reshape, node.ty.clone(), vec![down]))
+}
+
+/// A window `[0, 1) x [j n, (j + 1) n)` of a one-row matrix `x : [1, k n]` is row `j` of
+/// `x` seen as `k` rows of `n` (the counterpart of [`one_row_as_rows`]: a bias added to each
+/// one-row tile is then one load of `k` rows, each tile reading its row in place).
+fn window_of_one_row_as_row(x_ty: &Ty, x: Id, ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
+    let (&[1, width], &[(0, 1, 1), (c0, c1, 1)]) = (x_ty.shape.as_slice(), ranges) else { return None };
+    let n = c1 - c0;
+    if n <= 0 || n == width || width % n != 0 || c0 % n != 0 {
+        return None;
+    }
+    let grid = Term::Node(Op::Reshape, x_ty.with_shape(vec![width / n, n]), vec![Term::Class(x)]);
+    let row = c0 / n;
+    Some(Term::Node(Op::Slice(vec![(row, row + 1, 1), (0, n, 1)]), ty.clone(), vec![grid]))
+}
+
 fn class_ty(eg: &SelGraph, id: Id) -> &Ty {
     &eg[id].data
 }
@@ -627,6 +662,11 @@ impl<'a> Finder<'a> {
             }
             Op::Add if self.rules.dot => self.accumulate(id, node),
             Op::Concatenate(d) if node.ty.dtype == DType::U8 && node.ty.rank() == 1 => self.flatten_concat(id, node, *d),
+            Op::Concatenate(1) => {
+                if let Some(term) = one_row_as_rows(eg, node) {
+                    self.push("one-row-as-rows", id, term);
+                }
+            }
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
             Op::Constant(lit) if !node.ty.shape.is_empty() => {
@@ -688,6 +728,9 @@ impl<'a> Finder<'a> {
         // otherwise be a class of its own that the row rules multiply.
         if ranges.iter().zip(&class_ty(eg, x).shape).all(|(r, &n)| *r == (0, n, 1)) {
             self.push("slice-whole", id, Term::Class(x));
+        }
+        if let Some(term) = window_of_one_row_as_row(class_ty(eg, x), x, ranges, &node.ty) {
+            self.push("window-of-one-row-as-row", id, term);
         }
         for inner in self.nodes(x) {
             let y = match inner.children.first() {
