@@ -60,6 +60,17 @@ def test_the_tiled_product_matches_the_reference(compiled):
 
 TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
 
+def assert_compiles_equal_to_xla_with(build, name, tmp_path, counts):
+    """Kernel `name` of the tiling kernels compiles on `build`, its simulated result equals
+    XLA's, and its assembly calls each instruction of `counts` that many times."""
+    path = TILING / f"{name}.hlo"
+    outcome = check_kernel(build, path.read_text(), kernel_inputs(path, 7), tmp_path, name)
+    assert outcome.compiled, outcome.refusal
+    assert not outcome.wrong, outcome.summary
+    calls = instruction_calls(tmp_path / f"{name}.py")
+    assert {i: calls.count(i) for i in counts} == counts, calls
+
+
 # kernel -> (example ISA, {instruction: count in the compiled assembly})
 TILED = {
     "qkv_attention_256_rows": ("QKV", {"gemm": 8, "softmax": 4}),
@@ -147,13 +158,7 @@ TILED = {
 def test_a_kernel_larger_than_its_instructions_compiles_and_equals_xla(example_build, tmp_path,
                                                                       name):
     example, counts = TILED[name]
-    path = TILING / f"{name}.hlo"
-    outcome = check_kernel(example_build(example), path.read_text(), kernel_inputs(path, 7),
-                           tmp_path, name)
-    assert outcome.compiled, outcome.refusal
-    assert not outcome.wrong, outcome.summary
-    calls = instruction_calls(tmp_path / f"{name}.py")
-    assert {i: calls.count(i) for i in counts} == counts, calls
+    assert_compiles_equal_to_xla_with(example_build(example), name, tmp_path, counts)
 
 
 # kernel -> {instruction: count} on the Contiguous test accelerator, whose loads and stores
@@ -186,14 +191,8 @@ ROW_BY_ROW = {
 @pytest.mark.parametrize("name", list(ROW_BY_ROW))
 def test_without_strided_transfers_tiles_are_read_and_written_row_by_row(example_build, tmp_path,
                                                                          name):
-    path = TILING / f"{name}.hlo"
-    outcome = check_kernel(example_build("Contiguous"), path.read_text(), kernel_inputs(path, 7),
-                           tmp_path, name)
-    assert outcome.compiled, outcome.refusal
-    assert not outcome.wrong, outcome.summary
-    calls = instruction_calls(tmp_path / f"{name}.py")
-    counts = ROW_BY_ROW[name]
-    assert {i: calls.count(i) for i in counts} == counts, calls
+    assert_compiles_equal_to_xla_with(example_build("Contiguous"), name, tmp_path,
+                                      ROW_BY_ROW[name])
 
 
 # kernel -> {instruction: count} on the TallQKV test accelerator, whose buffers hold 4,096 rows
@@ -211,13 +210,7 @@ TALL = {
 
 @pytest.mark.parametrize("name", list(TALL))
 def test_on_a_unit_that_takes_every_row_only_columns_are_split(example_build, tmp_path, name):
-    path = TILING / f"{name}.hlo"
-    outcome = check_kernel(example_build("TallQKV"), path.read_text(), kernel_inputs(path, 7),
-                           tmp_path, name)
-    assert outcome.compiled, outcome.refusal
-    assert not outcome.wrong, outcome.summary
-    calls = instruction_calls(tmp_path / f"{name}.py")
-    assert {i: calls.count(i) for i in TALL[name]} == TALL[name], calls
+    assert_compiles_equal_to_xla_with(example_build("TallQKV"), name, tmp_path, TALL[name])
 
 
 def test_a_softmax_wider_than_the_unit_is_refused_naming_its_row_sum(example_build, tmp_path):
