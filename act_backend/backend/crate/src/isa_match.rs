@@ -706,8 +706,13 @@ pub fn slice_sizes(isa: &Isa, slice: &crate::isa::Slice, env: &BTreeMap<String, 
 pub fn find(eg: &SelGraph, isa: &Isa, patterns: &Patterns) -> Vec<Match> {
     let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
     ids.sort();
+    find_in(eg, isa, patterns, &ids)
+}
+
+/// [`find`] for the patterns rooted at the canonical classes `ids`, in their order.
+pub fn find_in(eg: &SelGraph, isa: &Isa, patterns: &Patterns, ids: &[Id]) -> Vec<Match> {
     let mut out = Vec::new();
-    for id in ids {
+    for &id in ids {
         for pat in &patterns.list {
             let mut bind = vec![None; pat.ops.len()];
             bind[pat.root] = Some(id);

@@ -7,6 +7,7 @@
 pub mod alloc;
 pub mod backoff;
 pub mod bound;
+pub mod changes;
 pub mod cli;
 pub mod compile;
 pub mod cost;

@@ -163,15 +163,13 @@ pub fn holds_narrower_values(eg: &SelGraph, id: Id) -> bool {
         })
 }
 
-/// The mixed-precision rewrites of the whole e-graph, classes in increasing id order.
-pub fn search(eg: &SelGraph, rules: &Widenings) -> Vec<Rewrite> {
+/// The mixed-precision rewrites found starting from the canonical classes `ids`, in their order.
+pub fn search_classes(eg: &SelGraph, rules: &Widenings, ids: &[Id]) -> Vec<Rewrite> {
     let mut out = Vec::new();
     if rules.is_empty() {
         return out;
     }
-    let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
-    ids.sort();
-    for id in ids {
+    for &id in ids {
         for node in &eg[id].nodes {
             propose(eg, rules, id, node, &mut out);
         }
@@ -338,7 +336,9 @@ mod tests {
 
     fn saturate(eg: &mut SelGraph, rules: &Widenings) {
         for _ in 0..6 {
-            let found = search(eg, rules);
+            let mut ids: Vec<egg::Id> = eg.classes().map(|c| c.id).collect();
+            ids.sort();
+            let found = search_classes(eg, rules, &ids);
             if !crate::rewrites::apply(eg, &found) {
                 return;
             }

@@ -33,8 +33,9 @@ pub struct Rewrite {
     pub term: Term,
 }
 
-/// Which families of rules are on, decided by the operators the ISA's semantics use.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Which families of rules are on, decided by the operators the ISA's semantics use. The
+/// default has every family off, windows read row by row, and HBM runs of any length.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleSet {
     /// `x = copy(x)`: lets move instructions (semantics `copy`) implement any value.
     pub copy: bool,
@@ -60,7 +61,7 @@ pub struct RuleSet {
     /// Bytes every contiguous run of HBM an instruction reads is a multiple of: it writes
     /// whole units of an on-chip buffer (QKV's loads, rows of 64 bf16, read runs of 128
     /// bytes). A window read row by row whose rows are not such runs cannot be loaded that
-    /// way, and its rows are not added (1, or 0 as in `RuleSet::default()`: any run).
+    /// way, and its rows are not added (1: any run).
     pub hbm_read_unit: i64,
     /// The same for the runs an instruction writes to HBM (it reads whole units on chip).
     pub hbm_write_unit: i64,
@@ -84,14 +85,9 @@ impl RuleSet {
             dot: ops.contains(&OpCode::Dot),
             reduce: ops.contains(&OpCode::ReduceAdd) || ops.contains(&OpCode::Reduce),
             transpose: ops.contains(&OpCode::Transpose),
-            tiles: Extents::default(),
             strided_writes: ops.contains(&OpCode::DynamicUpdateSlice),
             strided_reads: true,
-            hbm_read_unit: 1,
-            hbm_write_unit: 1,
-            dot_forms: BTreeSet::new(),
-            precision: Default::default(),
-            identities: Identities::default(),
+            ..RuleSet::default()
         }
     }
 
@@ -149,14 +145,20 @@ impl RuleSet {
 
     /// Every rule on (for tests of the rules themselves).
     pub fn all() -> RuleSet {
+        RuleSet { copy: true, dot: true, reduce: true, transpose: true, strided_writes: true, strided_reads: true, ..RuleSet::default() }
+    }
+}
+
+impl Default for RuleSet {
+    fn default() -> RuleSet {
         RuleSet {
-            copy: true,
-            dot: true,
-            reduce: true,
-            transpose: true,
+            copy: false,
+            dot: false,
+            reduce: false,
+            transpose: false,
             tiles: Extents::default(),
-            strided_writes: true,
-            strided_reads: true,
+            strided_writes: false,
+            strided_reads: false,
             hbm_read_unit: 1,
             hbm_write_unit: 1,
             dot_forms: BTreeSet::new(),
@@ -1449,11 +1451,16 @@ impl<'a> Finder<'a> {
 pub fn search(eg: &SelGraph, rules: &RuleSet) -> Vec<Rewrite> {
     let mut ids: Vec<Id> = eg.classes().map(|c| c.id).collect();
     ids.sort();
+    search_classes(eg, rules, &ids)
+}
+
+/// The rewrites the rules find starting from the canonical classes `ids`, in their order.
+pub fn search_classes(eg: &SelGraph, rules: &RuleSet, ids: &[Id]) -> Vec<Rewrite> {
     let mut finder = Finder { eg, rules, out: Vec::new() };
-    for id in ids {
+    for &id in ids {
         finder.class(id);
     }
-    finder.out.extend(crate::precision::search(eg, &rules.precision));
+    finder.out.extend(crate::precision::search_classes(eg, &rules.precision, ids));
     finder.out
 }
 
@@ -1512,12 +1519,17 @@ pub fn add_term(eg: &mut SelGraph, term: &Term) -> Option<Id> {
         Term::Class(id) => Some(*id),
         Term::Node(op, ty, kids) => {
             let ids = kids.iter().map(|k| add_term(eg, k)).collect::<Option<Vec<Id>>>()?;
-            let tys: Vec<&Ty> = ids.iter().map(|&k| &eg[k].data).collect();
+            let mut node = Node::new(op.clone(), ty.clone(), ids);
+            // Most terms rules find late in a search are already there.
+            if let Some(id) = eg.lookup(&mut node) {
+                return Some(id);
+            }
+            let tys: Vec<&Ty> = node.children.iter().map(|&k| &eg[k].data).collect();
             if let Err(e) = infer::check(op, &tys, ty) {
                 debug_assert!(false, "a rewrite built an ill-typed node: {e}");
                 return None;
             }
-            Some(eg.add(Node::new(op.clone(), ty.clone(), ids)))
+            Some(eg.add(node))
         }
     }
 }

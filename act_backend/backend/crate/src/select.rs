@@ -9,6 +9,7 @@
 //! rebuilding, the type analysis).
 
 use crate::backoff::Backoff;
+use crate::changes::Changes;
 use crate::egraph::{self, KernelGraph, SelGraph};
 use crate::extract::{ExtractFailure, Extractor};
 use crate::isa::{Instruction, Isa, TableError};
@@ -184,6 +185,30 @@ pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &Select
     search(kernel, isa, patterns, limits, false)
 }
 
+/// The rewrite rules a search for `isa` runs (`patterns` compiled from it).
+pub fn rules_for(isa: &Isa, patterns: &Patterns) -> RuleSet {
+    let mut rules = RuleSet::for_ops(&patterns.ops).with_tiles_of(isa).with_dot_forms_of(isa).with_identities_of(isa);
+    rules.precision = crate::precision::Widenings::of(isa);
+    rules
+}
+
+/// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
+/// spill through (where the ISA both loads and stores), and what the rules add once (identity
+/// paths for its values, its windows one dimension at a time).
+pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph {
+    let mut kg = egraph::build(kernel);
+    let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
+    let stores = isa.instructions.iter().any(|i| i.outputs.iter().any(hbm) && !i.inputs.iter().any(hbm));
+    let loads = isa.instructions.iter().any(|i| i.inputs.iter().any(hbm) && !i.outputs.iter().any(hbm));
+    if stores && loads {
+        egraph::add_spill_paths(&mut kg, kernel);
+    }
+    let eg = &mut kg.egraph;
+    rewrites::apply(eg, &rewrites::pass_through(eg, rules, kernel, &kg.node_class));
+    rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));
+    kg
+}
+
 /// [`saturate`], holding back the rules that match too often when `hold_back` (see
 /// [`RULE_MATCH_LIMIT`]).
 fn search(
@@ -193,15 +218,8 @@ fn search(
     limits: &SelectLimits,
     hold_back: bool,
 ) -> (KernelGraph, SelectStats) {
-    let mut rules = RuleSet::for_ops(&patterns.ops).with_tiles_of(isa).with_dot_forms_of(isa).with_identities_of(isa);
-    rules.precision = crate::precision::Widenings::of(isa);
-    let mut kg = egraph::build(kernel);
-    let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
-    let stores = isa.instructions.iter().any(|i| i.outputs.iter().any(hbm) && !i.inputs.iter().any(hbm));
-    let loads = isa.instructions.iter().any(|i| i.inputs.iter().any(hbm) && !i.outputs.iter().any(hbm));
-    if stores && loads {
-        egraph::add_spill_paths(&mut kg, kernel);
-    }
+    let rules = rules_for(isa, patterns);
+    let mut kg = initial_graph(kernel, isa, &rules);
     let mut stats = SelectStats {
         egraph_nodes: 0,
         egraph_classes: 0,
@@ -220,8 +238,8 @@ fn search(
     let node_limit = limits.node_limit.max(tiled);
     let hard_limit = if tiles == 0 { node_limit } else { node_limit.saturating_mul(2).min(MAX_TILED_NODES) };
     let eg = &mut kg.egraph;
-    rewrites::apply(eg, &rewrites::pass_through(eg, &rules, kernel, &kg.node_class));
-    rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));
+    // Each pass visits only the classes at or above a change since it last ran.
+    let (mut rule_changes, mut match_changes) = (Changes::new(), Changes::new());
     // The cheapest output found so far, and the iterations since it last fell.
     let (mut best, mut stale): (Option<u64>, usize) = (None, 0);
     let mut backoff = hold_back
@@ -232,13 +250,18 @@ fn search(
         }
         stats.iterations += 1;
         let t = Instant::now();
-        let mut found = rewrites::search(eg, &rules);
+        let mut found = rewrites::search_classes(eg, &rules, &rule_changes.since_last(eg));
         let nodes = eg.total_number_of_nodes();
+        let targets: Vec<Id> = if backoff.is_some() { found.iter().map(|r| r.class).collect() } else { Vec::new() };
         let held_back = backoff.as_mut().is_some_and(|b| b.filter(stats.iterations, nodes, &mut found));
+        if held_back {
+            // What was dropped is found again once its rule runs again.
+            rule_changes.revisit(targets);
+        }
         let rewrote = rewrites::apply(eg, &found);
         stats.rewrite_ms += ms(t);
         let t = Instant::now();
-        let matches = isa_match::find(eg, isa, patterns);
+        let matches = isa_match::find_in(eg, isa, patterns, &match_changes.since_last(eg));
         let matched = isa_match::apply(eg, &matches);
         stats.match_ms += ms(t);
         if !rewrote && !matched && !held_back {

@@ -863,7 +863,7 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
     let pitch: i64 = x_shape[1..].iter().product();
     let inner: i64 = x_shape[2..].iter().product();
     let len = (c1 - c0) * inner;
-    if (len * i64::from(y_ty.dtype.bytes())) % unit.max(1) != 0 {
+    if (len * i64::from(y_ty.dtype.bytes())) % unit != 0 {
         return None;
     }
     let mut one = ty.shape.clone();
@@ -934,7 +934,7 @@ pub fn flatten_row_by_row(eg: &SelGraph, flat: &Ty, grid: &Ty, parts: &[Id], uni
         return None;
     }
     let bytes = i64::from(flat.dtype.bytes());
-    if parts.iter().any(|&part| (eg[part].data.elements() / rows * bytes) % unit.max(1) != 0) {
+    if parts.iter().any(|&part| (eg[part].data.elements() / rows * bytes) % unit != 0) {
         return None;
     }
     let mut pieces = Vec::new();
