@@ -140,6 +140,11 @@ TILED = {
                                                 "mvout_acc_s8_strided": 8}),
     # a row bias repeated down the rows: every tile's three products accumulate onto it
     "gemmini_matmul_row_bias_40x40x40": ("Gemmini", {"matmul32": 0, "mac32": 27}),
+    # a linear layer: the row bias loaded once, written 16 times down HBM (a 16 x 64 block of
+    # repeated rows), and each of its four 16 x 16 tiles read from there once, shared by the
+    # column of tiles it starts (not 16 one-row loads per tile)
+    "gemmini_linear_layer_64x64x64": ("Gemmini", {"mac32": 64, "mvin_acc": 1, "mvout_acc": 16,
+                                                  "mvin_acc_strided": 4}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's
     "gemmini_relu_16x64": ("Gemmini", {"mvin_acc_strided": 4, "mvout_acc_relu_strided": 4}),
     "gemmini_relu_64x64": ("Gemmini", {"mvin_strided": 4, "mvout_relu_strided": 4}),

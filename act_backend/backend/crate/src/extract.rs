@@ -6,7 +6,8 @@
 //! consumer's input slice). Best costs (instructions, counted as a tree) are found by
 //! fixed-point relaxation, so copy cycles such as `mov` back and forth neither loop nor hide
 //! a solution. Candidates are then enumerated best-first by their DAG instruction count: the
-//! best choice everywhere, then alternatives one choice at a time. A choice is how a state's
+//! best choice everywhere, then alternatives one choice at a time, and each also for every
+//! state of the candidate that has one by the same instruction. A choice is how a state's
 //! shared instance is made, or, for one use of a value, a fresh instance of its own (a reload
 //! from HBM of a value stored earlier, a second copy), so that a value can live in the same
 //! buffer twice when a buffer is too small to keep it in between. Spilling variants of the
@@ -637,7 +638,7 @@ impl Extractor {
                     unplaceable.push((count, seq, graph));
                 }
             }
-            for (choice, s) in used {
+            for &(choice, s) in &used {
                 let rank = overrides.get(&choice).copied().unwrap_or(0) + 1;
                 let available = match choice {
                     Choice::Output => self.root_alts(root).len(),
@@ -657,7 +658,22 @@ impl Extractor {
                 if let Some((g, u, states)) = self.build_placed(root, &next) {
                     heap.push(Reverse((g.instruction_count(), pending.len())));
                     let fits = self.operands_fit(&g, &states);
-                    pending.push((next, g, u, fits));
+                    pending.push((next.clone(), g, u, fits));
+                }
+                // The same alternative for every state of the candidate that has one: a
+                // provider whose operands are shared pays off only once every state takes it
+                // (a row bias broadcast in HBM by 16 stores, then read a tile at a time, saves
+                // instructions only when every bias tile is read from it), so one choice at a
+                // time sees each step cost more and never gets there.
+                let Some(group) = self.same_alternative_everywhere(choice, s, rank, &next, &used) else { continue };
+                if built >= budget || !tried.insert(group.iter().map(|(a, b)| (*a, *b)).collect()) {
+                    continue;
+                }
+                built += 1;
+                if let Some((g, u, states)) = self.build_placed(root, &group) {
+                    heap.push(Reverse((g.instruction_count(), pending.len())));
+                    let fits = self.operands_fit(&g, &states);
+                    pending.push((group, g, u, fits));
                 }
             }
         }
@@ -674,6 +690,43 @@ impl Extractor {
         }
         out.sort_by_key(|(count, seq, _)| (*count, *seq));
         Ok(out.into_iter().map(|(_, _, g)| g).collect())
+    }
+
+    /// The instruction of alternative `rank` of state `s`, if it is one.
+    fn alternative_instr(&self, s: usize, rank: usize) -> Option<usize> {
+        match self.providers[s][*self.alts[s].get(rank)?].how {
+            How::Instr { instr, .. } => Some(instr),
+            _ => None,
+        }
+    }
+
+    /// `next` (which gives state `s` at choice `choice` its alternative `rank`) with every other
+    /// state of `used` that has an alternative by the same instruction given its first such;
+    /// `None` when no other state changes.
+    fn same_alternative_everywhere(
+        &self,
+        choice: Choice,
+        s: usize,
+        rank: usize,
+        next: &BTreeMap<Choice, usize>,
+        used: &[(Choice, usize)],
+    ) -> Option<BTreeMap<Choice, usize>> {
+        if !matches!(choice, Choice::State(_)) {
+            return None;
+        }
+        let instr = self.alternative_instr(s, rank)?;
+        let mut group = next.clone();
+        for &(other, t) in used {
+            if !matches!(other, Choice::State(_)) || other == choice {
+                continue;
+            }
+            if let Some(r) = (1..self.alts[t].len()).find(|&r| self.alternative_instr(t, r) == Some(instr)) {
+                if self.alternative_instr(t, 0) != Some(instr) {
+                    group.insert(other, r);
+                }
+            }
+        }
+        (group.len() > next.len()).then_some(group)
     }
 
     /// Whether no value of `g` is overwritten in place by two instructions (a fresh instance
@@ -728,7 +781,7 @@ impl Extractor {
         for _ in 0..ROUNDS {
             let Some((_, used)) = self.build(root, &plan) else { break };
             let mut grown = plan.clone();
-            for (choice, s) in used {
+            for &(choice, s) in &used {
                 let Choice::State(_) = choice else { continue };
                 let rank = plan.get(&choice).copied().unwrap_or(0);
                 if view(s, self.alts[s][rank]) {
@@ -769,7 +822,7 @@ impl Extractor {
                 let Some((_, used)) = self.build(root, &plan) else { break };
                 let mut grown = plan.clone();
                 gathered = 0;
-                for (choice, s) in used {
+                for &(choice, s) in &used {
                     let Choice::State(_) = choice else { continue };
                     let rank = plan.get(&choice).copied().unwrap_or(0);
                     if !on_chip(s, self.alts[s][rank], false) {

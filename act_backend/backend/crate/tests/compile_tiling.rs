@@ -256,6 +256,16 @@ fn an_integer_addend_joins_the_accumulation_of_a_split_contraction() {
 }
 
 #[test]
+fn a_row_bias_is_repeated_down_hbm_once_and_read_a_tile_at_a_time() {
+    // Each 16 x 16 bias tile could be 16 one-row loads (64 in all); the bias is loaded once,
+    // stored 16 times down HBM, and its four tiles read from there. Only every tile at once
+    // saves anything: the enumeration tries one alternative for every bias tile together.
+    let layer = compiled("gemmini_isa.json", "gemmini_linear_layer_64x64x64");
+    assert_eq!(count(&layer, "mac32"), 64, "{layer:?}");
+    assert_eq!((count(&layer, "mvin_acc"), count(&layer, "mvout_acc"), count(&layer, "mvin_acc_strided")), (1, 16, 4), "{layer:?}");
+}
+
+#[test]
 fn a_window_of_a_product_multiplies_only_the_operand_windows_it_needs() {
     // The first 20 of 32 columns: a 16-column tile and a 4-column one, each over a contraction
     // of two tiles; no product of the 12 columns dropped.

@@ -148,6 +148,10 @@ KERNELS = {
     "gemmini_matmul_row_bias_40x40x40": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                          [shape(40, 40, dtype=I8), shape(40, 40, dtype=I8),
                                           shape(40, dtype=I32)]),
+    # a linear layer: an int32 row bias under a 64-deep contraction, four column tiles
+    "gemmini_linear_layer_64x64x64": (lambda a, b, c: int8_product(a, b) + c[None, :],
+                                      [shape(64, 64, dtype=I8), shape(64, 64, dtype=I8),
+                                       shape(64, dtype=I32)]),
     # elementwise operations wider than the array's 16 columns: column tiles, read and written
     # by strided transfers (a ReLU is a store's, a scale a load's)
     "gemmini_relu_16x64": (relu, [shape(16, 64, dtype=I32)]),
