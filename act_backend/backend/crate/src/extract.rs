@@ -95,6 +95,10 @@ enum Choice {
     Use { consumer: usize, slot: usize },
 }
 
+/// A candidate waiting in the enumeration: its choices, its graph, the choice points it went
+/// through, and whether its operands fit their buffers (see `Extractor::operands_fit`).
+type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>, bool);
+
 /// A candidate built from its choices: the graph, the choice points it went through (with
 /// the state whose alternatives apply), and the state each node of the graph makes.
 type Built = (PiiGraph, Vec<(Choice, usize)>, Vec<usize>);
@@ -563,9 +567,6 @@ impl Extractor {
     /// so that a kernel whose values do not fit on chip together still has candidates that fit.
     pub fn candidates(&self, max: usize, budget: usize) -> Result<Vec<PiiGraph>, ExtractFailure> {
         let root = self.root.filter(|&r| !self.root_alts(r).is_empty()).ok_or(ExtractFailure::RootUnreachable)?;
-        // A candidate's choices, its graph, the choice points it went through, and whether
-        // its operands fit their buffers (see `operands_fit`).
-        type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>, bool);
         let mut heap: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut tried: BTreeSet<Vec<(Choice, usize)>> = BTreeSet::new();
@@ -618,12 +619,10 @@ impl Extractor {
         heap.push(Reverse((g.instruction_count(), 0)));
         pending.push((start, g, used, fits));
         if let Some(views) = views {
-            if let Some((g, u, states)) = self.build_placed(root, &views) {
+            let key: Vec<(Choice, usize)> = views.iter().map(|(a, b)| (*a, *b)).collect();
+            if self.queue(root, views, &mut heap, &mut pending) {
                 built += 1;
-                tried.insert(views.iter().map(|(a, b)| (*a, *b)).collect());
-                heap.push(Reverse((g.instruction_count(), pending.len())));
-                let fits = self.operands_fit(&g, &states);
-                pending.push((views, g, u, fits));
+                tried.insert(key);
             }
         }
         while let Some(Reverse((count, seq))) = heap.pop() {
@@ -655,11 +654,7 @@ impl Extractor {
                     continue;
                 }
                 built += 1;
-                if let Some((g, u, states)) = self.build_placed(root, &next) {
-                    heap.push(Reverse((g.instruction_count(), pending.len())));
-                    let fits = self.operands_fit(&g, &states);
-                    pending.push((next.clone(), g, u, fits));
-                }
+                self.queue(root, next.clone(), &mut heap, &mut pending);
                 // The same alternative for every state of the candidate that has one: a
                 // provider whose operands are shared pays off only once every state takes it
                 // (a row bias broadcast in HBM by 16 stores, then read a tile at a time, saves
@@ -670,11 +665,7 @@ impl Extractor {
                     continue;
                 }
                 built += 1;
-                if let Some((g, u, states)) = self.build_placed(root, &group) {
-                    heap.push(Reverse((g.instruction_count(), pending.len())));
-                    let fits = self.operands_fit(&g, &states);
-                    pending.push((group, g, u, fits));
-                }
+                self.queue(root, group, &mut heap, &mut pending);
             }
         }
         // Spilling variants the enumeration did not reach come after its candidates of the
@@ -692,6 +683,22 @@ impl Extractor {
         Ok(out.into_iter().map(|(_, _, g)| g).collect())
     }
 
+    /// Builds the candidate `overrides` choose and queues it by its instruction count; false
+    /// when its choices build no graph.
+    fn queue(
+        &self,
+        root: usize,
+        overrides: BTreeMap<Choice, usize>,
+        heap: &mut BinaryHeap<Reverse<(usize, usize)>>,
+        pending: &mut Vec<Pending>,
+    ) -> bool {
+        let Some((g, u, states)) = self.build_placed(root, &overrides) else { return false };
+        heap.push(Reverse((g.instruction_count(), pending.len())));
+        let fits = self.operands_fit(&g, &states);
+        pending.push((overrides, g, u, fits));
+        true
+    }
+
     /// The instruction of alternative `rank` of state `s`, if it is one.
     fn alternative_instr(&self, s: usize, rank: usize) -> Option<usize> {
         match self.providers[s][*self.alts[s].get(rank)?].how {
@@ -702,7 +709,7 @@ impl Extractor {
 
     /// `next` (which gives state `s` at choice `choice` its alternative `rank`) with every other
     /// state of `used` that has an alternative by the same instruction given its first such;
-    /// `None` when no other state changes.
+    /// `None` when no state without an override yet gains one.
     fn same_alternative_everywhere(
         &self,
         choice: Choice,
@@ -781,7 +788,7 @@ impl Extractor {
         for _ in 0..ROUNDS {
             let Some((_, used)) = self.build(root, &plan) else { break };
             let mut grown = plan.clone();
-            for &(choice, s) in &used {
+            for (choice, s) in used {
                 let Choice::State(_) = choice else { continue };
                 let rank = plan.get(&choice).copied().unwrap_or(0);
                 if view(s, self.alts[s][rank]) {
@@ -822,7 +829,7 @@ impl Extractor {
                 let Some((_, used)) = self.build(root, &plan) else { break };
                 let mut grown = plan.clone();
                 gathered = 0;
-                for &(choice, s) in &used {
+                for (choice, s) in used {
                     let Choice::State(_) = choice else { continue };
                     let rank = plan.get(&choice).copied().unwrap_or(0);
                     if !on_chip(s, self.alts[s][rank], false) {
