@@ -23,12 +23,20 @@ CASES = [
     ("QKV", "qkt_dimension_numbers.hlo", 5, 2),  # load_rm Q, load_cm K, gemm, mov, store_rm
     ("QKV_new", "qkt_dimension_numbers.hlo", 6, 2),
     ("QKV", "matmul.hlo", 5, 2),
+    # Scores divided by 8 are scores times 1/8, bit for bit: one more gemm with I/8. Its
+    # softmax's row sums differ from the reference's by their order, as softmax's below.
+    ("QKV", "attention_scaled.hlo", 12, 4),
     # A bf16 row sum of 64 terms depends on the order of the additions (XLA on the CPU adds
     # two halves, the reference adds in index order) by a few ulps of the sum, and softmax
     # divides every element of the row by it; nothing downstream averages that out.
     ("Vec", "softmax.hlo", 3, 4),             # load_2, softmax, store_2
     # QKV brings HBM data into d2 only through gemm: the input passes through it as x.I.
     ("QKV", "softmax.hlo", 6, 4),             # load_rm x, load_rm I, gemm, softmax, mov, store_rm
+    # Lanes' semantics are written in TAIDL-TO's dialect (an init-less reduce, `%max_bf16`,
+    # a backquoted float literal, select_lt).
+    ("Lanes", "row_max.hlo", 3, 0),           # vload, vrowmax, vstore
+    ("Lanes", "exp_quarter.hlo", 4, 2),       # vload, vexp, vquarter, vstore
+    ("Lanes", "relu_select.hlo", 3, 0),       # vload, vrelu, vstore
 ]
 
 
@@ -60,6 +68,19 @@ def test_kernel_compiles_and_matches_the_numpy_reference(example_build, tmp_path
     diff = float(np.max(np.abs(out.astype(np.float32) - reference.astype(np.float32))))
     tolerance = ulps / 2 * bf16_tolerance(reference)  # bf16_tolerance is two ulps
     assert diff <= tolerance, f"max |compiled - reference| = {diff} > {tolerance}"
+
+
+def test_an_init_less_reduce_starts_from_the_identity_not_from_zero(example_build, tmp_path):
+    """Lanes' vrowmax is a max reduce written without an init: on rows of negative numbers
+    only -inf as the start gives each row's own maximum."""
+    build = example_build("Lanes")
+    asm = tmp_path / "kernel.py"
+    assert compile_kernel(build.backend, KERNELS / "row_max.hlo", asm).returncode == 0
+    module = parse_kernel_file(KERNELS / "row_max.hlo")
+    negative = [-np.abs(x) - 1 for x in random_inputs(module, seed=3)]
+    [out] = run_assembly(build.oracle_dir, asm, negative)
+    assert np.array_equal(out, evaluate(module, negative))
+    assert float(out.max()) <= -1  # a start of zero would give 0
 
 
 @pytest.mark.parametrize(("accelerator", "kernel", "operation"), [

@@ -260,6 +260,22 @@ def test_load_spec_returns_the_accelerator_without_generating(tmp_path):
     assert {name: vars(act_backend).get(name) for name in generators} == before
 
 
+def test_specs_may_call_the_generators_as_methods(tmp_path, monkeypatch):
+    from act_backend.spec.load import load_spec
+
+    path = tmp_path / "tiny.py"
+    path.write_text(LOADED_SPEC.replace("generate_oracle(acc)", "acc.generate_oracle()")
+                    .replace("generate_backend(acc)", "acc.generate_backend()"), encoding="utf-8")
+    acc = load_spec(path)  # held back as the functions are
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.py"]
+    calls = []
+    monkeypatch.setattr(act_backend, "generate_oracle", lambda *a: calls.append(("oracle", a)))
+    monkeypatch.setattr(act_backend, "generate_backend", lambda *a: calls.append(("backend", a)))
+    acc.generate_oracle()
+    acc.generate_backend(cost="model.o")
+    assert calls == [("oracle", (acc,)), ("backend", (acc, "model.o"))]
+
+
 @pytest.mark.parametrize(("source", "found"), [
     ("x = 1\n", 0),
     ("from act_backend import Accelerator\na = Accelerator('A')\nb = Accelerator('B')\n", 2),

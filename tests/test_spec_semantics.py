@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from act_backend.hlo import expr as ex
 from act_backend.hlo.ir import TensorType
 from act_backend.spec import SemanticsError, parse_semantics
-from act_backend.spec.semantics import OPERATORS
+from act_backend.spec.semantics import OPERATORS, reducer_of
 
 SOFTMAX = """
 ENTRY softmax {
@@ -140,3 +142,54 @@ def test_refusals_name_the_problem_and_its_place(text, code, words, column):
 def test_syntax_errors_name_the_line_of_the_semantics():
     with pytest.raises(SemanticsError, match=r"in line 3 of the semantics, column 27"):
         parse_semantics("ENTRY e {\n  %a = u8[1] parameter(0);\n  ROOT %b = u8[1] copy(%a)) }")
+
+
+def test_taidl_to_dialect_a_reduce_without_init_starts_from_its_reducers_identity():
+    comp = parse("""
+ENTRY e {
+    %x = bf16[4,8] parameter(0);
+    %top = bf16[4] reduce(%x), dimensions={1}, to_apply=%max_bf16;
+    %low = bf16[4] reduce(%x), dimensions={1}, to_apply=min;
+    %n = s32[4,8] parameter(1);
+    %nmax = s32[4] reduce(%n), dimensions={1}, to_apply=%maximum_s32;
+    %sum = s32[4] reduce(%n), dimensions={1}, to_apply=add;
+    ROOT %prod = s32[4] reduce(%n), dimensions={1}, to_apply=mul;
+}
+""")
+    by = comp.by_name()
+    inits = {name: by[by[name].operands[1]] for name in ("top", "low", "nmax", "sum", "prod")}
+    assert {name: init.attrs["value"] for name, init in inits.items()} == {
+        "top": -math.inf, "low": math.inf, "nmax": -2**31, "sum": 0, "prod": 1}
+    assert all(init.opcode == "constant" and init.type.shape == () for init in inits.values())
+    assert inits["top"].type.dtype == "bf16" and inits["nmax"].type.dtype == "s32"
+    # Each init comes just before its reduce, under a name the spec does not use.
+    names = [i.name for i in comp.instructions]
+    assert names.index("top.init") == names.index("top") - 1
+    assert by["top"].attrs["to_apply"] == "max_bf16" and reducer_of("max_bf16") == "max"
+
+
+def test_taidl_to_dialect_a_reduce_with_init_and_a_taken_name_are_left_alone():
+    comp = parse("""
+ENTRY e {
+    %x = f32[4,8] parameter(0);
+    %r.init = f32[] constant(3);
+    %r = f32[4] reduce(%x), dimensions={1}, to_apply=add_f32;
+    ROOT %s = f32[4] reduce(%x, %r.init), dimensions={1}, to_apply=add;
+}
+""")
+    by = comp.by_name()
+    assert by["r"].operands == ["x", "r.init1"] and by["r.init1"].attrs["value"] == 0
+    assert by["s"].operands == ["x", "r.init"] and by["r.init"].attrs["value"] == 3
+
+
+def test_taidl_to_dialect_a_backquoted_number_is_a_literal():
+    comp = parse("ENTRY e { %h = bf16[1] constant(`0.5`); %k = s32[] constant(`-3`);"
+                 " ROOT %e = f32[] constant(`1e-3`); }")
+    assert [i.attrs["value"] for i in comp.instructions] == [0.5, -3, 1e-3]
+    assert isinstance(comp.instructions[1].attrs["value"], int)
+
+
+def test_reducer_names_with_an_element_type_mean_the_reducer():
+    assert [reducer_of(name) for name in ("add", "sum_f32", "max_bf16", "minimum_s8",
+                                          "multiply_u32", "avg", "max_f64", "add_")] == [
+        "add", "add", "max", "min", "mul", None, None, None]

@@ -186,6 +186,11 @@ ROWS = [
         %z = bf16[] constant(0);
         ROOT %Out0 = bf16[`@c.n`] reduce(%In1, %z), dimensions={1}, to_apply=avg; //!
      """, outputs='[["d0", ["@a.dst"], ["@c.n * 2"]]]')),
+    ("bad-attribute", "to_apply=add_f32 reduces f32, but the reduce is bf16",
+     semantics("""
+        %In1 = bf16[`@c.n`,64] parameter(0);
+        ROOT %Out0 = bf16[`@c.n`] reduce(%In1), dimensions={1}, to_apply=%add_f32; //!
+     """, outputs='[["d0", ["@a.dst"], ["@c.n * 2"]]]')),
     ("address-in-semantics", "@a.src is an addressing attribute",
      mov(a=("%In1 = bf16[`@c.n`,64] parameter(0);",
             "%In1 = bf16[`@c.n + @a.src`,64] parameter(0); //!"))),

@@ -228,6 +228,18 @@ class Accelerator:
         self._changed()
         return instr
 
+    def generate_oracle(self) -> Any:
+        """``act_backend.generate_oracle(self)``, for specs that call it as a method."""
+        import act_backend
+
+        return act_backend.generate_oracle(self)
+
+    def generate_backend(self, cost: Any = None) -> Any:
+        """``act_backend.generate_backend(self, cost)``, for specs that call it as a method."""
+        import act_backend
+
+        return act_backend.generate_backend(self, cost)
+
     def __repr__(self) -> str:
         return (f"Accelerator({self.name!r}: {len(self._data_models)} data models, "
                 f"{len(self._instructions)} instructions)")

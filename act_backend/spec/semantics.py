@@ -10,11 +10,18 @@ Encodings produced (read by ``act_backend.hlo.infer`` and the ISA table): ``para
 -> ``attrs["index"]``; ``constant(v)`` -> ``attrs["value"]`` (a number, nested lists, or an
 integer expression for ``constant(`@c.scale`)``); dimension lists -> lists of
 int; ``slice={[a:b:s], ...}`` -> ``attrs["slice"]`` as ``(start, limit, stride)`` dims;
-``to_apply=add`` -> the reducer's name. ``exp`` is normalised to ``exponential``.
+``to_apply=add`` -> the reducer's name as written (``reducer_of`` reads it). ``exp`` is
+normalised to ``exponential``.
+
+TAIDL-TO's dialect is read too: a backquoted number is a literal (``constant(`0.5`)``), and a
+``reduce`` without an init value gets its reducer's identity as one, a constant inserted just
+before it, so that every later stage sees XLA's two-operand reduce.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,7 +176,7 @@ class _Builder:
 
     def module(self, tree: lark.Tree) -> Module:
         entry, name, *instrs = tree.children
-        instructions = [self.instruction(node) for node in instrs]
+        instructions = _with_reduce_inits([self.instruction(node) for node in instrs])
         # The computation is placed at its header, "ENTRY <name>": a short anchor for
         # problems about the whole computation.
         comp = Computation(_strip(name), instructions, is_entry=True,
@@ -261,6 +268,11 @@ class _Builder:
         if isinstance(node, lark.Token) and node.type == "NUMBER":
             return int(node) if _is_int(node) else float(node)
         if isinstance(node, lark.Token) and node.type == "EXPR":
+            # constant(`0.5`): TAIDL-TO's grammar lexes no float outside backquotes, so specs
+            # written for it quote float literals.
+            quoted = str(node)[1:-1].strip()
+            if _is_number(quoted):
+                return int(quoted) if _is_int(quoted) else float(quoted)
             # constant(`@c.scale`): every element is the attribute expression's value.
             return self.expression(node)
         if isinstance(node, lark.Tree) and node.data == "braced":
@@ -374,8 +386,16 @@ def _strip(name) -> str:
     return text[1:] if text.startswith("%") else text
 
 
-def _is_int(token: lark.Token) -> bool:
+def _is_int(token: lark.Token | str) -> bool:
     return str(token).lstrip("-").isdigit()
+
+
+# The grammar's NUMBER token, for a literal written inside backquotes.
+_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _is_number(text: str) -> bool:
+    return _NUMBER.fullmatch(text) is not None
 
 
 def _show(node) -> str:
@@ -403,8 +423,73 @@ def attribute_problems(instr: Instruction) -> list[tuple[str, str, str]]:
         if name not in instr.attrs:
             problems.append(("missing-attribute", f"{instr.opcode} '{instr.name}' needs "
                              f"{name}=", "opcode"))
-    reducer = instr.attrs.get("to_apply")
-    if instr.opcode == "reduce" and reducer is not None and reducer not in REDUCERS:
-        problems.append(("bad-attribute", f"reduce '{instr.name}': to_apply={reducer} is not a "
-                         f"reducer (accepted: {', '.join(sorted(REDUCERS))})", "attr:to_apply"))
+    name = instr.attrs.get("to_apply")
+    if instr.opcode == "reduce" and name is not None:
+        problems.extend(_reducer_problems(instr, name))
     return problems
+
+
+def _with_reduce_inits(instructions: list[Instruction]) -> list[Instruction]:
+    """Gives a ``reduce`` written without an init value (TAIDL-TO's ``reduce(%x)``) the
+    identity of its reducer as one, a scalar constant just before it, so that every later
+    stage reads the two-operand reduce of XLA."""
+    taken = {instr.name for instr in instructions}
+    out = []
+    for instr in instructions:
+        reducer = reducer_of(instr.attrs.get("to_apply") or "")
+        dtype = getattr(instr.type, "dtype", None)
+        if instr.opcode == "reduce" and len(instr.operands) == 1 and reducer and dtype:
+            name = _fresh(f"{instr.name}.init", taken)
+            # Placed at the reduce, with no name or type written anywhere of its own.
+            out.append(Instruction(name, "constant", TensorType(dtype, ()), [],
+                                   attrs={"value": reducer_identity(reducer, dtype)},
+                                   span=instr.span))
+            instr.operands.append(name)
+            _put(instr.spans, "operand:1", instr.spans.get("opcode"))
+        out.append(instr)
+    return out
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    candidate, k = name, 1
+    while candidate in taken:
+        candidate, k = f"{name}{k}", k + 1
+    taken.add(candidate)
+    return candidate
+
+
+def reducer_identity(reducer: str, dtype: str) -> int | float:
+    """The value ``reducer`` leaves unchanged in ``dtype``: what a reduce starts from."""
+    if reducer in ("add", "mul"):
+        return 0 if reducer == "add" else 1
+    if dtype.startswith(("s", "u")):
+        bits = int(dtype[1:])
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype[0] == "s" \
+            else (0, (1 << bits) - 1)
+        return low if reducer == "max" else high
+    return -math.inf if reducer == "max" else math.inf
+
+
+def reducer_of(name: str) -> str | None:
+    """The ISA table's reducer that a ``to_apply`` name means, or None.
+
+    ``max`` and XLA's way of naming a computation after its operator and element type,
+    ``max_bf16``, both mean ``max``.
+    """
+    head, _, dtype = name.rpartition("_")
+    if name not in REDUCERS and head in REDUCERS and dtype.lower() in SPEC_DTYPES:
+        name = head
+    return REDUCERS.get(name)
+
+
+def _reducer_problems(instr: Instruction, name: str) -> list[tuple[str, str, str]]:
+    if reducer_of(name) is None:
+        return [("bad-attribute", f"reduce '{instr.name}': to_apply={name} is not a reducer "
+                 f"(accepted: {', '.join(sorted(REDUCERS))}, each optionally with its element "
+                 f"type, such as add_f32)", "attr:to_apply")]
+    named = name.rpartition("_")[2].lower() if name not in REDUCERS else None
+    dtype = getattr(instr.type, "dtype", None)
+    if named is not None and dtype is not None and named != dtype:
+        return [("bad-attribute", f"reduce '{instr.name}': to_apply={name} reduces {named}, "
+                 f"but the reduce is {dtype}", "attr:to_apply")]
+    return []

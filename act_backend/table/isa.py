@@ -9,13 +9,14 @@ trees, semantics as SSA operators with normalised opcodes and attributes.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 from act_backend.hlo import expr as ex
 from act_backend.hlo.ir import Instruction as HloInstruction
-from act_backend.spec.semantics import REDUCERS
+from act_backend.spec.semantics import reducer_of
 from act_backend.validation import (
     Analysis,
     Buffer,
@@ -89,18 +90,27 @@ def _operator(op: HloInstruction) -> dict[str, Any]:
             "attrs": _attrs(op), "root": op.is_root}
 
 
+def _literal(value: Any) -> Any:
+    """A constant's value for JSON, which has no infinity: ``inf``, ``-inf``, ``nan``."""
+    if isinstance(value, list):
+        return [_literal(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
 def _attrs(op: HloInstruction) -> dict[str, Any]:
     attrs = op.attrs
     if op.opcode == "parameter":
         return {"index": attrs["index"]}
     if op.opcode == "constant":
         value = attrs["value"]
-        return {"value": ex.to_json(value) if isinstance(value, ex.Expr) else value}
+        return {"value": ex.to_json(value) if isinstance(value, ex.Expr) else _literal(value)}
     if op.opcode in ("transpose", "broadcast", "concatenate"):
         return {"dimensions": list(attrs["dimensions"])}
     if op.opcode == "reduce":
         return {"dimensions": list(attrs["dimensions"]),
-                "computation": REDUCERS[attrs["to_apply"]]}
+                "computation": reducer_of(attrs["to_apply"])}
     if op.opcode == "reduce_add":
         return {"dimensions": list(attrs["dimensions"]), "computation": "add"}
     if op.opcode == "dot":

@@ -34,6 +34,14 @@ def attention(q, k, v):
     return lax.dot(p, v)
 
 
+def attention_scaled(q, k, v):
+    """softmax(Q.K^T / 8).V: scores scaled by the square root of the head size, divided."""
+    s = lax.dot_general(q, k, (((1,), (1,)), ((), ()))) / BF16(8)
+    e = lax.exp(s)
+    p = e / lax.broadcast_in_dim(_row_sum(e), (64, 64), (0,))
+    return lax.dot(p, v)
+
+
 def matmul(a, b):
     return lax.dot(a, b)
 
@@ -49,11 +57,30 @@ def unsupported_tanh(a, b):
     return lax.tanh(lax.dot(a, b))
 
 
+def row_max(x):
+    """Each row's maximum across the row (a reduce whose init is -inf)."""
+    return lax.broadcast_in_dim(lax.reduce(x, BF16(-jnp.inf), lax.max, (1,)), (64, 64), (0,))
+
+
+def exp_quarter(x):
+    return lax.exp(x) * BF16(0.25)
+
+
+def relu_select(x):
+    """A ReLU as JAX's where: a compare and a select."""
+    zero = jnp.zeros_like(x)
+    return lax.select(x < zero, zero, x)
+
+
 KERNELS = {
     "attention_jax.hlo": (attention, 3),
     "matmul.hlo": (matmul, 2),
     "softmax.hlo": (softmax, 1),
     "unsupported_tanh.hlo": (unsupported_tanh, 2),
+    "attention_scaled.hlo": (attention_scaled, 3),
+    "row_max.hlo": (row_max, 1),
+    "exp_quarter.hlo": (exp_quarter, 1),
+    "relu_select.hlo": (relu_select, 1),
 }
 
 

@@ -207,7 +207,7 @@ def _constant(op: _Op, args, inputs, env):
         raw = evaluate(raw, env, f"{op.where}: value")
         value = np.asarray(raw).astype(op.dtype)
     else:
-        value = np.asarray(raw, dtype=op.dtype)
+        value = np.asarray(_numbers(raw), dtype=op.dtype)
     if value.shape != op.shape:
         if value.ndim != 0:
             raise op.fail(f"value of shape {list(value.shape)} does not fill "
@@ -215,6 +215,13 @@ def _constant(op: _Op, args, inputs, env):
         # A scalar literal for a shaped constant means every element holds it.
         value = np.broadcast_to(value, op.shape)
     return jax.numpy.asarray(value)
+
+
+def _numbers(raw):
+    """A literal as the table writes it, infinities and NaN named (``"-inf"``), as numbers."""
+    if isinstance(raw, list):
+        return [_numbers(item) for item in raw]
+    return float(raw) if isinstance(raw, str) else raw
 
 
 def _reshape(op: _Op, args, inputs, env):

@@ -4,7 +4,7 @@
 //! constant matrices (`negate(x) = x.(-I)`, `x * c = x.(cI)`, `reverse(x) = x.J`, a broadcast
 //! row or column is a product with ones, an integer row sum is a product with ones, `a - b = a +
 //! negate(b)`,
-//! `clamp(lo, x, hi) = minimum(maximum(x, lo), hi)`).
+//! `clamp(lo, x, hi) = minimum(maximum(x, lo), hi)`, a division by a power of two `x / 2^k = x * 2^-k`).
 //!
 //! Each is offered only where it is exact in the element type of the ISA's operator
 //! ([`Identities`] lists, per operator, the types in which the semantics compute it without
@@ -32,7 +32,7 @@ use crate::egraph::SelGraph;
 use crate::precision::{holds_narrower_values, within_half_range};
 use crate::isa::Isa;
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Ty};
-use crate::rewrites::{from_bytes_term, to_bytes_term, Term};
+use crate::rewrites::{from_bytes_term, representable, to_bytes_term, Term};
 use crate::tiling::Extents;
 use egg::Id;
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,6 +101,11 @@ fn additive_identity(dtype: DType) -> f64 {
     } else {
         0.0
     }
+}
+
+/// `c = +-2^k`: a finite, non-zero value whose reciprocal is exact in binary floating point.
+fn is_power_of_two(c: f64) -> bool {
+    c.is_finite() && c != 0.0 && (c.abs().to_bits() & ((1u64 << 52) - 1)) == 0 && c.abs() >= f64::MIN_POSITIVE
 }
 
 fn splat(ty: Ty, v: f64) -> Term {
@@ -406,6 +411,19 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
                 out.extend(scaled_identity(dt, ty.shape[1], c).map(|m| ("scale-as-product", matmul(Term::Class(x), m, ty.clone()))));
             }
         }
+        // A division by a power of two is the multiplication by its reciprocal, bit for bit:
+        // both are the same exact value `x * 2^-k` rounded once to the type (infinities,
+        // NaNs and signed zeros included), where the reciprocal is itself a value of the type.
+        Op::Divide if dt.is_float() && (ids.multiply.contains(&dt) || ids.dot.contains(&dt)) && node.children.len() == 2 => {
+            let divisor = eg[node.children[1]].nodes.iter().find_map(|n| match &n.op {
+                Op::Constant(lit) => lit.splat(),
+                _ => None,
+            });
+            if let Some(c) = divisor.filter(|&c| is_power_of_two(c) && representable(1.0 / c, dt)) {
+                let x = Term::Class(node.children[0]);
+                out.push(("divide-as-multiply", Term::Node(Op::Multiply, ty.clone(), vec![x, splat(ty.clone(), 1.0 / c)])));
+            }
+        }
         // A row or column repeated is a product with ones over a contraction of size one:
         // each element is one product with 1.
         Op::Broadcast(d) if ids.dot.contains(&dt) && ty.rank() == 2 => {
@@ -594,6 +612,34 @@ mod tests {
         let neg = eg.lookup(Node::new(Op::Multiply, t.clone(), vec![b, minus_one])).expect("b * -1");
         let sum = eg.lookup(Node::new(Op::Add, t, vec![a, neg])).expect("a + -b");
         assert_eq!(eg.find(sum), eg.find(d));
+    }
+
+    #[test]
+    fn a_division_by_a_power_of_two_is_the_multiplication_by_its_reciprocal() {
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let a = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let quotient = |eg: &mut SelGraph, c: f64| {
+            let k = constant(eg, t.clone(), &[c]);
+            eg.add(Node::new(Op::Divide, t.clone(), vec![a, k]))
+        };
+        let by = [(-4.0, Some(-0.25)), (0.125, Some(8.0)), (3.0, None), (0.0, None), (2f64.powi(-130), None)]
+            .map(|(c, reciprocal)| (quotient(&mut eg, c), reciprocal));
+        // An integer division truncates: never a multiplication.
+        let ti = t.with_dtype(DType::S32);
+        let ai = eg.add(Node::leaf(Op::Input(1), ti.clone()));
+        let two = constant(&mut eg, ti.clone(), &[2.0]);
+        let int_quotient = eg.add(Node::new(Op::Divide, ti.clone(), vec![ai, two]));
+        saturate(&mut eg, &rules(&["multiply"]));
+        for (q, reciprocal) in by {
+            let multiplied = eg[q].nodes.iter().any(|n| n.op == Op::Multiply);
+            assert_eq!(multiplied, reciprocal.is_some());
+            if let Some(r) = reciprocal {
+                let r = constant(&mut eg, t.clone(), &[r]);
+                assert_eq!(eg.lookup(Node::new(Op::Multiply, t.clone(), vec![a, r])).map(|m| eg.find(m)), Some(eg.find(q)));
+            }
+        }
+        assert!(!eg[int_quotient].nodes.iter().any(|n| n.op == Op::Multiply));
     }
 
     #[test]
