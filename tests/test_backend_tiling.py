@@ -210,6 +210,10 @@ TALL = {
     "qkv_attention_4_heads": {"matmul": 8, "softmax": 4, "load_t": 4},
     # B's halves are windows of 64 of its 128 columns: each row of each is one 128-byte run
     "qkv_matmul_64x64x128": {"matmul": 2, "load": 129, "store": 128},
+    # the bias row repeated down 128 rows is one more product, its contraction of one padded
+    # to the unit's 64: x, w, the row, 63 zero rows and a [1 0 ... 0] matrix are the loads
+    # (before: 64 one-row loads of the bias)
+    "qkv_linear_layer_128x64x64": {"matmul": 2, "add": 1, "load": 5},
 }
 
 

@@ -287,7 +287,7 @@ fn dimensions(attrs: &str) -> Option<Vec<usize>> {
 
 /// Operators the ISA lacks, as products or sums with constant matrices (one e-node `node` of
 /// class `id`). Every term is exact in the node's element type (see the module comment).
-pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static str, Term)> {
+pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) -> Vec<(&'static str, Term)> {
     let ty = node.ty.clone();
     let dt = ty.dtype;
     let mut out = Vec::new();
@@ -438,7 +438,17 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, node: &Node) -> Vec<(&'static 
                 }
                 [1] if v_ty.shape == [cols] => {
                     let row = reshape(v, &v_ty, v_ty.with_shape(vec![1, cols]));
-                    out.extend(ones(rows, 1).map(|o| ("broadcast-as-product", matmul(o, row, ty.clone()))));
+                    match tiles.padded_contraction(1) {
+                        None => out.extend(ones(rows, 1).map(|o| ("broadcast-as-product", matmul(o, row, ty.clone())))),
+                        // Units that contract a fixed k > 1 elements: the row above k - 1 zero
+                        // rows, times a matrix whose first column is ones and the rest zeros.
+                        Some(k) => {
+                            let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), Ty::new(dt, vec![k - 1, cols]), vec![]);
+                            let padded = Term::Node(Op::Concatenate(0), Ty::new(dt, vec![k, cols]), vec![row, zeros]);
+                            let first_column = matrix(dt, rows, k, |_, c| if c == 0 { 1.0 } else { 0.0 });
+                            out.extend(first_column.map(|e| ("broadcast-as-padded-product", matmul(e, padded, ty.clone()))));
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -598,6 +608,27 @@ mod tests {
         let column = eg.lookup(Node::new(Op::Reshape, Ty::new(DType::BF16, vec![2, 1]), vec![v])).expect("v as a column");
         let ones = constant(&mut eg, Ty::new(DType::BF16, vec![1, 3]), &[1.0]);
         assert_eq!(product(&mut eg, t, column, ones).map(|p| eg.find(p)), Some(eg.find(b)));
+    }
+
+    #[test]
+    fn a_broadcast_row_on_a_unit_of_fixed_contraction_is_a_padded_product() {
+        // The unit contracts exactly 4 elements: the row above 3 zero rows, times a matrix
+        // whose first column is ones.
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let v = eg.add(Node::leaf(Op::Input(0), Ty::new(DType::BF16, vec![3])));
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let b = eg.add(Node::new(Op::Broadcast(vec![1]), t.clone(), vec![v]));
+        let mut fixed = rules(&["dot"]);
+        fixed.tiles = Extents::from_entries([]).with_fixed_contractions(&[4]);
+        saturate(&mut eg, &fixed);
+        let row = eg.lookup(Node::new(Op::Reshape, Ty::new(DType::BF16, vec![1, 3]), vec![v])).expect("v as a row");
+        let zeros = constant(&mut eg, Ty::new(DType::BF16, vec![3, 3]), &[0.0]);
+        let padded = eg.lookup(Node::new(Op::Concatenate(0), Ty::new(DType::BF16, vec![4, 3]), vec![row, zeros])).expect("padded row");
+        let first_column = constant(&mut eg, Ty::new(DType::BF16, vec![2, 4]), &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(product(&mut eg, t.clone(), first_column, padded).map(|p| eg.find(p)), Some(eg.find(b)));
+        // Not the plain product with a column of ones, which no unit computes.
+        let ones = constant(&mut eg, Ty::new(DType::BF16, vec![2, 1]), &[1.0]);
+        assert_eq!(product(&mut eg, t, ones, row), None);
     }
 
     #[test]

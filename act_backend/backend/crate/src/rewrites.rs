@@ -467,7 +467,7 @@ impl<'a> Finder<'a> {
         for node in self.nodes(id) {
             self.node(id, node);
             if !self.rules.identities.is_empty() {
-                for (rule, term) in identities::lowerings(eg, &self.rules.identities, node) {
+                for (rule, term) in identities::lowerings(eg, &self.rules.identities, &self.rules.tiles, node) {
                     self.push(rule, id, term);
                 }
                 let ids = &self.rules.identities;

@@ -40,6 +40,10 @@ pub struct Extents {
     by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
     /// The largest contraction of each product the semantics compute.
     contraction: Vec<Option<i64>>,
+    /// The contractions of products that contract a constant number of elements, and the
+    /// bounds of those whose contraction is an attribute (`None`: unbounded).
+    fixed_contractions: BTreeSet<i64>,
+    flexible_contractions: Vec<Option<i64>>,
     /// (operator, rank) of semantics whose leading extent is not a constant (an attribute, or
     /// unbounded): they may take a smaller leading extent than the largest.
     flexible_leading: BTreeSet<(OpCode, usize)>,
@@ -159,6 +163,8 @@ impl Extents {
     pub fn of(isa: &Isa) -> Extents {
         let mut by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut contraction = Vec::new();
+        let mut fixed_contractions = BTreeSet::new();
+        let mut flexible_contractions = Vec::new();
         let mut flexible_leading = BTreeSet::new();
         let mut reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         for instr in &isa.instructions {
@@ -180,9 +186,16 @@ impl Extents {
                     let lhs = op.operands.first().and_then(|name| instr.semantics.iter().find(|o| &o.name == name));
                     let dim = op.attrs.get("lhs_contracting_dims").and_then(|d| d.as_array()?.first()?.as_u64());
                     if let (Some(lhs), Some(dim)) = (lhs, dim) {
-                        let k = lhs.shape.get(dim as usize).and_then(|e| largest(isa, instr, e));
+                        let extent = lhs.shape.get(dim as usize);
+                        let k = extent.and_then(|e| largest(isa, instr, e));
                         if !contraction.contains(&k) {
                             contraction.push(k);
+                        }
+                        match extent.map(|e| e.eval(&BTreeMap::new())) {
+                            Some(Ok(fixed)) => {
+                                fixed_contractions.insert(fixed);
+                            }
+                            _ => flexible_contractions.push(k),
                         }
                     }
                 }
@@ -199,7 +212,7 @@ impl Extents {
                 }
             }
         }
-        Extents { by_op, contraction, flexible_leading, reductions }
+        Extents { by_op, contraction, fixed_contractions, flexible_contractions, flexible_leading, reductions }
     }
 
     /// Extents from explicit entries (for tests).
@@ -208,7 +221,14 @@ impl Extents {
         for (op, dims) in entries {
             by_op.entry(op).or_default().push(dims);
         }
-        Extents { by_op, contraction: Vec::new(), flexible_leading: BTreeSet::new(), reductions: BTreeMap::new() }
+        Extents {
+            by_op,
+            contraction: Vec::new(),
+            fixed_contractions: BTreeSet::new(),
+            flexible_contractions: Vec::new(),
+            flexible_leading: BTreeSet::new(),
+            reductions: BTreeMap::new(),
+        }
     }
 
     /// The same extents, with reductions by `reducer` of operands as large as `dims` (for
@@ -222,6 +242,25 @@ impl Extents {
     pub fn with_contractions(mut self, ks: &[i64]) -> Extents {
         self.contraction = ks.iter().map(|&k| Some(k)).collect();
         self
+    }
+
+    /// The same extents, with products that contract exactly `ks` elements (for tests).
+    pub fn with_fixed_contractions(mut self, ks: &[i64]) -> Extents {
+        self.contraction = ks.iter().map(|&k| Some(k)).collect();
+        self.fixed_contractions = ks.iter().copied().collect();
+        self
+    }
+
+    /// The contraction to pad a product contracting `k` elements to, where no product the
+    /// semantics compute contracts `k` (each contracts a constant number of elements, none
+    /// `k`): the smallest constant contraction above `k`. Zero columns against zero rows add
+    /// exact zeros, so the padded product computes the same values in every type.
+    pub fn padded_contraction(&self, k: i64) -> Option<i64> {
+        let flexible = self.flexible_contractions.iter().any(|b| b.is_none_or(|b| b >= k));
+        if flexible || self.fixed_contractions.contains(&k) {
+            return None;
+        }
+        self.fixed_contractions.range(k + 1..).next().copied()
     }
 
     /// Whether some semantics of operator `op` and rank `rank` computes a leading extent of
@@ -1298,6 +1337,19 @@ mod tests {
         let qkv = Extents::of(&table("qkv_isa.json"));
         assert!(!qkv.takes_leading(OpCode::Dot, 2, 32));
         assert_eq!(qkv.padded_leading(OpCode::Dot, &ty(&[32, 64])), Some(64));
+    }
+
+    #[test]
+    fn a_contraction_no_unit_takes_is_padded_to_the_smallest_fixed_one_above_it() {
+        // QKV's gemm contracts exactly 64 elements: a product over one term is padded to 64.
+        let qkv = Extents::of(&table("qkv_isa.json"));
+        assert_eq!(qkv.padded_contraction(1), Some(64));
+        assert_eq!(qkv.padded_contraction(64), None);
+        assert_eq!(qkv.padded_contraction(65), None);
+        // Gemmini's contraction is an attribute: every length up to its bound is taken.
+        assert_eq!(Extents::of(&table("gemmini_isa.json")).padded_contraction(1), None);
+        let two = Extents::from_entries([]).with_fixed_contractions(&[16, 64]);
+        assert_eq!((two.padded_contraction(1), two.padded_contraction(20), two.padded_contraction(16)), (Some(16), Some(64), None));
     }
 
     fn table(name: &str) -> Isa {

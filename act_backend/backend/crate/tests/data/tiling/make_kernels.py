@@ -63,6 +63,10 @@ KERNELS = {
     # of A beside one half of B, or a half beside a result; so each half of B is loaded once
     # (row by row) and A's tile for each product, each result stored before the next product
     "qkv_matmul_128x64x128": (jnp.matmul, [shape(128, 64), shape(64, 128)]),
+    # a row bias: the row broadcast down the rows as a product over one term, padded to the
+    # unit's fixed contraction of 64 (the row above 63 zero rows, times [1 0 ... 0] columns)
+    "qkv_linear_layer_128x64x64": (lambda x, w, b: jnp.matmul(x, w) + b[None, :],
+                                   [shape(128, 64), shape(64, 64), shape(64)]),
     # refused: a product contracting 32 elements; gemm takes exactly 64, and every QKV load
     # writes whole rows of 64, so no load reads `a`'s rows of 32
     "qkv_matmul_contraction_32": (jnp.matmul, [shape(64, 32), shape(32, 64)]),
