@@ -3,7 +3,8 @@
 Specs written for TAIDL-TO's oracle generator use forms that XLA's own text does not: a
 ``reduce`` with no init value (it starts from its reducer's identity), a reducer named after
 its element type (``%max_bf16``), a float literal in backquotes (TAIDL-TO lexes no float
-outside them), ``exp`` for ``exponential`` and ``select_lt``. Running this file generates its
+outside them), ``exp`` for ``exponential`` and ``select_lt``. Its one buffer holds 64 rows, so a sum of two
+tiles as large as it allows does not fit: smaller tiles do. Running this file generates its
 oracle and backend beside it.
 """
 
@@ -80,6 +81,19 @@ ENTRY vrelu {
     %z = bf16[1] constant(0);
     %zs = bf16[`@c.n`,64] broadcast(%z), dimensions={};
     ROOT %Out0 = bf16[`@c.n`,64] select_lt(%In1, %zs, %zs, %In1);
+}
+""")
+
+# vadd: the sum of two blocks of n rows of v (which holds 64 rows: two blocks as large as
+# the buffer allows do not fit beside each other).
+instr = lanes.add_instruction("vadd", ["n"], ["lhs", "rhs", "dst"])
+instr.set_inputs([["v", ["@a.lhs"], ["@c.n"]], ["v", ["@a.rhs"], ["@c.n"]]])
+instr.set_outputs([["v", ["@a.dst"], ["@c.n"]]])
+instr.add_semantics("""
+ENTRY vadd {
+    %In1 = bf16[`@c.n`,64] parameter(0);
+    %In2 = bf16[`@c.n`,64] parameter(1);
+    ROOT %Out0 = bf16[`@c.n`,64] add(%In1, %In2);
 }
 """)
 

@@ -355,7 +355,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
             p.best = best.cloned();
         }
     };
-    let run = driver::run(
+    let mut run = driver::run(
         isa,
         &sig,
         &selection.candidates,
@@ -364,6 +364,38 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         &options.cancel,
         &mut observe,
     )?;
+    let unplaced = run.best.is_none() && run.stop != StopReason::TimeLimit;
+    if unplaced && !selection.candidates.is_empty() {
+        // Every candidate overfilled a buffer: programs of smaller tiles, each value within
+        // half its buffer, may fit where those do not.
+        lock(progress).phase = "instruction selection within half buffers";
+        let clock = Instant::now();
+        if let Some(narrow) = select::select_narrow(&kernel, isa, &target.patterns, &options.select) {
+            let (candidates, origins): (Vec<_>, Vec<_>) = narrow
+                .candidates
+                .into_iter()
+                .zip(narrow.origins)
+                .filter(|(g, _)| !selection.candidates.contains(g))
+                .unzip();
+            say(&format!(
+                "select within half buffers: {:.3} ms; {} more candidates",
+                ms(clock.elapsed()),
+                candidates.len()
+            ));
+            {
+                let mut p = lock(progress);
+                p.candidates_found = Some(selection.candidates.len() + candidates.len());
+                p.origins.extend(origins);
+                p.phase = "the candidate loop";
+            }
+            let config = Config { first_index: selection.candidates.len(), ..config.clone() };
+            let second = driver::run(isa, &sig, &candidates, &dir, &config, &options.cancel, &mut observe)?;
+            run.phases.add(&second.phases);
+            run.records.extend(second.records);
+            run.best = second.best;
+            run.stop = second.stop;
+        }
+    }
     let report = {
         let mut p = lock(progress);
         p.stop = Some(run.stop);

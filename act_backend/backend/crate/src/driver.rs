@@ -32,11 +32,14 @@ pub struct Config {
     /// costs it ends the search. `None`: no bound is known (a user's cost model).
     pub lower_bound: Option<f64>,
     pub deadline: Option<Instant>,
+    /// The number of the first candidate (candidates of a second selection follow those of
+    /// the first in the report and the candidate files).
+    pub first_index: usize,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { alloc: alloc::Limits::default(), min_patience: 8, lower_bound: None, deadline: None }
+        Config { alloc: alloc::Limits::default(), min_patience: 8, lower_bound: None, deadline: None, first_index: 0 }
     }
 }
 
@@ -80,7 +83,7 @@ pub struct Phases {
 }
 
 impl Phases {
-    fn add(&mut self, other: &Phases) {
+    pub fn add(&mut self, other: &Phases) {
         self.schedule += other.schedule;
         self.allocate += other.allocate;
         self.emit += other.emit;
@@ -207,7 +210,8 @@ pub fn run(
     let mut best: Option<Best> = None;
     let mut phases = Phases::default();
     let mut stop = StopReason::AllTried;
-    for (index, graph) in candidates.iter().enumerate() {
+    for (k, graph) in candidates.iter().enumerate() {
+        let index = config.first_index + k;
         if ctx.out_of_time() {
             stop = StopReason::TimeLimit;
             break;
@@ -227,7 +231,7 @@ pub fn run(
             break;
         }
         if let Some(b) = &best {
-            if config.lower_bound.is_some_and(|bound| b.cost <= bound) && index + 1 < candidates.len() {
+            if config.lower_bound.is_some_and(|bound| b.cost <= bound) && k + 1 < candidates.len() {
                 stop = StopReason::LowerBound;
                 break;
             }

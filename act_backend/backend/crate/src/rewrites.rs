@@ -75,6 +75,10 @@ pub struct RuleSet {
     /// Operators the ISA computes within one element type, through which identity and
     /// constant-matrix rewrites route values and operators it lacks (see `identities.rs`).
     pub identities: Identities,
+    /// Rows split into tiles of the largest size instructions take are also split into tiles
+    /// of half that size: the search for programs whose values take half a buffer each
+    /// ([`crate::select::select_narrow`]).
+    pub halved_tiles: bool,
 }
 
 impl RuleSet {
@@ -164,6 +168,7 @@ impl Default for RuleSet {
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
+            halved_tiles: false,
         }
     }
 }
@@ -433,6 +438,11 @@ impl<'a> Finder<'a> {
             let computing = || nodes.iter().filter(|n| !identities::is_pass_through(eg, n));
             if let Some(term) = computing().find_map(|n| tiling::split_leading(eg, tiles, n)) {
                 self.push("split-leading", id, term);
+                if self.rules.halved_tiles {
+                    if let Some(term) = computing().find_map(|n| tiling::split_leading_in_halves(eg, tiles, n)) {
+                        self.push("split-leading-halves", id, term);
+                    }
+                }
             } else if let Some(term) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {
                 self.push("split-column-tiles", id, term);
             } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {

@@ -182,7 +182,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Grows the e-graph of `kernel` under the rewrites and the ISA's patterns.
 pub fn saturate(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> (KernelGraph, SelectStats) {
-    search(kernel, isa, patterns, limits, false)
+    search(kernel, isa, patterns, limits, Mode::default())
 }
 
 /// The rewrite rules a search for `isa` runs (`patterns` compiled from it).
@@ -209,16 +209,22 @@ pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph
     kg
 }
 
-/// [`saturate`], holding back the rules that match too often when `hold_back` (see
-/// [`RULE_MATCH_LIMIT`]).
-fn search(
-    kernel: &Kernel,
-    isa: &Isa,
-    patterns: &Patterns,
-    limits: &SelectLimits,
+/// How a search runs: the first one runs every rule and extracts any program.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mode {
+    /// Rules that match thousands of times an iteration are held back (a second search).
     hold_back: bool,
-) -> (KernelGraph, SelectStats) {
-    let rules = rules_for(isa, patterns);
+    /// Rows are split into half tiles too, and extraction keeps every on-chip value within
+    /// half its buffer ([`select_narrow`]).
+    narrow: bool,
+}
+
+/// [`saturate`], holding back the rules that match too often in a [`Mode::hold_back`] search
+/// (see [`RULE_MATCH_LIMIT`]).
+fn search(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits, mode: Mode) -> (KernelGraph, SelectStats) {
+    let hold_back = mode.hold_back;
+    let mut rules = rules_for(isa, patterns);
+    rules.halved_tiles = mode.narrow;
     let mut kg = initial_graph(kernel, isa, &rules);
     let mut stats = SelectStats {
         egraph_nodes: 0,
@@ -314,15 +320,22 @@ pub fn select_with(
     if !isa.buffers.iter().any(|b| b.is_hbm()) {
         return Err(SelectError::BadTable(TableError::NoHbm));
     }
-    match select_once(kernel, isa, patterns, limits, false) {
+    match select_once(kernel, isa, patterns, limits, Mode::default()) {
         Err((refusal @ SelectError::NoInstruction { .. }, StopReason::NodeLimit, iterations)) => {
             // Held-back rules keep a search from saturating, and each iteration near the node
             // limit costs seconds: the second search gets twice the first one's iterations.
             let limits = SelectLimits { iter_limit: limits.iter_limit.min(2 * iterations), ..limits.clone() };
-            select_once(kernel, isa, patterns, &limits, true).map_err(|_| refusal)
+            select_once(kernel, isa, patterns, &limits, Mode { hold_back: true, ..Mode::default() }).map_err(|_| refusal)
         }
         other => other.map_err(|(e, _, _)| e),
     }
+}
+
+/// The selection to try where no candidate of [`select_with`]'s fits in memory: the search
+/// also splits rows into tiles of half the largest size, and extraction takes only programs
+/// whose every on-chip value fills at most half its buffer. `None` where there is none.
+pub fn select_narrow(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> Option<Selection> {
+    select_once(kernel, isa, patterns, limits, Mode { narrow: true, ..Mode::default() }).ok()
 }
 
 /// One search and extraction ([`search`]); a refusal comes with how the search stopped and
@@ -332,12 +345,13 @@ fn select_once(
     isa: &Isa,
     patterns: &Patterns,
     limits: &SelectLimits,
-    hold_back: bool,
+    mode: Mode,
 ) -> Result<Selection, (SelectError, StopReason, usize)> {
-    let (kg, mut stats) = search(kernel, isa, patterns, limits, hold_back);
+    let (kg, mut stats) = search(kernel, isa, patterns, limits, mode);
     let t = Instant::now();
     let ex = Extractor::new(&kg.egraph, isa, kg.root)
         .map_err(|_| (SelectError::BadTable(TableError::NoHbm), stats.stop_reason, stats.iterations))?;
+    let ex = if mode.narrow { ex.within_half_buffers() } else { ex };
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);

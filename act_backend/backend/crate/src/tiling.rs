@@ -505,6 +505,21 @@ fn leading_sources(eg: &SelGraph, node: &Node) -> Option<Vec<Option<usize>>> {
 pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     let code = opcode(&node.op)?;
     let tile = extents.leading_tile(code, &node.ty)?;
+    split_leading_by(eg, extents, node, code, tile)
+}
+
+/// [`split_leading`] into tiles of half the largest size, where instructions take that many
+/// rows: tiles that fit where two of the largest do not (a maximum of two accumulator tiles,
+/// a product onto an addend, in a buffer that holds two of them and no more).
+pub fn split_leading_in_halves(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    let code = opcode(&node.op)?;
+    let tile = extents.leading_tile(code, &node.ty)?;
+    let half = tile / 2;
+    let takes = tile % 2 == 0 && half >= 1 && extents.takes_leading(code, node.ty.rank(), half);
+    takes.then(|| split_leading_by(eg, extents, node, code, half)).flatten()
+}
+
+fn split_leading_by(eg: &SelGraph, extents: &Extents, node: &Node, code: OpCode, tile: i64) -> Option<Term> {
     let sources = leading_sources(eg, node)?;
     let lead = node.ty.shape[0];
     let rows = |lo: i64, hi: i64| on_tile(eg, node, &sources, 0, lo, hi);

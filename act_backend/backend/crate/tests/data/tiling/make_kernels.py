@@ -167,6 +167,8 @@ KERNELS = {
     # of longer rows, combined from those of their column tiles
     "rowreduce_row_sums_16x64": (lambda x: jnp.sum(x, axis=1), [shape(16, 64, dtype=I32)]),
     "rowreduce_row_max_16x40": (lambda x: jnp.max(x, axis=1), [shape(16, 40, dtype=I32)]),
+    # for Lanes (one 64-row buffer): two 64-row tiles of a sum do not fit beside each other
+    "lanes_add_128_rows": (jnp.add, [shape(128, 64), shape(128, 64)]),
 }
 
 
