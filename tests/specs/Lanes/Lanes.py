@@ -3,9 +3,9 @@
 Specs written for TAIDL-TO's oracle generator use forms that XLA's own text does not: a
 ``reduce`` with no init value (it starts from its reducer's identity), a reducer named after
 its element type (``%max_bf16``), a float literal in backquotes (TAIDL-TO lexes no float
-outside them), ``exp`` for ``exponential`` and ``select_lt``. Its one buffer holds 64 rows, so a sum of two
-tiles as large as it allows does not fit: smaller tiles do. Running this file generates its
-oracle and backend beside it.
+outside them), ``exp`` for ``exponential`` and ``select_lt``. Its one buffer holds 64 rows,
+so a sum of two tiles as large as it allows does not fit: smaller tiles do. Running this file
+generates its oracle and backend beside it.
 """
 
 from act_backend import Accelerator, generate_backend, generate_oracle
