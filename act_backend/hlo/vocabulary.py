@@ -203,7 +203,8 @@ OPERATORS: tuple[Operator, ...] = (
              kernel_attributes=("operand_precision",), semantics=True),
     Operator("reduce", "reduction", "reduce(x, init), dimensions={d...}, to_apply=computation",
              "Folds the operand along the listed dimensions with the reducer (add, max, min or "
-             "mul), starting from init; those dimensions disappear.",
+             "mul), starting from init; those dimensions disappear. Semantics may leave init "
+             "out (TAIDL-TO's reduce(x)): it is then the reducer's identity.",
              attributes=("dimensions", "to_apply"), required=("dimensions", "to_apply"),
              semantics=True),
     Operator("reduce_add", "reduction", "reduce_add(x), dimensions={d...}",
