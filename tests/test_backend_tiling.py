@@ -222,12 +222,21 @@ def test_on_a_unit_that_takes_every_row_only_columns_are_split(example_build, tm
     assert_compiles_equal_to_xla_with(example_build("TallQKV"), name, tmp_path, TALL[name])
 
 
-def test_tiles_too_large_to_fit_beside_each_other_are_halved(example_build, tmp_path):
-    """Lanes' one buffer holds 64 rows, and a sum of two 64-row tiles needs 128: where no
-    candidate fits, a second selection keeps every value within half its buffer, so the sum
-    runs in 32-row tiles, each stored in turn (refused before: "does not fit in memory")."""
-    assert_compiles_equal_to_xla_with(example_build("Lanes"), "lanes_add_128_rows", tmp_path,
-                                      {"vload": 8, "vadd": 4, "vstore": 4})
+# kernel -> {instruction: count} on Lanes, whose one buffer holds 64 rows: no candidate of
+# the first selection fits (two or three 64-row tiles side by side), so selections that keep
+# every value within half, then a quarter, of its buffer run; each tile is stored in turn.
+# Both were refused before: "the kernel does not fit in memory even with spilling".
+SMALLER_TILES = {
+    "lanes_add_128_rows": {"vload": 8, "vadd": 4, "vstore": 4},      # 32-row tiles
+    "lanes_max3_128_rows": {"vload": 24, "vmax3": 8, "vstore": 8},   # 16-row tiles
+}
+
+
+@pytest.mark.parametrize("name", list(SMALLER_TILES))
+def test_tiles_too_large_to_fit_beside_each_other_are_made_smaller(example_build, tmp_path,
+                                                                   name):
+    assert_compiles_equal_to_xla_with(example_build("Lanes"), name, tmp_path,
+                                      SMALLER_TILES[name])
 
 
 def test_a_softmax_wider_than_the_unit_is_refused_naming_its_row_sum(example_build, tmp_path):

@@ -97,5 +97,20 @@ ENTRY vadd {
 }
 """)
 
+# vmax3: the largest of three blocks of n rows of v (three blocks fit beside each other only
+# a quarter of the buffer at a time, with room for the result).
+instr = lanes.add_instruction("vmax3", ["n"], ["a", "b", "c", "dst"])
+instr.set_inputs([["v", ["@a.a"], ["@c.n"]], ["v", ["@a.b"], ["@c.n"]], ["v", ["@a.c"], ["@c.n"]]])
+instr.set_outputs([["v", ["@a.dst"], ["@c.n"]]])
+instr.add_semantics("""
+ENTRY vmax3 {
+    %In1 = bf16[`@c.n`,64] parameter(0);
+    %In2 = bf16[`@c.n`,64] parameter(1);
+    %In3 = bf16[`@c.n`,64] parameter(2);
+    %ab = bf16[`@c.n`,64] maximum(%In1, %In2);
+    ROOT %Out0 = bf16[`@c.n`,64] maximum(%ab, %In3);
+}
+""")
+
 generate_oracle(lanes)
 generate_backend(lanes)

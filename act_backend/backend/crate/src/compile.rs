@@ -364,37 +364,38 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         &options.cancel,
         &mut observe,
     )?;
-    let unplaced = run.best.is_none() && run.stop != StopReason::TimeLimit;
-    if unplaced && !selection.candidates.is_empty() {
-        // Every candidate overfilled a buffer: programs of smaller tiles, each value within
-        // half its buffer, may fit where those do not.
-        lock(progress).phase = "instruction selection within half buffers";
-        let clock = Instant::now();
-        if let Some(narrow) = select::select_narrow(&kernel, isa, &target.patterns, &options.select) {
-            let (candidates, origins): (Vec<_>, Vec<_>) = narrow
-                .candidates
-                .into_iter()
-                .zip(narrow.origins)
-                .filter(|(g, _)| !selection.candidates.contains(g))
-                .unzip();
-            say(&format!(
-                "select within half buffers: {:.3} ms; {} more candidates",
-                ms(clock.elapsed()),
-                candidates.len()
-            ));
-            {
-                let mut p = lock(progress);
-                p.candidates_found = Some(selection.candidates.len() + candidates.len());
-                p.origins.extend(origins);
-                p.phase = "the candidate loop";
-            }
-            let config = Config { first_index: selection.candidates.len(), ..config.clone() };
-            let second = driver::run(isa, &sig, &candidates, &dir, &config, &options.cancel, &mut observe)?;
-            run.phases.add(&second.phases);
-            run.records.extend(second.records);
-            run.best = second.best;
-            run.stop = second.stop;
+    // Where every candidate overfilled a buffer, programs of smaller tiles may fit: each
+    // value within half its buffer, then within a quarter.
+    let mut tried = selection.candidates.clone();
+    for divisor in NARROWING {
+        if run.best.is_some() || run.stop == StopReason::TimeLimit || tried.is_empty() {
+            break;
         }
+        lock(progress).phase = "instruction selection of smaller tiles";
+        let clock = Instant::now();
+        let Some(narrow) = select::select_narrow(&kernel, isa, &target.patterns, &options.select, divisor) else {
+            continue;
+        };
+        let (candidates, origins): (Vec<_>, Vec<_>) =
+            narrow.candidates.into_iter().zip(narrow.origins).filter(|(g, _)| !tried.contains(g)).unzip();
+        say(&format!(
+            "select within 1/{divisor} of each buffer: {:.3} ms; {} more candidates",
+            ms(clock.elapsed()),
+            candidates.len()
+        ));
+        let config = Config { first_index: tried.len(), ..config.clone() };
+        tried.extend(candidates.iter().cloned());
+        {
+            let mut p = lock(progress);
+            p.candidates_found = Some(tried.len());
+            p.origins.extend(origins);
+            p.phase = "the candidate loop";
+        }
+        let more = driver::run(isa, &sig, &candidates, &dir, &config, &options.cancel, &mut observe)?;
+        run.phases.add(&more.phases);
+        run.records.extend(more.records);
+        run.best = more.best;
+        run.stop = more.stop;
     }
     let report = {
         let mut p = lock(progress);
@@ -425,6 +426,10 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         report,
     })
 }
+
+/// The shares of a buffer (1/2, then 1/4) that the selections after a first one whose
+/// candidates all overfill a buffer keep every on-chip value within.
+const NARROWING: [i64; 2] = [2, 4];
 
 /// What a finished candidate loop comes to: the best candidate, with a warning when the
 /// time limit cut the search short, or the error saying why there is none.

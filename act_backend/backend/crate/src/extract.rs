@@ -279,14 +279,15 @@ impl Extractor {
         Ok(ex)
     }
 
-    /// The same states with no provider for an on-chip value that takes more than half its
-    /// buffer: the programs whose every value leaves room for another as large. Where every
-    /// candidate's values overfill a buffer together (few large tiles, a whole operand and a
-    /// gathered result), these are programs of smaller tiles, stored one at a time.
-    pub fn within_half_buffers(mut self) -> Extractor {
+    /// The same states with no provider for an on-chip value that takes more than the share
+    /// `1 / divisor` of its buffer: the programs whose every value leaves room for others as
+    /// large. Where every candidate's values overfill a buffer together (few large tiles, a
+    /// whole operand and a gathered result), these are programs of smaller tiles, stored one
+    /// at a time.
+    pub fn within_buffer_share(mut self, divisor: i64) -> Extractor {
         for (key, providers) in self.keys.iter().zip(&mut self.providers) {
             let Some(capacity) = self.capacity[key.buffer] else { continue };
-            if 2 * key.sizes.iter().product::<i64>() > capacity {
+            if divisor * key.sizes.iter().product::<i64>() > capacity {
                 providers.clear();
             }
         }

@@ -76,9 +76,9 @@ pub struct RuleSet {
     /// constant-matrix rewrites route values and operators it lacks (see `identities.rs`).
     pub identities: Identities,
     /// Rows split into tiles of the largest size instructions take are also split into tiles
-    /// of half that size: the search for programs whose values take half a buffer each
-    /// ([`crate::select::select_narrow`]).
-    pub halved_tiles: bool,
+    /// of that size divided by this (1: not): the search for programs whose values take that
+    /// share of a buffer each ([`crate::select::select_narrow`]).
+    pub tile_divisor: i64,
 }
 
 impl RuleSet {
@@ -168,7 +168,7 @@ impl Default for RuleSet {
             dot_forms: BTreeSet::new(),
             precision: Default::default(),
             identities: Identities::default(),
-            halved_tiles: false,
+            tile_divisor: 1,
         }
     }
 }
@@ -438,9 +438,10 @@ impl<'a> Finder<'a> {
             let computing = || nodes.iter().filter(|n| !identities::is_pass_through(eg, n));
             if let Some(term) = computing().find_map(|n| tiling::split_leading(eg, tiles, n)) {
                 self.push("split-leading", id, term);
-                if self.rules.halved_tiles {
-                    if let Some(term) = computing().find_map(|n| tiling::split_leading_in_halves(eg, tiles, n)) {
-                        self.push("split-leading-halves", id, term);
+                if self.rules.tile_divisor > 1 {
+                    let divisor = self.rules.tile_divisor;
+                    if let Some(term) = computing().find_map(|n| tiling::split_leading_divided(eg, tiles, n, divisor)) {
+                        self.push("split-leading-divided", id, term);
                     }
                 }
             } else if let Some(term) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {

@@ -214,9 +214,10 @@ pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph
 struct Mode {
     /// Rules that match thousands of times an iteration are held back (a second search).
     hold_back: bool,
-    /// Rows are split into half tiles too, and extraction keeps every on-chip value within
-    /// half its buffer ([`select_narrow`]).
-    narrow: bool,
+    /// Above 1: rows are also split into tiles of the largest size divided by this, and
+    /// extraction keeps every on-chip value within that share of its buffer
+    /// ([`select_narrow`]).
+    narrow: i64,
 }
 
 /// [`saturate`], holding back the rules that match too often in a [`Mode::hold_back`] search
@@ -224,7 +225,7 @@ struct Mode {
 fn search(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits, mode: Mode) -> (KernelGraph, SelectStats) {
     let hold_back = mode.hold_back;
     let mut rules = rules_for(isa, patterns);
-    rules.halved_tiles = mode.narrow;
+    rules.tile_divisor = mode.narrow.max(1);
     let mut kg = initial_graph(kernel, isa, &rules);
     let mut stats = SelectStats {
         egraph_nodes: 0,
@@ -332,10 +333,17 @@ pub fn select_with(
 }
 
 /// The selection to try where no candidate of [`select_with`]'s fits in memory: the search
-/// also splits rows into tiles of half the largest size, and extraction takes only programs
-/// whose every on-chip value fills at most half its buffer. `None` where there is none.
-pub fn select_narrow(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits) -> Option<Selection> {
-    select_once(kernel, isa, patterns, limits, Mode { narrow: true, ..Mode::default() }).ok()
+/// also splits rows into tiles of the largest size divided by `divisor`, and extraction takes
+/// only programs whose every on-chip value fills at most that share of its buffer. `None`
+/// where there is none.
+pub fn select_narrow(
+    kernel: &Kernel,
+    isa: &Isa,
+    patterns: &Patterns,
+    limits: &SelectLimits,
+    divisor: i64,
+) -> Option<Selection> {
+    select_once(kernel, isa, patterns, limits, Mode { narrow: divisor, ..Mode::default() }).ok()
 }
 
 /// One search and extraction ([`search`]); a refusal comes with how the search stopped and
@@ -351,7 +359,7 @@ fn select_once(
     let t = Instant::now();
     let ex = Extractor::new(&kg.egraph, isa, kg.root)
         .map_err(|_| (SelectError::BadTable(TableError::NoHbm), stats.stop_reason, stats.iterations))?;
-    let ex = if mode.narrow { ex.within_half_buffers() } else { ex };
+    let ex = if mode.narrow > 1 { ex.within_buffer_share(mode.narrow) } else { ex };
     // The search budget grows with the e-graph: more iterations, more alternatives to try.
     let budget = limits.max_candidates.saturating_mul(8).saturating_add(stats.iterations * 16);
     let found = ex.candidates(limits.max_candidates, budget);

@@ -508,15 +508,16 @@ pub fn split_leading(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
     split_leading_by(eg, extents, node, code, tile)
 }
 
-/// [`split_leading`] into tiles of half the largest size, where instructions take that many
-/// rows: tiles that fit where two of the largest do not (a maximum of two accumulator tiles,
-/// a product onto an addend, in a buffer that holds two of them and no more).
-pub fn split_leading_in_halves(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+/// [`split_leading`] into tiles of the largest size divided by `divisor`, where instructions
+/// take that many rows: tiles that fit where several of the largest do not (a maximum of two
+/// accumulator tiles, a product onto an addend, in a buffer that holds two of them and no
+/// more).
+pub fn split_leading_divided(eg: &SelGraph, extents: &Extents, node: &Node, divisor: i64) -> Option<Term> {
     let code = opcode(&node.op)?;
     let tile = extents.leading_tile(code, &node.ty)?;
-    let half = tile / 2;
-    let takes = tile % 2 == 0 && half >= 1 && extents.takes_leading(code, node.ty.rank(), half);
-    takes.then(|| split_leading_by(eg, extents, node, code, half)).flatten()
+    let part = tile / divisor;
+    let takes = tile % divisor == 0 && part >= 1 && extents.takes_leading(code, node.ty.rank(), part);
+    takes.then(|| split_leading_by(eg, extents, node, code, part)).flatten()
 }
 
 fn split_leading_by(eg: &SelGraph, extents: &Extents, node: &Node, code: OpCode, tile: i64) -> Option<Term> {

@@ -169,6 +169,9 @@ KERNELS = {
     "rowreduce_row_max_16x40": (lambda x: jnp.max(x, axis=1), [shape(16, 40, dtype=I32)]),
     # for Lanes (one 64-row buffer): two 64-row tiles of a sum do not fit beside each other
     "lanes_add_128_rows": (jnp.add, [shape(128, 64), shape(128, 64)]),
+    # three operands of one instruction: tiles of a quarter of the buffer
+    "lanes_max3_128_rows": (lambda a, b, c: jnp.maximum(jnp.maximum(a, b), c),
+                            [shape(128, 64)] * 3),
 }
 
 
