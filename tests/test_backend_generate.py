@@ -108,6 +108,18 @@ def test_the_compiler_stands_alone_and_two_builds_agree(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_base_dir_relative_to_the_working_directory(tmp_path, monkeypatch):
+    project = copy_example("QKV", tmp_path / "project")
+    monkeypatch.chdir(tmp_path)
+    acc = load_spec(project / "QKV.py")
+    acc.base_dir = str(project.relative_to(tmp_path))
+    backend = generate_backend(acc)
+    assert backend == project / "backends" / "QKV"
+    assert compile_attention(backend, project / "kernels" / "attention.hlo",
+                             project / "attention.py").count(b"        api.") == 9
+
+
+@pytest.mark.slow
 def test_regenerating_after_a_spec_edit_rebuilds_the_backend(tmp_path):
     project = copy_example("QKV", tmp_path)
     spec = project / "QKV.py"

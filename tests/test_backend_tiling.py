@@ -2,11 +2,11 @@
 its operand's bytes and an output written tile by tile in place, and the simulated result is
 the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
-on QKV, Gemmini and the RowReduce test accelerator and equal XLA's run of the same HLO, and
-on the Contiguous test accelerator, without strided transfers, by rows read and written one
-by one, and on the TallQKV test accelerator, whose units take every row, whole; a dimension
-no instruction takes, or a float reduction too long for every instruction, is named in the
-refusal."""
+on QKV, Gemmini and the RowReduce and OnChipTranspose test accelerators and equal XLA's run
+of the same HLO, and on the Contiguous test accelerator, without strided transfers, by rows
+read and written one by one, and on the TallQKV test accelerator, whose units take every row,
+whole; a dimension no instruction takes, or a float reduction too long for every instruction,
+is named in the refusal."""
 
 from __future__ import annotations
 
@@ -156,6 +156,12 @@ TILED = {
     "rowreduce_row_sums_16x64": ("RowReduce", {"load_strided": 4, "row_sum": 1,
                                                "row_sum_acc": 3}),
     "rowreduce_row_max_16x40": ("RowReduce", {"load_strided": 3, "row_max": 3, "vec_max": 2}),
+    # a transpose only a move between buffers performs: written by the move into 32 rows of
+    # 64, moved back and stored as those rows
+    "onchiptranspose_transpose_32x64": ("OnChipTranspose", {"load": 1, "mov_t": 1, "mov": 1,
+                                                            "store": 1}),
+    # 128 rows, more than the move's target buffer holds: 64 rows at a time
+    "onchiptranspose_transpose_128x64": ("OnChipTranspose", {"mov_t": 2}),
 }
 
 

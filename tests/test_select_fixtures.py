@@ -1,8 +1,8 @@
 """The ISA tables the backend crate's selection tests read agree with the table generator.
 
-The crate's tests carry their own copies of the example tables and of the RowReduce and
-TallQKV test accelerators' (so that they run wherever the crate is copied); these must be
-what ``isa_table`` makes of the specs.
+The crate's tests carry their own copies of the example tables and of the RowReduce, TallQKV
+and OnChipTranspose test accelerators' (so that they run wherever the crate is copied); these
+must be what ``isa_table`` makes of the specs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ FIXTURES = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data"
     ("examples/Gemmini/Gemmini.py", "gemmini_isa.json", "gemmini"),
     ("tests/specs/RowReduce/RowReduce.py", "rowreduce_isa.json", "rowreduce"),
     ("tests/specs/TallQKV/TallQKV.py", "tallqkv_isa.json", "tall"),
+    ("tests/specs/OnChipTranspose/OnChipTranspose.py", "onchiptranspose_isa.json", "acc"),
 ])
 def test_selection_fixture_is_the_generated_table(spec, fixture, variable, monkeypatch):
     # The spec scripts end by generating; only their accelerator is wanted here.

@@ -32,7 +32,8 @@ def generate_backend(acc, cost: str | os.PathLike | None = None) -> Path:
     warnings = raise_errors(analysis)
     cost_lib = resolve_cost(cost, acc.base_dir)
     table = table_of(acc.name, analysis)
-    base = Path(acc.base_dir)
+    # Absolute: cargo runs in the crate's directory, where a relative path means another place.
+    base = Path(acc.base_dir).absolute()
     installed = base / "backends" / acc.name
     _remove(installed)
     crate = base / "targets" / acc.name / "backend"

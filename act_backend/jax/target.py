@@ -73,7 +73,7 @@ def from_accelerator(acc: Accelerator, *, regenerate: bool = False) -> Target:
     """The target of ``acc`` under its ``base_dir``, generated when missing or stale."""
     from act_backend.table import isa_table
 
-    base = Path(acc.base_dir)
+    base = Path(acc.base_dir).absolute()
     binary = base / "backends" / acc.name
     oracle_dir = base / "targets" / acc.name / "oracle"
     wanted = json.loads(json.dumps(isa_table(acc)))

@@ -35,7 +35,8 @@ ATTENTION_EXAMPLES = [example for example, (_, _, count) in EXAMPLES.items()
                       if count is not None]
 # Test accelerators under tests/specs/, built the same way (name -> spec file).
 TEST_SPECS = {"Vec": "Vec.py", "RowReduce": "RowReduce.py", "Contiguous": "Contiguous.py",
-              "TallQKV": "TallQKV.py", "Lanes": "Lanes.py"}
+              "TallQKV": "TallQKV.py", "Lanes": "Lanes.py",
+              "OnChipTranspose": "OnChipTranspose.py"}
 SPECS_DIR = ROOT / "tests" / "specs"
 
 

@@ -118,6 +118,30 @@ pub struct Extractor {
     in_place: Vec<Vec<usize>>,
     /// Per buffer, the positions it holds; `None` for HBM.
     capacity: Vec<Option<i64>>,
+    /// Per instruction, its place in [`content_order`]: how providers of equal cost are
+    /// ordered.
+    instr_rank: Vec<usize>,
+}
+
+/// The instructions of `isa` ordered by what they compute, not by where the spec lists them
+/// or what it names them: fewer operations in their semantics first (a load before the load
+/// that also transposes), then by the operations themselves; the spec's order only among
+/// instructions of the same operations. Where two programs take as many instructions, the
+/// simpler instruction's is the first choice, so that renaming or reordering a spec's
+/// instructions does not change which program wins a tie (a tile of a product stored
+/// transposed beside one stored as it is cannot share the other's operand loads).
+fn content_order(isa: &Isa) -> Vec<usize> {
+    let key = |i: usize| {
+        let ops = &isa.instructions[i].semantics;
+        (ops.len(), ops.iter().map(|op| (op.op, op.dtype)).collect::<Vec<_>>(), i)
+    };
+    let mut order: Vec<usize> = (0..isa.instructions.len()).collect();
+    order.sort_by_key(|&i| key(i));
+    let mut rank = vec![0; order.len()];
+    for (place, &i) in order.iter().enumerate() {
+        rank[i] = place;
+    }
+    rank
 }
 
 /// Literals whose bytes class `bytes` holds: `bytes` must contain `bitcast_convert(x)` to u8
@@ -274,7 +298,9 @@ impl Extractor {
         let root = index.get(&root_key).copied();
         let in_place = isa.instructions.iter().map(crate::value::in_place_slots).collect();
         let capacity = isa.buffers.iter().map(|b| b.capacity()).collect();
-        let mut ex = Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place, capacity };
+        let instr_rank = content_order(isa);
+        let mut ex =
+            Extractor { keys, providers, cost: Vec::new(), alts: Vec::new(), root, hbm, in_place, capacity, instr_rank };
         ex.relax();
         Ok(ex)
     }
@@ -330,19 +356,24 @@ impl Extractor {
         let height = self.capped_heights();
         let provider_height =
             |p: &Provider| p.inputs.iter().map(|&i| height[i]).max().map_or(0, |h| h.saturating_add(1));
+        // Among equal costs, instructions in content order (views and inputs first).
+        let rank = |p: &Provider| match p.how {
+            How::Instr { instr, .. } => self.instr_rank[instr] + 1,
+            _ => 0,
+        };
         self.alts = (0..n)
             .map(|s| {
-                let mut v: Vec<(u64, usize, usize)> = self.providers[s]
+                let mut v: Vec<(u64, usize, usize, usize)> = self.providers[s]
                     .iter()
                     .enumerate()
                     .map(|(k, p)| {
                         let c = self.provider_cost(p);
-                        (c, if c == CAP { provider_height(p) } else { 0 }, k)
+                        (c, if c == CAP { provider_height(p) } else { 0 }, rank(p), k)
                     })
-                    .filter(|(c, _, _)| *c != INF)
+                    .filter(|(c, ..)| *c != INF)
                     .collect();
                 v.sort();
-                v.into_iter().map(|(_, _, k)| k).collect()
+                v.into_iter().map(|(.., k)| k).collect()
             })
             .collect();
     }
@@ -949,6 +980,22 @@ fn on_chip(eg: &SelGraph, isa: &Isa, hbm: usize, st: &mut States) {
                             continue;
                         };
                         let how = How::View { offset, size };
+                        if !st.providers[s].iter().any(|p| p.how == how && p.inputs == [t]) {
+                            st.providers[s].push(Provider { how, inputs: vec![t] });
+                        }
+                    }
+                }
+                // A value fills its region row-major (see `views.rs`), so a reshape of a value
+                // held in a region of the same extents is those same bytes: the whole region.
+                // (A transposing move writes `[64, n]` into `n` rows; a store of rows reads it
+                // as `[n, 64]`.)
+                Op::Reshape => {
+                    let x = eg.find(node.children[0]);
+                    for &t in held.get(&(x, key.buffer)).into_iter().flatten() {
+                        if t == s || st.keys[t].sizes != key.sizes {
+                            continue;
+                        }
+                        let how = How::View { offset: vec![0; key.sizes.len()], size: key.sizes.clone() };
                         if !st.providers[s].iter().any(|p| p.how == how && p.inputs == [t]) {
                             st.providers[s].push(Provider { how, inputs: vec![t] });
                         }

@@ -12,7 +12,7 @@
 use crate::egraph::{raw_bytes, SelGraph};
 use crate::identities::{self, Identities};
 use crate::infer;
-use crate::isa::{Instruction, Isa, Slice as IsaSlice};
+use crate::isa::{Expr, Instruction, Isa, Slice as IsaSlice};
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
 use crate::tiling::{self, Extents};
 use egg::Id;
@@ -79,6 +79,12 @@ pub struct RuleSet {
     /// of that size divided by this (1: not): the search for programs whose values take that
     /// share of a buffer each ([`crate::select::select_narrow`]).
     pub tile_divisor: i64,
+    /// `(element type, leading extent, row width)` of the transposes some instruction writes
+    /// into rows of a width its result's last dimension is not fixed to: a transposing move of
+    /// `[n, 64]` writes `[64, n]` row-major into `n` rows of 64, where a store of rows reads it
+    /// as `[n, 64]`. The bytes of a transpose of that leading extent are then also those of
+    /// its elements as rows of that width.
+    pub transposed_rows: BTreeSet<(DType, i64, i64)>,
 }
 
 impl RuleSet {
@@ -110,6 +116,7 @@ impl RuleSet {
             isa.instructions.iter().any(|i| from_hbm(i) && i.semantics.iter().any(|op| op.op == OpCode::Slice));
         self.hbm_read_unit = hbm_run_unit(isa, |i| (&i.inputs, &i.outputs));
         self.hbm_write_unit = hbm_run_unit(isa, |i| (&i.outputs, &i.inputs));
+        self.transposed_rows = transposed_rows(isa);
         self
     }
 
@@ -169,8 +176,29 @@ impl Default for RuleSet {
             precision: Default::default(),
             identities: Identities::default(),
             tile_divisor: 1,
+            transposed_rows: BTreeSet::new(),
         }
     }
+}
+
+/// The `(element type, leading extent, row width)` of every instruction of `isa` whose ROOT
+/// is a matrix transpose of a constant leading extent written into an on-chip buffer of rows
+/// of a width its last dimension is not fixed to (see [`RuleSet::transposed_rows`]).
+fn transposed_rows(isa: &Isa) -> BTreeSet<(DType, i64, i64)> {
+    let mut widths = BTreeSet::new();
+    for instr in &isa.instructions {
+        let (Some(root), Some(out)) = (instr.semantics.iter().find(|o| o.root).or(instr.semantics.last()), instr.outputs.first())
+        else {
+            continue;
+        };
+        let buffer = isa.buffer(&out.buffer);
+        let width = buffer.unit_dims.iter().product::<i64>();
+        let (OpCode::Transpose, [Expr::Int(leading), last]) = (root.op, root.shape.as_slice()) else { continue };
+        if !buffer.is_hbm() && *last != Expr::Int(width) {
+            widths.insert((root.dtype, *leading, width));
+        }
+    }
+    widths
 }
 
 /// The greatest common divisor of the element counts of the on-chip units that instructions
@@ -410,6 +438,49 @@ impl<'a> Finder<'a> {
         })
     }
 
+    /// The flat bytes `id` of a matrix transpose (`to_bytes(v)`, `x` its element bytes) are
+    /// also those of the same elements as rows of a width into which some instruction writes
+    /// transposes ([`RuleSet::transposed_rows`]): `to_bytes(reshape(v) : [e / w, w])`, which a
+    /// store of rows of `w` matches. Exact for every type (a reshape keeps the row-major
+    /// order).
+    fn transpose_bytes_as_rows(&mut self, id: Id, x: Id) {
+        let eg = self.eg;
+        let values: Vec<Id> = self
+            .nodes(x)
+            .iter()
+            .filter(|n| n.op == Op::BitcastConvert)
+            .map(|n| n.children[0])
+            .chain(std::iter::once(x))
+            .collect();
+        for v in values {
+            let ty = class_ty(eg, v);
+            // Transposes of what is read as it is only: every computed matrix's class holds a
+            // transpose of its transpose, and the rows of all of those grew a 128-row linear
+            // layer's search eightfold (a computed value is transposed by the rules that move
+            // transposes through products and elementwise operations instead).
+            let read_transposed =
+                self.nodes(v).iter().any(|n| matches!(n.op, Op::Transpose(_)) && !tiling::computed(eg, n.children[0]));
+            if ty.rank() != 2 || !read_transposed {
+                continue;
+            }
+            let widths: Vec<i64> = self
+                .rules
+                .transposed_rows
+                .iter()
+                .filter(|&&(d, leading, _)| d == ty.dtype && leading == ty.shape[0])
+                .map(|&(.., w)| w)
+                .collect();
+            for w in widths {
+                if w <= 0 || ty.shape[1] == w || ty.elements() % w != 0 {
+                    continue;
+                }
+                let rows = ty.with_shape(vec![ty.elements() / w, w]);
+                let term = to_bytes_term(Term::Node(Op::Reshape, rows.clone(), vec![Term::Class(v)]), &rows);
+                self.push("transpose-bytes-as-rows", id, term);
+            }
+        }
+    }
+
     fn class(&mut self, id: Id) {
         let eg = self.eg;
         let ty = class_ty(eg, id).clone();
@@ -531,6 +602,9 @@ impl<'a> Finder<'a> {
                 let x = node.children[0];
                 if *class_ty(eg, x) == node.ty {
                     self.push("reshape-identity", id, Term::Class(x));
+                }
+                if node.ty.dtype == DType::U8 && node.ty.rank() == 1 {
+                    self.transpose_bytes_as_rows(id, x);
                 }
                 for inner in self.nodes(x) {
                     match &inner.op {

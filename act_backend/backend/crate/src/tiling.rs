@@ -144,9 +144,11 @@ fn restart(reducer: Reducer) -> Option<f64> {
 }
 
 /// Operators split along a later dimension by [`split_columns`]: each result element depends
-/// on operand elements of the same index along that dimension only.
+/// on operand elements of the same index along that dimension only (for a transpose, along
+/// the operand dimension it moves there).
 fn splits_columns(op: &Op) -> bool {
-    op.is_elementwise() || matches!(op, Op::Convert | Op::Copy | Op::Broadcast(_) | Op::Reduce { .. } | Op::ReduceAdd(_))
+    op.is_elementwise()
+        || matches!(op, Op::Convert | Op::Copy | Op::Broadcast(_) | Op::Reduce { .. } | Op::ReduceAdd(_) | Op::Transpose(_))
 }
 
 /// The largest extent of dimension `dim` among `entries` of rank `rank`, when every one is
@@ -691,10 +693,10 @@ fn on_tile(eg: &SelGraph, node: &Node, sources: &[Option<usize>], dim: usize, lo
 }
 
 /// `node = concatenate_d(node on tile 0 of dimension d, node on tile 1, ...)` for an
-/// elementwise operation, a convert or copy, a broadcast, or a reduction, whose dimension `d`
-/// (after the leading one, which [`split_leading`] splits; the leading one too for a
-/// reduction over it) is wider than every instruction of its operator takes: tiles of the
-/// widest extent, the last one shorter where the sizes do not divide. Exact for every type:
+/// elementwise operation, a convert or copy, a broadcast, a transpose, or a reduction, whose
+/// dimension `d` (after the leading one, which [`split_leading`] splits; the leading one too
+/// for a reduction over it) is wider than every instruction of its operator takes: tiles of
+/// the widest extent, the last one shorter where the sizes do not divide. Exact for every type:
 /// each result element depends on the operand elements of the same index along `d` only.
 pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     if !splits_columns(&node.op) || node.ty.rank() == 0 {
@@ -702,7 +704,15 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
     }
     let first = if leading_sources(eg, node).is_some() { 1 } else { 0 };
     let (dim, tile) = extents.column_tile(&node.op, &node.ty, first)?;
-    let sources = column_sources(eg, node, dim)?;
+    let sources = match &node.op {
+        // Only a transpose of what is read as it is (an input, a literal): one of a computed
+        // value is the value computed transposed (the rules move transposes through products
+        // and elementwise operations), and every computed matrix's class holds a transpose of
+        // its transpose, which splitting too grew the e-graph of a 512-row softmax by half.
+        Op::Transpose(p) if !computed(eg, node.children[0]) => vec![Some(*p.get(dim)?)],
+        Op::Transpose(_) => return None,
+        _ => column_sources(eg, node, dim)?,
+    };
     let parts = tiles(node.ty.shape[dim], tile).into_iter().map(|(lo, hi)| on_tile(eg, node, &sources, dim, lo, hi)).collect();
     Some(Term::Node(Op::Concatenate(dim), node.ty.clone(), parts))
 }
@@ -965,6 +975,25 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
     Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
 }
 
+/// Whether class `c` is computed (by arithmetic, or as a broadcast, slice or concatenation of
+/// other values) rather than read as it is or a literal.
+pub fn computed(eg: &SelGraph, c: Id) -> bool {
+    eg[c].nodes.iter().any(|n| {
+        n.op.is_elementwise()
+            || matches!(
+                n.op,
+                Op::Convert
+                    | Op::Dot(_)
+                    | Op::Reduce { .. }
+                    | Op::ReduceAdd(_)
+                    | Op::Broadcast(_)
+                    | Op::Slice(_)
+                    | Op::Concatenate(_)
+                    | Op::DynamicUpdateSlice
+            )
+    })
+}
+
 /// Whether class `c` is a value laid out row-major as it is read, looking `depth` reshapes or
 /// bitcasts deep: a kernel input's bytes, a literal, a scalar splat, or a reshape of a value
 /// of shape `rows`.
@@ -1114,15 +1143,19 @@ mod tests {
     #[test]
     fn a_dimension_too_large_for_every_instruction_is_named() {
         let ex = Extents::from_entries([
+            (OpCode::Dot, vec![Some(4), Some(64), Some(64)]),
+            (OpCode::Dot, vec![Some(8), Some(32), Some(32)]),
             (OpCode::Transpose, vec![Some(64), Some(64)]),
-            (OpCode::Transpose, vec![Some(32), Some(32)]),
             (OpCode::Exponential, vec![Some(64), Some(64)]),
         ]);
-        let transpose = Op::Transpose(vec![1, 0]);
-        assert_eq!(ex.too_large(&transpose, &ty(&[64, 128])), Some((1, 64)));
-        assert_eq!(ex.too_large(&transpose, &ty(&[128, 64])), None);
-        // Elementwise operations are split along every dimension: never too large.
+        // A batched product's columns are not split.
+        let dd = DotDims { lhs_contracting: vec![2], rhs_contracting: vec![1], lhs_batch: vec![0], rhs_batch: vec![0] };
+        assert_eq!(ex.too_large(&Op::Dot(dd.clone()), &ty(&[4, 64, 128])), Some((2, 64)));
+        assert_eq!(ex.too_large(&Op::Dot(dd), &ty(&[16, 64, 64])), None);
+        // Elementwise operations and transposes are split along every dimension: never too
+        // large.
         assert_eq!(ex.too_large(&Op::Exponential, &ty(&[64, 128])), None);
+        assert_eq!(ex.too_large(&Op::Transpose(vec![1, 0]), &ty(&[64, 128])), None);
     }
 
     use crate::egraph::TypeAnalysis;
@@ -1156,6 +1189,21 @@ mod tests {
         // Columns that fit, an operator no semantics computes: nothing to split.
         assert_eq!(split_columns(&eg, &ex, &Node::new(Op::Maximum, int(&[16, 16]), vec![a, a])), None);
         assert_eq!(split_columns(&eg, &ex, &Node::new(Op::Add, int(&[16, 40]), vec![a, b])), None);
+    }
+
+    #[test]
+    fn a_transpose_wider_than_every_instruction_is_the_transposes_of_row_tiles_of_its_operand() {
+        // A unit that transposes at most 64 rows into 64 columns: the columns [64j, 64j + 64)
+        // of `transpose(x : [128, 64])` are the transpose of rows [64j, 64j + 64) of `x`.
+        let ex = Extents::from_entries([(OpCode::Transpose, vec![Some(64), Some(64)])]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x_ty = ty(&[128, 64]);
+        let x = input(&mut eg, 0, x_ty.clone());
+        let node = Node::new(Op::Transpose(vec![1, 0]), ty(&[64, 128]), vec![x]);
+        let tile = |lo| Term::Node(Op::Transpose(vec![1, 0]), ty(&[64, 64]), vec![slice_along(x, &x_ty, 0, lo, lo + 64)]);
+        let expected = Term::Node(Op::Concatenate(1), ty(&[64, 128]), vec![tile(0), tile(64)]);
+        assert_eq!(split_columns(&eg, &ex, &node), Some(expected));
+        assert_eq!(ex.too_large(&node.op, &node.ty), None);
     }
 
     #[test]

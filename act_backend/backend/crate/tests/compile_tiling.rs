@@ -474,3 +474,42 @@ fn runs_of_hbm_are_whole_units_of_the_buffers_loads_and_stores_move() {
     // Blocks of any rows and columns of single elements: any run.
     assert_eq!(unit("gemmini_isa.json"), (1, 1));
 }
+
+#[test]
+fn a_transpose_a_move_writes_into_rows_is_stored_as_the_rows_it_lies_in() {
+    // `mov_t` writes the [64, 32] transpose row-major into 32 rows of 64; the store reads
+    // those rows as they lie, a [32, 64] reshape of the same bytes.
+    let calls = compiled("onchiptranspose_isa.json", "onchiptranspose_transpose_32x64");
+    assert_eq!(calls, ["load", "mov_t", "mov", "store"]);
+}
+
+#[test]
+fn a_transpose_of_more_rows_than_the_transposing_move_takes_is_split_into_its_column_tiles() {
+    // d2 holds 64 rows: each 64-column tile of the [64, 128] result is `mov_t` of 64 rows.
+    let calls = compiled("onchiptranspose_isa.json", "onchiptranspose_transpose_128x64");
+    assert_eq!(count(&calls, "mov_t"), 2, "{calls:?}");
+}
+
+#[test]
+fn the_order_and_names_of_the_instructions_do_not_decide_the_program() {
+    // QKV's table with its instructions listed in reverse and renamed. A 96-row product is
+    // one 64-row tile and one of the last 64 rows (32 of them kept); its first tile can be
+    // computed as it is or transposed (loads and a store that transpose), at the same count.
+    // Only the untransposed one shares the load of B with the last tile: with ties going to
+    // the instruction listed first, the reversed table took 10 instructions for 9.
+    let mut table: serde_json::Value = serde_json::from_str(&data("qkv_isa.json")).unwrap();
+    let instructions = table["instructions"].as_array_mut().unwrap();
+    instructions.reverse();
+    for instruction in instructions.iter_mut() {
+        let name = format!("renamed_{}", instruction["name"].as_str().unwrap());
+        instruction["name"] = name.into();
+    }
+    let renamed = Arc::new(Target::from_json(&table.to_string()).unwrap());
+    for kernel in ["qkv_matmul_96_rows", "qkv_attention_96_rows", "qkv_matmul_first_20_columns"] {
+        let text = data(&format!("tiling/{kernel}.hlo"));
+        let file = format!("{kernel}.hlo");
+        let listed = compile(&text, &CompileOptions::new(target("qkv_isa.json"), &file)).unwrap();
+        let reversed = compile(&text, &CompileOptions::new(renamed.clone(), &file)).unwrap();
+        assert_eq!(reversed.text.replace("renamed_", ""), listed.text, "{kernel}");
+    }
+}

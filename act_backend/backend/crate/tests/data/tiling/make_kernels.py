@@ -172,6 +172,11 @@ KERNELS = {
     # three operands of one instruction: tiles of a quarter of the buffer
     "lanes_max3_128_rows": (lambda a, b, c: jnp.maximum(jnp.maximum(a, b), c),
                             [shape(128, 64)] * 3),
+    # for OnChipTranspose (tests/specs: only a move between buffers transposes): a transpose
+    # of 32 rows, written by the move into 32 rows of 64 and stored as they lie; one of 128
+    # rows, more than the move's target buffer holds, transposed 64 rows at a time
+    "onchiptranspose_transpose_32x64": (jnp.transpose, [shape(32, 64)]),
+    "onchiptranspose_transpose_128x64": (jnp.transpose, [shape(128, 64)]),
 }
 
 
