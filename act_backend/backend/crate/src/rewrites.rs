@@ -454,12 +454,13 @@ impl<'a> Finder<'a> {
             .collect();
         for v in values {
             let ty = class_ty(eg, v);
-            // Transposes of what is read as it is only: every computed matrix's class holds a
-            // transpose of its transpose, and the rows of all of those grew a 128-row linear
-            // layer's search eightfold (a computed value is transposed by the rules that move
-            // transposes through products and elementwise operations instead).
+            // Transposes of kernel inputs only: every computed matrix's class holds a
+            // transpose of its transpose, and the identity rewrites make many literals; the
+            // rows of all of those grew a 128-row linear layer's search eightfold (a computed
+            // value is transposed by the rules that move transposes through products and
+            // elementwise operations instead).
             let read_transposed =
-                self.nodes(v).iter().any(|n| matches!(n.op, Op::Transpose(_)) && !tiling::computed(eg, n.children[0]));
+                self.nodes(v).iter().any(|n| matches!(n.op, Op::Transpose(_)) && tiling::read_as_is(eg, n.children[0]));
             if ty.rank() != 2 || !read_transposed {
                 continue;
             }

@@ -705,11 +705,11 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
     let first = if leading_sources(eg, node).is_some() { 1 } else { 0 };
     let (dim, tile) = extents.column_tile(&node.op, &node.ty, first)?;
     let sources = match &node.op {
-        // Only a transpose of what is read as it is (an input, a literal): one of a computed
-        // value is the value computed transposed (the rules move transposes through products
-        // and elementwise operations), and every computed matrix's class holds a transpose of
-        // its transpose, which splitting too grew the e-graph of a 512-row softmax by half.
-        Op::Transpose(p) if !computed(eg, node.children[0]) => vec![Some(*p.get(dim)?)],
+        // Only a transpose of a kernel input as it is read: one of a computed value is the
+        // value computed transposed (the rules move transposes through products and
+        // elementwise operations), and every computed matrix's class holds a transpose of its
+        // transpose, which splitting too grew the e-graph of a 512-row softmax by half.
+        Op::Transpose(p) if read_as_is(eg, node.children[0]) => vec![Some(*p.get(dim)?)],
         Op::Transpose(_) => return None,
         _ => column_sources(eg, node, dim)?,
     };
@@ -975,23 +975,19 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
     Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
 }
 
-/// Whether class `c` is computed (by arithmetic, or as a broadcast, slice or concatenation of
-/// other values) rather than read as it is or a literal.
-pub fn computed(eg: &SelGraph, c: Id) -> bool {
-    eg[c].nodes.iter().any(|n| {
-        n.op.is_elementwise()
-            || matches!(
-                n.op,
-                Op::Convert
-                    | Op::Dot(_)
-                    | Op::Reduce { .. }
-                    | Op::ReduceAdd(_)
-                    | Op::Broadcast(_)
-                    | Op::Slice(_)
-                    | Op::Concatenate(_)
-                    | Op::DynamicUpdateSlice
-            )
-    })
+/// Whether class `c` is a kernel input as it is read: its bytes seen through at most three
+/// reshapes or bit casts (its class may hold computations too: the identity rewrites make an
+/// input a product with `I`). Not a literal: the identity rewrites make many, and a
+/// transpose of a literal folds into another literal.
+pub fn read_as_is(eg: &SelGraph, c: Id) -> bool {
+    fn within(eg: &SelGraph, c: Id, depth: usize) -> bool {
+        eg[c].nodes.iter().any(|n| match n.op {
+            Op::Input(_) => true,
+            Op::Reshape | Op::BitcastConvert => depth > 0 && within(eg, n.children[0], depth - 1),
+            _ => false,
+        })
+    }
+    within(eg, c, 3)
 }
 
 /// Whether class `c` is a value laid out row-major as it is read, looking `depth` reshapes or
