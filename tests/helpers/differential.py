@@ -105,16 +105,21 @@ def random_bf16(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def kernel_inputs(path: Path, seed: int) -> list[np.ndarray]:
-    """Seeded inputs for the kernel file's parameters: bf16 values in [-1, 1), or integers
-    over the whole range of their type (products and sums wrap)."""
+    """Seeded inputs for the kernel file's parameters: floats (bf16, f16, f32...) in [-1, 1),
+    predicates at random, or integers over the whole range of their type (products and sums
+    wrap)."""
     rng = np.random.default_rng(seed)
     out = []
     for p in parse_kernel_file(path).entry.parameters():
         shape = tuple(p.type.shape)
+        dtype = numpy_dtype(p.type.dtype)
         if p.type.dtype == "bf16":
             out.append(random_bf16(rng, shape))
+        elif np.issubdtype(dtype, np.floating):
+            out.append(rng.uniform(-1.0, 1.0, size=shape).astype(dtype))
+        elif dtype == np.bool_:
+            out.append(rng.integers(0, 2, shape).astype(np.bool_))
         else:
-            dtype = numpy_dtype(p.type.dtype)
             info = np.iinfo(dtype)
             out.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype))
     return out
