@@ -91,6 +91,9 @@ TILED = {
     # taller too: d1 holds a tile of A beside a half of B, so each half of B is loaded once
     # (row by row) and A's tile once per product
     "qkv_matmul_128x64x128": ("QKV", {"gemm": 4, "mov": 4, "load_rm": 132, "store_rm": 256}),
+    # a scale wider than the unit, on an ISA without a multiply: the matrix as 128 rows of 64,
+    # each 64-row block times 2I (261 instructions before, its column tiles read row by row)
+    "qkv_scale_64x128": ("QKV", {"gemm": 2, "load_rm": 3, "store_rm": 2}),
     "gemmini_matmul_64_rows": ("Gemmini", {"matmul32": 4}),
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     # the tiles' results side by side in the accumulator, stored through the ReLU at once

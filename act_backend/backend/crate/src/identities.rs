@@ -143,6 +143,22 @@ fn matmul(a: Term, b: Term, ty: Ty) -> Term {
     Term::Node(Op::Dot(dims), ty, vec![a, b])
 }
 
+/// `x : ty`, a kernel input wider than every product the ISA computes, times `m` (a constant
+/// `w x w` matrix applied to each row of `w` elements: a multiple of the identity) computed on
+/// the matrix seen as rows of the widest product's `w` columns and reshaped back: an
+/// elementwise operation does not depend on the layout, and rows of `w` are what the product
+/// takes (a 16 x 40 int8 scale on a 16-column array: 40 rows of 16). `None` where the matrix
+/// fits or its elements are no whole number of such rows.
+fn on_rows_of_the_product(eg: &SelGraph, tiles: &Extents, x: Id, ty: &Ty, m: impl Fn(i64) -> Option<Term>) -> Option<Term> {
+    let w = tiles.product_columns().filter(|&w| w > 0 && ty.shape[1] > w && ty.elements() % w == 0)?;
+    if !crate::tiling::read_as_is(eg, x) {
+        return None;
+    }
+    let rows = ty.with_shape(vec![ty.elements() / w, w]);
+    let product = matmul(reshape(Term::Class(x), ty, rows.clone()), m(w)?, rows.clone());
+    Some(reshape(product, &rows, ty.clone()))
+}
+
 fn reshape(x: Term, from: &Ty, to: Ty) -> Term {
     if *from == to {
         x
@@ -303,6 +319,8 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
             if let Some(m) = scaled_identity(dt, ty.shape[1], -1.0) {
                 out.push(("negate-as-product", matmul(x, m, ty.clone())));
             }
+            let rows = on_rows_of_the_product(eg, tiles, node.children[0], &ty, |w| scaled_identity(dt, w, -1.0));
+            out.extend(rows.map(|t| ("negate-as-product-on-rows", t)));
         }
     }
     if let Some(attrs) = other(node, "reverse") {
@@ -409,6 +427,8 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
             let scaled = [(0, 1), (1, 0)].into_iter().find_map(|(x, c)| Some((node.children[x], scale(c)?)));
             if let Some((x, c)) = scaled {
                 out.extend(scaled_identity(dt, ty.shape[1], c).map(|m| ("scale-as-product", matmul(Term::Class(x), m, ty.clone()))));
+                let rows = on_rows_of_the_product(eg, tiles, x, &ty, |w| scaled_identity(dt, w, c));
+                out.extend(rows.map(|t| ("scale-as-product-on-rows", t)));
             }
         }
         // A division by a power of two is the multiplication by its reciprocal, bit for bit:
@@ -559,6 +579,31 @@ mod tests {
         eg.add(Node::new(Op::Multiply, t.clone(), vec![x, inf]));
         saturate(&mut eg, &rules(&["dot"]));
         assert!(eg.classes().all(|c| c.nodes.iter().all(|n| !matches!(n.op, Op::Dot(_)))));
+    }
+
+    #[test]
+    fn a_scale_wider_than_every_product_is_computed_on_rows_of_the_products_width() {
+        // Products of at most 4 columns: x : [2, 8] * 0.125 is the product of x seen as 4 rows
+        // of 4 with 0.125 I, seen back as [2, 8].
+        let t = Ty::new(DType::BF16, vec![2, 8]);
+        let rows = Ty::new(DType::BF16, vec![4, 4]);
+        let tiles = Extents::from_entries([(OpCode::Dot, vec![Some(4), Some(4)])]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let c = constant(&mut eg, t.clone(), &[0.125]);
+        let node = Node::new(Op::Multiply, t.clone(), vec![x, c]);
+        let found = lowerings(&eg, &rules(&["dot"]).identities, &tiles, &node);
+        let on_rows = |x: Term| {
+            let viewed = Term::Node(Op::Reshape, rows.clone(), vec![x]);
+            let product = matmul(viewed, scaled_identity(DType::BF16, 4, 0.125).unwrap(), rows.clone());
+            Term::Node(Op::Reshape, t.clone(), vec![product])
+        };
+        assert!(found.contains(&("scale-as-product-on-rows", on_rows(Term::Class(x)))), "{found:?}");
+        // Not on a computed operand (its transposes would each start rows of their own).
+        let y = eg.add(Node::new(Op::Exponential, t.clone(), vec![x]));
+        let node = Node::new(Op::Multiply, t.clone(), vec![y, c]);
+        let found = lowerings(&eg, &rules(&["dot"]).identities, &tiles, &node);
+        assert!(found.iter().all(|(rule, _)| *rule != "scale-as-product-on-rows"), "{found:?}");
     }
 
     #[test]

@@ -304,6 +304,11 @@ impl Extents {
         columns && self.contraction.iter().any(|k| k.is_none_or(|k| n <= k))
     }
 
+    /// The most columns a matrix product of the semantics computes, when every one is bounded.
+    pub fn product_columns(&self) -> Option<i64> {
+        widest(self, OpCode::Dot, 2, 1)
+    }
+
     /// The tile size of the leading dimension of an operation of operator `op` and type
     /// `ty`, when it must be split: 1 for a rank no semantics of `op` has (a batch; computing
 /// operators only), else the

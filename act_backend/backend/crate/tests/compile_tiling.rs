@@ -491,6 +491,14 @@ fn a_transpose_of_more_rows_than_the_transposing_move_takes_is_split_into_its_co
 }
 
 #[test]
+fn a_scale_wider_than_the_unit_is_a_product_on_the_matrix_seen_as_rows_of_the_unit() {
+    // QKV has no multiply: x * 2 is x.(2I), and the 64x128 matrix is 128 rows of 64, two
+    // 64-row blocks read whole (not its column tiles a row at a time: 261 instructions).
+    let calls = compiled("qkv_isa.json", "qkv_scale_64x128");
+    assert_eq!((count(&calls, "gemm"), count(&calls, "load_rm"), count(&calls, "store_rm")), (2, 3, 2), "{calls:?}");
+}
+
+#[test]
 fn the_order_and_names_of_the_instructions_do_not_decide_the_program() {
     // QKV's table with its instructions listed in reverse and renamed. A 96-row product is
     // one 64-row tile and one of the last 64 rows (32 of them kept); its first tile can be

@@ -72,6 +72,9 @@ KERNELS = {
     "qkv_matmul_contraction_32": (jnp.matmul, [shape(64, 32), shape(32, 64)]),
     # refused: an exponential over 128 columns, whose column windows QKV cannot load
     "qkv_exponential_128_columns": (jnp.exp, [shape(64, 128)]),
+    # a scale wider than the unit (QKV has no multiply): the 64x128 matrix as 128 rows of 64,
+    # times 2I by two gemms
+    "qkv_scale_64x128": (lambda x: x * jnp.bfloat16(2), [shape(64, 128)]),
     # refused: a bf16 product contracting 128 elements (gemm contracts 64; a float contraction
     # is not split)
     "qkv_matmul_contraction_128": (jnp.matmul, [shape(64, 128), shape(128, 64)]),
