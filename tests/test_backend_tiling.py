@@ -2,11 +2,11 @@
 its operand's bytes and an output written tile by tile in place, and the simulated result is
 the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
-on QKV, Gemmini and the RowReduce and OnChipTranspose test accelerators and equal XLA's run
-of the same HLO, and on the Contiguous test accelerator, without strided transfers, by rows
-read and written one by one, and on the TallQKV test accelerator, whose units take every row,
-whole; a dimension no instruction takes, or a float reduction too long for every instruction,
-is named in the refusal."""
+on QKV, Gemmini and the RowReduce, OnChipTranspose and FixedArray test accelerators and equal
+XLA's run of the same HLO, and on the Contiguous test accelerator, without strided transfers,
+by rows read and written one by one, and on the TallQKV test accelerator, whose units take
+every row, whole; a dimension no instruction takes, or a float reduction too long for every
+instruction, is named in the refusal."""
 
 from __future__ import annotations
 
@@ -165,6 +165,12 @@ TILED = {
                                                             "store": 1}),
     # 128 rows, more than the move's target buffer holds: 64 rows at a time
     "onchiptranspose_transpose_128x64": ("OnChipTranspose", {"mov_t": 2}),
+    # an addend on products taller and wider than a fixed 16x16 array, whose add of the most
+    # rows takes int8 rows from HBM only: added in the products' 16x16 tiles by the array's
+    # accumulating form (refused before as "no instruction computes `add`")
+    "fixedarray_matmul_plus_32x16x32": ("FixedArray", {"matmul": 0, "matmul_acc": 4}),
+    "fixedarray_linear_layer_32x32x32": ("FixedArray", {"matmul": 0, "matmul_acc": 8}),
+    "gemmini_linear_layer_64x64x64": ("FixedArray", {"matmul": 0, "matmul_acc": 64}),
 }
 
 

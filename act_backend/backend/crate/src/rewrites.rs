@@ -516,6 +516,8 @@ impl<'a> Finder<'a> {
                         self.push("split-leading-divided", id, term);
                     }
                 }
+            } else if let Some(term) = computing().find_map(|n| tiling::split_like_operand(eg, tiles, n)) {
+                self.push("split-like-operand", id, term);
             } else if let Some(term) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {
                 self.push("split-column-tiles", id, term);
             } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {

@@ -244,6 +244,7 @@ fn search(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits
     let tiled = TILED_BASE_NODES.saturating_add(tiles.saturating_mul(per_tile)).min(MAX_TILED_NODES);
     let node_limit = limits.node_limit.max(tiled);
     let hard_limit = if tiles == 0 { node_limit } else { node_limit.saturating_mul(2).min(MAX_TILED_NODES) };
+    let trace = std::env::var_os("ACT_TRACE_SEARCH").is_some();
     let eg = &mut kg.egraph;
     // Each pass visits only the classes at or above a change since it last ran.
     let (mut rule_changes, mut match_changes) = (Changes::new(), Changes::new());
@@ -264,6 +265,9 @@ fn search(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits
         if held_back {
             // What was dropped is found again once its rule runs again.
             rule_changes.revisit(targets);
+        }
+        if trace {
+            trace_rules(stats.iterations, nodes, &found);
         }
         let rewrote = rewrites::apply(eg, &found);
         stats.rewrite_ms += ms(t);
@@ -300,6 +304,19 @@ fn search(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits
     stats.egraph_nodes = eg.total_number_of_nodes();
     stats.egraph_classes = eg.number_of_classes();
     (kg, stats)
+}
+
+/// With `ACT_TRACE_SEARCH` set, each iteration's e-graph size and the rules that found the
+/// most rewrites, on stderr: where a search that reaches its node limit spends its nodes.
+fn trace_rules(iteration: usize, nodes: usize, found: &[rewrites::Rewrite]) {
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for r in found {
+        *counts.entry(r.rule).or_default() += 1;
+    }
+    let mut top: Vec<(&'static str, usize)> = counts.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let top: Vec<String> = top.iter().take(8).map(|(r, n)| format!("{r} {n}")).collect();
+    eprintln!("search: iteration {iteration}, {nodes} e-nodes, {} rewrites: {}", found.len(), top.join(", "));
 }
 
 /// Selects instructions of `isa` for `kernel`: distinct candidate PII graphs, best first.

@@ -549,6 +549,51 @@ fn split_leading_by(eg: &SelGraph, extents: &Extents, node: &Node, code: OpCode,
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
 }
 
+/// An elementwise operation (or convert, broadcast, reduction over later dimensions) that no
+/// rule splits by its own extents, split along rows where an operand computed in row tiles is
+/// split: `f(concatenate_0(t0, t1), y) = concatenate_0(f(t0, y[rows of t0]), f(t1, y[rows of
+/// t1]))`. Where several instructions compute an operator, the one taking the most rows may not
+/// take the operands at hand: GemminiRows' `mvin_acc_low_add` adds 1,024 accumulator rows to
+/// int8 rows read from HBM, while a bias on a product of 32 rows runs on the 16-row `mac32`
+/// that computes each of the product's tiles. Only along a concatenation of computed tiles of
+/// more than one row (products, arithmetic: not rows read one at a time), the first such in the
+/// class. Exact for every type: rows are independent.
+pub fn split_like_operand(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    let code = opcode(&node.op)?;
+    if extents.leading_tile(code, &node.ty).is_some() {
+        return None;
+    }
+    let lead = *node.ty.shape.first()?;
+    let sources = leading_sources(eg, node)?;
+    // Every operand that feeds the rows has them all along dimension 0 (not a clamp's scalar
+    // bound).
+    let feeds_rows = |(&c, src): (&Id, &Option<usize>)| src.is_none() || (*src == Some(0) && eg[c].data.shape.first() == Some(&lead));
+    if !node.children.iter().zip(&sources).all(feeds_rows) {
+        return None;
+    }
+    let computing = |n: &Node| {
+        (n.op.is_elementwise() || matches!(n.op, Op::Dot(_) | Op::Convert | Op::Reduce { .. } | Op::ReduceAdd(_)))
+            && !crate::identities::is_pass_through(eg, n)
+    };
+    let bounds = node.children.iter().zip(&sources).find_map(|(&c, src)| {
+        if *src != Some(0) || !eg[c].nodes.iter().any(computing) {
+            return None;
+        }
+        eg[c].nodes.iter().find_map(|n| {
+            let rows: Vec<i64> = n.children.iter().map(|&p| eg[p].data.shape.first().copied().unwrap_or(0)).collect();
+            let tiled = matches!(n.op, Op::Concatenate(0)) && rows.len() > 1 && rows.iter().all(|&r| r > 1);
+            tiled.then_some(rows)
+        })
+    })?;
+    let mut parts = Vec::with_capacity(bounds.len());
+    let mut lo = 0;
+    for rows in bounds {
+        parts.push(on_tile(eg, node, &sources, 0, lo, lo + rows));
+        lo += rows;
+    }
+    (lo == lead).then(|| Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
+}
+
 /// An operation on fewer rows than every instruction of its operator takes, where a unit of a
 /// fixed larger row count `t` exists: the first rows of the operation on its operands padded
 /// with zero rows to `t`, `slice(node(concatenate_0(x, zeros)...), rows [0, r))`. Exact for

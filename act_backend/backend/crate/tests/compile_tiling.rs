@@ -521,3 +521,15 @@ fn the_order_and_names_of_the_instructions_do_not_decide_the_program() {
         assert_eq!(reversed.text.replace("renamed_", ""), listed.text, "{kernel}");
     }
 }
+
+#[test]
+fn an_addend_on_products_taller_and_wider_than_a_fixed_array_is_added_in_the_products_tiles() {
+    // FixedArray's `add_rows` adds the most rows (up to 1,024), but only int8 rows read from
+    // HBM; the addend goes onto each 16x16 product tile by the array's accumulating form, the
+    // sum split into the rows the product is split into.
+    let calls = compiled("fixedarray_isa.json", "fixedarray_matmul_plus_32x16x32");
+    assert_eq!((count(&calls, "matmul_acc"), count(&calls, "matmul")), (4, 0), "{calls:?}");
+    // A linear layer: both partial products of each tile accumulate onto the repeated bias.
+    let calls = compiled("fixedarray_isa.json", "fixedarray_linear_layer_32x32x32");
+    assert_eq!((count(&calls, "matmul_acc"), count(&calls, "matmul")), (8, 0), "{calls:?}");
+}

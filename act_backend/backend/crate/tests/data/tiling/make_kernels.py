@@ -180,6 +180,15 @@ KERNELS = {
     # rows, more than the move's target buffer holds, transposed 64 rows at a time
     "onchiptranspose_transpose_32x64": (jnp.transpose, [shape(32, 64)]),
     "onchiptranspose_transpose_128x64": (jnp.transpose, [shape(128, 64)]),
+    # for FixedArray (tests/specs: a fixed 16x16 array beside an add of many accumulator rows
+    # to int8 rows from HBM): an int32 addend and a linear layer's bias on products taller and
+    # wider than the array, added by the array's accumulating form tile by tile
+    "fixedarray_matmul_plus_32x16x32": (lambda a, b, c: int8_product(a, b) + c,
+                                        [shape(32, 16, dtype=I8), shape(16, 32, dtype=I8),
+                                         shape(32, 32, dtype=I32)]),
+    "fixedarray_linear_layer_32x32x32": (lambda a, b, c: int8_product(a, b) + c[None, :],
+                                         [shape(32, 32, dtype=I8), shape(32, 32, dtype=I8),
+                                          shape(32, dtype=I32)]),
 }
 
 
