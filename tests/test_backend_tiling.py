@@ -165,12 +165,6 @@ TILED = {
                                                             "store": 1}),
     # 128 rows, more than the move's target buffer holds: 64 rows at a time
     "onchiptranspose_transpose_128x64": ("OnChipTranspose", {"mov_t": 2}),
-    # an addend on products taller and wider than a fixed 16x16 array, whose add of the most
-    # rows takes int8 rows from HBM only: added in the products' 16x16 tiles by the array's
-    # accumulating form (refused before as "no instruction computes `add`")
-    "fixedarray_matmul_plus_32x16x32": ("FixedArray", {"matmul": 0, "matmul_acc": 4}),
-    "fixedarray_linear_layer_32x32x32": ("FixedArray", {"matmul": 0, "matmul_acc": 8}),
-    "gemmini_linear_layer_64x64x64": ("FixedArray", {"matmul": 0, "matmul_acc": 64}),
 }
 
 
@@ -206,6 +200,24 @@ ROW_BY_ROW = {
     # 40 contiguous rows of 16, one scaled load and one store
     "gemmini_scale_16x40": {"load": 1, "store": 1},
 }
+
+
+# kernel -> {instruction: count} on the FixedArray test accelerator: an addend on products
+# taller and wider than its fixed 16x16 array, whose add of the most rows takes int8 rows from
+# HBM only, is added in the products' 16x16 tiles by the array's accumulating form (refused
+# before as "no instruction computes `add`")
+FIXED_ARRAY = {
+    "fixedarray_matmul_plus_32x16x32": {"matmul": 0, "matmul_acc": 4},
+    "fixedarray_linear_layer_32x32x32": {"matmul": 0, "matmul_acc": 8},
+    "gemmini_linear_layer_64x64x64": {"matmul": 0, "matmul_acc": 64},
+}
+
+
+@pytest.mark.parametrize("name", list(FIXED_ARRAY))
+def test_an_addend_on_products_larger_than_a_fixed_array_is_added_in_their_tiles(example_build,
+                                                                                tmp_path, name):
+    assert_compiles_equal_to_xla_with(example_build("FixedArray"), name, tmp_path,
+                                      FIXED_ARRAY[name])
 
 
 @pytest.mark.parametrize("name", list(ROW_BY_ROW))

@@ -1,8 +1,8 @@
 """The ISA tables the backend crate's selection tests read agree with the table generator.
 
 The crate's tests carry their own copies of the example tables and of the RowReduce, TallQKV,
-OnChipTranspose and FixedArray test accelerators' (so that they run wherever the crate is copied); these
-must be what ``isa_table`` makes of the specs.
+OnChipTranspose and FixedArray test accelerators' (so that they run wherever the crate is
+copied); these must be what ``isa_table`` makes of the specs.
 """
 
 from __future__ import annotations
