@@ -210,6 +210,9 @@ FIXED_ARRAY = {
     "fixedarray_matmul_plus_32x16x32": {"matmul": 0, "matmul_acc": 4},
     "fixedarray_linear_layer_32x32x32": {"matmul": 0, "matmul_acc": 8},
     "gemmini_linear_layer_64x64x64": {"matmul": 0, "matmul_acc": 64},
+    # fewer rows than the array: the product padded with zero rows, the addend added there
+    "fixedarray_linear_layer_8x16x16": {"matmul": 0, "matmul_acc": 1},
+    "gemmini_vector_matrix_bias_16x64": {"matmul": 0, "matmul_acc": 4},
 }
 
 

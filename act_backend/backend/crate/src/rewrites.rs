@@ -526,6 +526,15 @@ impl<'a> Finder<'a> {
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::pad_rows(eg, tiles, n)) {
                 self.push("pad-rows", id, term);
             }
+            // Not instead of `pad-rows`: the identity product `x = dot(x, I)` in a class pads
+            // whatever else the class holds.
+            if let Some(terms) =
+                computing().map(|n| tiling::pad_rows_through_products(eg, tiles, n)).find(|t| !t.is_empty())
+            {
+                for term in terms {
+                    self.push("pad-rows-through-product", id, term);
+                }
+            }
             if self.rules.strided_writes {
                 if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::broadcast_as_copies(eg, n, 1)) {
                     self.push("broadcast-as-copies", id, term);
@@ -1590,7 +1599,7 @@ pub fn kernel_windows(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class:
 
 /// Whether class `c` holds a constant, or within `depth` steps a slice, reshape, broadcast,
 /// transpose or conversion of one (a tile of a zero matrix is not folded to a literal).
-fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {
+pub(crate) fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {
     eg[c].nodes.iter().any(|n| match n.op {
         Op::Constant(_) => true,
         Op::Slice(_) | Op::Reshape | Op::Broadcast(_) | Op::Transpose(_) | Op::Convert | Op::BitcastConvert => {

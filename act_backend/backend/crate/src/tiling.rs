@@ -47,6 +47,9 @@ pub struct Extents {
     /// (operator, rank) of semantics whose leading extent is not a constant (an attribute, or
     /// unbounded): they may take a smaller leading extent than the largest.
     flexible_leading: BTreeSet<(OpCode, usize)>,
+    /// Per operator, the entries of [`Extents::by_op`] whose leading extent is a constant in
+    /// some semantics (a unit of a fixed number of rows).
+    fixed_leading: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
     /// Per reducer, one entry per semantics reduction: the largest extent of each dimension
     /// of its operand (how long a reduction it computes).
     reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>>,
@@ -168,6 +171,7 @@ impl Extents {
         let mut fixed_contractions = BTreeSet::new();
         let mut flexible_contractions = Vec::new();
         let mut flexible_leading = BTreeSet::new();
+        let mut fixed_leading: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         for instr in &isa.instructions {
             let find = |name: &String| instr.semantics.iter().find(|o| &o.name == name);
@@ -204,17 +208,22 @@ impl Extents {
                 if op.shape.is_empty() {
                     continue;
                 }
+                let dims: Vec<Option<i64>> = op.shape.iter().map(|e| largest(isa, instr, e)).collect();
                 if op.shape[0].eval(&BTreeMap::new()).is_err() {
                     flexible_leading.insert((op.op, op.shape.len()));
+                } else {
+                    let fixed = fixed_leading.entry(op.op).or_default();
+                    if !fixed.contains(&dims) {
+                        fixed.push(dims.clone());
+                    }
                 }
-                let dims = op.shape.iter().map(|e| largest(isa, instr, e)).collect();
                 let entry = by_op.entry(op.op).or_default();
                 if !entry.contains(&dims) {
                     entry.push(dims);
                 }
             }
         }
-        Extents { by_op, contraction, fixed_contractions, flexible_contractions, flexible_leading, reductions }
+        Extents { by_op, contraction, fixed_contractions, flexible_contractions, flexible_leading, fixed_leading, reductions }
     }
 
     /// Extents from explicit entries (for tests).
@@ -229,8 +238,17 @@ impl Extents {
             fixed_contractions: BTreeSet::new(),
             flexible_contractions: Vec::new(),
             flexible_leading: BTreeSet::new(),
+            fixed_leading: BTreeMap::new(),
             reductions: BTreeMap::new(),
         }
+    }
+
+    /// The same extents, with units of a fixed number of rows `dims[0]` computing `op` (for
+    /// tests).
+    pub fn with_fixed_unit(mut self, op: OpCode, dims: Vec<Option<i64>>) -> Extents {
+        self.by_op.entry(op).or_default().push(dims.clone());
+        self.fixed_leading.entry(op).or_default().push(dims);
+        self
     }
 
     /// The same extents, with reductions by `reducer` of operands as large as `dims` (for
@@ -285,6 +303,22 @@ impl Extents {
             self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank() && fits(d)).map(|d| d[0]).collect();
         let above: Option<Vec<i64>> = fitting.iter().map(|t| t.filter(|&t| t > n)).collect();
         above?.into_iter().min()
+    }
+
+    /// [`Extents::padded_leading`] among the units of a fixed number of rows alone, where an
+    /// instruction of `op` whose rows are an attribute takes `ty`'s rows but may not take its
+    /// operands (an add of accumulator rows to rows read from HBM, beside a fixed-size array
+    /// that adds a product): the smallest fixed leading extent above `ty`'s among the
+    /// semantics of that rank that take every other dimension.
+    pub fn padded_leading_fixed(&self, op: OpCode, ty: &Ty) -> Option<i64> {
+        let (&n, rest) = ty.shape.split_first()?;
+        let fits = |d: &[Option<i64>]| d[1..].iter().zip(rest).all(|(e, &m)| e.is_none_or(|e| m <= e));
+        self.fixed_leading
+            .get(&op)?
+            .iter()
+            .filter(|d| d.len() == ty.rank() && fits(d))
+            .filter_map(|d| d[0].filter(|&t| t > n))
+            .min()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -629,6 +663,76 @@ pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     whole[0] = t;
     let padded_ty = node.ty.with_shape(whole);
     Some(slice_of(Term::Node(node.op.clone(), padded_ty.clone(), operands), &padded_ty, 0, 0, rows))
+}
+
+/// [`pad_rows`] where an instruction whose rows are an attribute takes the operation's rows,
+/// so that `pad_rows` leaves it, but a unit of a fixed larger row count computes it with an
+/// operand that is a product: `slice(op(dot(concatenate_0(a, zeros), b), y padded...), rows
+/// [0, r))`, the product computed on the padded rows of its left operand (one term per form
+/// of the product whose left operand's rows are its rows). The first `r` rows of the padded
+/// product are the product, whatever the padded rows compute, and they are dropped: exact for
+/// every type. On GemminiRows, `x.w + b` of 8 rows (its add of the most rows takes int8 rows
+/// from HBM only) runs on the 16-row accumulating array.
+pub fn pad_rows_through_products(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<Term> {
+    let (Some(code), Some(&rows)) = (opcode(&node.op), node.ty.shape.first()) else { return Vec::new() };
+    let Some(sources) = leading_sources(eg, node) else { return Vec::new() };
+    let feeds_rows = |(&c, src): (&Id, &Option<usize>)| src.is_none() || (*src == Some(0) && eg[c].data.shape.first() == Some(&rows));
+    if !node.children.iter().zip(&sources).all(feeds_rows) || extents.padded_leading(code, &node.ty).is_some() {
+        return Vec::new();
+    }
+    let Some(t) = extents.padded_leading_fixed(code, &node.ty) else { return Vec::new() };
+    let padded = |ty: &Ty| {
+        let mut shape = ty.shape.clone();
+        shape[0] = t;
+        ty.with_shape(shape)
+    };
+    let pad = |c: Id| {
+        let c_ty = &eg[c].data;
+        let mut zeros = c_ty.shape.clone();
+        zeros[0] = t - rows;
+        let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), c_ty.with_shape(zeros), vec![]);
+        Term::Node(Op::Concatenate(0), padded(c_ty), vec![Term::Class(c), zeros])
+    };
+    // The forms of a product of computed or input values (the identity products `x = dot(x, I)`
+    // in nearly every class have a constant operand): each whose left operand feeds its rows
+    // along dimension 0 and whose right operand is used whole.
+    let constant = |c: Id| crate::rewrites::constant_valued(eg, c, 3);
+    // A left operand that is rows of a taller value (a row of a matrix stored a row at a time)
+    // is multiplied with the rest of it, not padded: padding every row slice multiplied a
+    // 32-row product a row at a time.
+    let rows_of_taller =
+        |a: Id| eg[a].nodes.iter().any(|n| matches!(n.op, Op::Slice(_)) && eg[n.children[0]].data.shape.first() > Some(&rows));
+    let products = |c: Id| -> Vec<Term> {
+        eg[c]
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::Dot(_)) && !n.children.iter().any(|&k| constant(k)))
+            .filter(|n| leading_sources(eg, n).is_some_and(|s| s == [Some(0), None]))
+            .filter(|n| eg[n.children[0]].data.shape.first() == Some(&rows) && !rows_of_taller(n.children[0]))
+            .map(|n| Term::Node(n.op.clone(), padded(&n.ty), vec![pad(n.children[0]), Term::Class(n.children[1])]))
+            .collect()
+    };
+    let Some(k) = node.children.iter().zip(&sources).position(|(&c, src)| src.is_some() && !products(c).is_empty()) else {
+        return Vec::new();
+    };
+    let padded_ty = padded(&node.ty);
+    products(node.children[k])
+        .into_iter()
+        .map(|product| {
+            let operands = node
+                .children
+                .iter()
+                .zip(&sources)
+                .enumerate()
+                .map(|(j, (&c, src))| match src {
+                    _ if j == k => product.clone(),
+                    Some(_) => pad(c),
+                    None => Term::Class(c),
+                })
+                .collect();
+            slice_of(Term::Node(node.op.clone(), padded_ty.clone(), operands), &padded_ty, 0, 0, rows)
+        })
+        .collect()
 }
 
 /// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
@@ -1437,6 +1541,19 @@ mod tests {
         assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[40, 16])), None);
         // Wider than every unit: nothing to pad to.
         assert_eq!(ex.padded_leading(OpCode::Dot, &ty(&[16, 128])), None);
+    }
+
+    #[test]
+    fn beside_an_instruction_of_any_rows_a_fixed_size_unit_is_still_padded_to() {
+        // GemminiRows' shape: an add of up to 1,024 rows, whose rows are an attribute, and a
+        // 16-row accumulating array.
+        let ex = Extents::from_entries([(OpCode::Add, vec![Some(1024), Some(16)])])
+            .with_fixed_unit(OpCode::Add, vec![Some(16), Some(16)]);
+        assert_eq!(ex.padded_leading_fixed(OpCode::Add, &ty(&[8, 16])), Some(16));
+        // As many rows as the unit, or more (tiled), or wider than it: nothing to pad to.
+        assert_eq!(ex.padded_leading_fixed(OpCode::Add, &ty(&[16, 16])), None);
+        assert_eq!(ex.padded_leading_fixed(OpCode::Add, &ty(&[24, 16])), None);
+        assert_eq!(ex.padded_leading_fixed(OpCode::Add, &ty(&[8, 32])), None);
     }
 
     #[test]

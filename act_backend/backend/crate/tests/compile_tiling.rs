@@ -533,3 +533,14 @@ fn an_addend_on_products_taller_and_wider_than_a_fixed_array_is_added_in_the_pro
     let calls = compiled("fixedarray_isa.json", "fixedarray_linear_layer_32x32x32");
     assert_eq!((count(&calls, "matmul_acc"), count(&calls, "matmul")), (8, 0), "{calls:?}");
 }
+
+#[test]
+fn an_addend_on_a_product_of_fewer_rows_than_a_fixed_array_is_added_to_the_padded_product() {
+    // FixedArray's `add_rows` takes 8 rows (and one) but not a product: the product is padded
+    // to the array's 16 rows and the addend, padded too, accumulated onto it there.
+    let calls = compiled("fixedarray_isa.json", "fixedarray_linear_layer_8x16x16");
+    assert_eq!((count(&calls, "matmul_acc"), count(&calls, "matmul")), (1, 0), "{calls:?}");
+    // A vector times a matrix four tiles wide, plus a bias: one padded product per tile.
+    let calls = compiled("fixedarray_isa.json", "gemmini_vector_matrix_bias_16x64");
+    assert_eq!((count(&calls, "matmul_acc"), count(&calls, "matmul")), (4, 0), "{calls:?}");
+}

@@ -189,6 +189,10 @@ KERNELS = {
     "fixedarray_linear_layer_32x32x32": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                          [shape(32, 32, dtype=I8), shape(32, 32, dtype=I8),
                                           shape(32, dtype=I32)]),
+    # fewer rows than the array: the product padded with zero rows, the bias added to it there
+    "fixedarray_linear_layer_8x16x16": (lambda a, b, c: int8_product(a, b) + c[None, :],
+                                        [shape(8, 16, dtype=I8), shape(16, 16, dtype=I8),
+                                         shape(16, dtype=I32)]),
 }
 
 
