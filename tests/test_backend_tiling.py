@@ -149,6 +149,9 @@ TILED = {
     "gemmini_linear_layer_64x64x64": ("Gemmini", {"mac32": 64, "mvin_acc": 1, "mvout_acc": 16,
                                                   "mvin_acc_strided": 4}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's
+    # a transposed right operand where nothing transposes: a one-column product per row
+    "gemmini_matmul_transposed_rhs_16x32x24": ("Gemmini", {"matmul32": 32, "mac32": 32,
+                                                           "mvout_acc": 16}),
     "gemmini_relu_16x64": ("Gemmini", {"mvin_acc_strided": 4, "mvout_acc_relu_strided": 4}),
     "gemmini_relu_64x64": ("Gemmini", {"mvin_strided": 4, "mvout_relu_strided": 4}),
     "gemmini_scale_16x40": ("Gemmini", {"mvin_strided": 3, "mvout_strided": 3}),

@@ -1597,6 +1597,66 @@ pub fn kernel_windows(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class:
     out
 }
 
+/// Most rows of a product computed a row at a time by [`rows_as_matrix_vector_products`]:
+/// each row is a product of its own.
+pub const MAX_MATRIX_VECTOR_ROWS: i64 = 256;
+
+/// On an ISA whose semantics transpose nowhere, and whose units take a right operand only
+/// contracted along its first dimension, a kernel product with a transposed right
+/// operand, `A . B^T` (`A : [m, k]`, `B : [n, k]`, each contracting its last dimension), as its
+/// rows: row `i` is `(B . a_i^T)^T`, where `a_i^T` is row `i` of `A` reshaped to a column and
+/// the `[n, 1]` result reshaped back to a row (a reshape keeps the row-major order, so both
+/// are the same bytes). `B` is then a left operand in the layout the units take. The same
+/// products summed over the same `k`, so the same values as the product's other forms. Added
+/// once, for the kernel's own products of at most [`MAX_MATRIX_VECTOR_ROWS`] rows.
+pub fn rows_as_matrix_vector_products(
+    eg: &SelGraph,
+    kernel: &crate::kernel::Kernel,
+    node_class: &[Id],
+    rules: &RuleSet,
+) -> Vec<Rewrite> {
+    let mut out = Vec::new();
+    // Only where no semantics transposes and no unit takes a right operand contracted along
+    // its last dimension (`RuleSet::dot_forms`): elsewhere the product has its own forms.
+    let units_take_b_transposed = rules.dot_forms.is_empty() || rules.dot_forms.iter().any(|&(_, r)| r != 0);
+    if rules.transpose || !rules.dot || units_take_b_transposed {
+        return out;
+    }
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        let Op::Dot(dd) = &node.op else { continue };
+        if !dd.lhs_batch.is_empty() || dd.lhs_contracting != [1] {
+            continue;
+        }
+        // `B` contracted along its last dimension: by the dimension numbers, or as the
+        // operand of a transpose the product contracts along its first (as JAX writes `b.T`).
+        let rhs = &kernel.nodes[node.operands[1]];
+        let b = match (&dd.rhs_contracting[..], &rhs.op) {
+            ([1], _) => node.operands[1],
+            ([0], Op::Transpose(p)) if p[..] == [1, 0] => rhs.operands[0],
+            _ => continue,
+        };
+        let (a, b) = (eg.find(node_class[node.operands[0]]), eg.find(node_class[b]));
+        let (a_ty, b_ty) = (class_ty(eg, a).clone(), class_ty(eg, b).clone());
+        if a_ty.rank() != 2 || b_ty.rank() != 2 || node.ty.rank() != 2 {
+            continue;
+        }
+        let (m, depth, n) = (a_ty.shape[0], a_ty.shape[1], b_ty.shape[0]);
+        if m > MAX_MATRIX_VECTOR_ROWS {
+            continue;
+        }
+        let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
+        let row = |i: i64| {
+            let a_row = Term::Node(Op::Slice(vec![(i, i + 1, 1), (0, depth, 1)]), a_ty.with_shape(vec![1, depth]), vec![Term::Class(a)]);
+            let column = Term::Node(Op::Reshape, a_ty.with_shape(vec![depth, 1]), vec![a_row]);
+            let product = Term::Node(Op::Dot(std.clone()), node.ty.with_shape(vec![n, 1]), vec![Term::Class(b), column]);
+            Term::Node(Op::Reshape, node.ty.with_shape(vec![1, n]), vec![product])
+        };
+        let term = if m == 1 { row(0) } else { Term::Node(Op::Concatenate(0), node.ty.clone(), (0..m).map(row).collect()) };
+        out.push(Rewrite { rule: "rows-as-matrix-vector-products", class: eg.find(node_class[k]), term });
+    }
+    out
+}
+
 /// Whether class `c` holds a constant, or within `depth` steps a slice, reshape, broadcast,
 /// transpose or conversion of one (a tile of a zero matrix is not folded to a literal).
 pub(crate) fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {

@@ -194,7 +194,8 @@ pub fn rules_for(isa: &Isa, patterns: &Patterns) -> RuleSet {
 
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
 /// spill through (where the ISA both loads and stores), and what the rules add once (identity
-/// paths for its values, its windows one dimension at a time).
+/// paths for its values, its windows one dimension at a time, the rows of a product with a
+/// transposed operand where nothing transposes).
 pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph {
     let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
@@ -206,6 +207,7 @@ pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, rules, kernel, &kg.node_class));
     rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));
+    rewrites::apply(eg, &rewrites::rows_as_matrix_vector_products(eg, kernel, &kg.node_class, rules));
     kg
 }
 

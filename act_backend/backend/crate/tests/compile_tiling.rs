@@ -544,3 +544,13 @@ fn an_addend_on_a_product_of_fewer_rows_than_a_fixed_array_is_added_to_the_padde
     let calls = compiled("fixedarray_isa.json", "gemmini_vector_matrix_bias_16x64");
     assert_eq!((count(&calls, "matmul_acc"), count(&calls, "matmul")), (4, 0), "{calls:?}");
 }
+
+#[test]
+fn a_product_with_a_transposed_operand_on_an_isa_that_transposes_nowhere_runs_a_row_at_a_time() {
+    // No Gemmini instruction transposes: each row of A . B^T is B . a_i^T, row i of A loaded
+    // as a column, the one-column result stored as the row it is. 16 rows, each a 24-row B in
+    // two tiles contracting 32 in two: 64 products.
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_transposed_rhs_16x32x24");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
+    assert_eq!(count(&calls, "mvout_acc"), 16, "{calls:?}");
+}

@@ -97,6 +97,10 @@ KERNELS = {
     # transposes): the transpose is named, not the product
     "gemmini_transposed_matmul_16x32x32": (lambda a, b: int8_product(a, b).T,
                                            [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # a product with a transposed right operand (no Gemmini instruction transposes): each row
+    # of the result is B times that row of A as a column, a one-column product per row
+    "gemmini_matmul_transposed_rhs_16x32x24": (lambda a, b: int8_product(a, b.T),
+                                               [shape(16, 32, dtype=I8), shape(24, 32, dtype=I8)]),
     "gemmini_matmul_64_rows": (int8_product, [shape(64, 16, dtype=I8), shape(16, 16, dtype=I8)]),
     "gemmini_matmul_batch_4": (int8_product, [shape(4, 16, 16, dtype=I8)] * 2),
     "gemmini_relu_matmul_128_rows": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
