@@ -1601,6 +1601,12 @@ pub fn kernel_windows(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class:
 /// each row is a product of its own.
 pub const MAX_MATRIX_VECTOR_ROWS: i64 = 256;
 
+/// Most multiply-adds (rows x columns x contraction) of a product computed a row at a time:
+/// each row's product is tiled in turn, and on Gemmini's 16x16 array `A . B^T` of 64x128 by
+/// 128x128 (2^20) takes 5.9 s and 505 MB; beyond this the search would reach its node limit
+/// before a program, where the product is refused at once.
+pub const MAX_MATRIX_VECTOR_WORK: i64 = 1 << 22;
+
 /// On an ISA whose semantics transpose nowhere, and whose units take a right operand only
 /// contracted along its first dimension, a kernel product with a transposed right
 /// operand, `A . B^T` (`A : [m, k]`, `B : [n, k]`, each contracting its last dimension), as its
@@ -1608,7 +1614,8 @@ pub const MAX_MATRIX_VECTOR_ROWS: i64 = 256;
 /// the `[n, 1]` result reshaped back to a row (a reshape keeps the row-major order, so both
 /// are the same bytes). `B` is then a left operand in the layout the units take. The same
 /// products summed over the same `k`, so the same values as the product's other forms. Added
-/// once, for the kernel's own products of at most [`MAX_MATRIX_VECTOR_ROWS`] rows.
+/// once, for the kernel's own products of at most [`MAX_MATRIX_VECTOR_ROWS`] rows and
+/// [`MAX_MATRIX_VECTOR_WORK`] multiply-adds.
 pub fn rows_as_matrix_vector_products(
     eg: &SelGraph,
     kernel: &crate::kernel::Kernel,
@@ -1641,7 +1648,7 @@ pub fn rows_as_matrix_vector_products(
             continue;
         }
         let (m, depth, n) = (a_ty.shape[0], a_ty.shape[1], b_ty.shape[0]);
-        if m > MAX_MATRIX_VECTOR_ROWS {
+        if m > MAX_MATRIX_VECTOR_ROWS || m.saturating_mul(n).saturating_mul(depth) > MAX_MATRIX_VECTOR_WORK {
             continue;
         }
         let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
