@@ -149,9 +149,25 @@ TILED = {
     "gemmini_linear_layer_64x64x64": ("Gemmini", {"mac32": 64, "mvin_acc": 1, "mvout_acc": 16,
                                                   "mvin_acc_strided": 4}),
     # elementwise operations on 16-column tiles: a ReLU is a store's, a scale a load's
-    # a transposed right operand where nothing transposes: a one-column product per row
-    "gemmini_matmul_transposed_rhs_16x32x24": ("Gemmini", {"matmul32": 32, "mac32": 32,
-                                                           "mvout_acc": 16}),
+    # transposes where nothing transposes: each transposed input a 16x16 tile at a time, 16
+    # one-element products per tile accumulated by the int8 array (a row loaded as a column
+    # times a row of I), then the product as the array takes it: A.B^T, (A.B)^T = B^T.A^T,
+    # A^T.B, batched, a transpose alone
+    "gemmini_matmul_transposed_rhs_16x32x24": ("Gemmini", {"matmul32": 2, "mac32": 2,
+                                                           "matmul8": 4, "mac8": 44}),
+    "gemmini_transposed_matmul_16x32x32": ("Gemmini", {"matmul32": 2, "mac32": 2, "matmul8": 6,
+                                                       "mac8": 90}),
+    "gemmini_matmul_transposed_lhs_16x32x48": ("Gemmini", {"matmul32": 6, "matmul8": 2,
+                                                           "mac8": 30}),
+    "gemmini_batched_matmul_transposed_rhs_2x32x16x48": ("Gemmini", {"matmul32": 12,
+                                                                     "matmul8": 6, "mac8": 90}),
+    "gemmini_transpose_32x48": ("Gemmini", {"matmul8": 6, "mac8": 90, "mvout_strided": 6}),
+    # an int32 negation: loads that scale by -1; a ReLU clipped to 127 and narrowed: the int8
+    # store's saturation of the stored ReLU
+    "gemmini_negate_32x32": ("Gemmini", {"mvin_acc_strided": 2, "mvout_acc_strided": 2}),
+    "gemmini_relu_clipped_layer_32x32x32": ("Gemmini", {"matmul32": 4, "mac32": 4,
+                                                        "mvout_acc_relu_strided": 2,
+                                                        "mvout_acc_s8_strided": 2}),
     "gemmini_relu_16x64": ("Gemmini", {"mvin_acc_strided": 4, "mvout_acc_relu_strided": 4}),
     "gemmini_relu_64x64": ("Gemmini", {"mvin_strided": 4, "mvout_relu_strided": 4}),
     "gemmini_scale_16x40": ("Gemmini", {"mvin_strided": 3, "mvout_strided": 3}),

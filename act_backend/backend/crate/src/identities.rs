@@ -159,6 +159,13 @@ fn on_rows_of_the_product(eg: &SelGraph, tiles: &Extents, x: Id, ty: &Ty, m: imp
     Some(reshape(product, &rows, ty.clone()))
 }
 
+/// Whether the matrix unit takes value `x` as an operand: any value where a product takes its
+/// operands as they are, a value of a narrower type where the unit widens them first (an
+/// int32 matrix is no operand of an array that multiplies int8 values widened to int32).
+fn unit_takes(eg: &SelGraph, ids: &Identities, x: Id) -> bool {
+    ids.dot_direct.contains(&eg[x].data.dtype) || holds_narrower_values(eg, x)
+}
+
 fn reshape(x: Term, from: &Ty, to: Ty) -> Term {
     if *from == to {
         x
@@ -260,8 +267,7 @@ pub fn sum_operands_through_products(
     if !tiles.takes_square_product(ty.shape[1]) || node.children.iter().any(|&c| is_zero(eg, c)) {
         return out;
     }
-    // A unit that widens its operands first takes only values of the narrow type.
-    let takes = |x: Id| ids.dot_direct.contains(&eg[x].data.dtype) || holds_narrower_values(eg, x);
+    let takes = |x: Id| unit_takes(eg, ids, x);
     // A sum the class already computes from a product the unit takes (a partial sum of a
     // split contraction, or one this rule served) needs no other.
     let product = |c: Id| {
@@ -315,7 +321,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
         if ids.multiply.contains(&dt) {
             out.push(("negate-as-multiply", Term::Node(Op::Multiply, ty.clone(), vec![x.clone(), splat(ty.clone(), -1.0)])));
         }
-        if ids.dot.contains(&dt) && ty.rank() == 2 {
+        if ids.dot.contains(&dt) && ty.rank() == 2 && unit_takes(eg, ids, node.children[0]) {
             if let Some(m) = scaled_identity(dt, ty.shape[1], -1.0) {
                 out.push(("negate-as-product", matmul(x, m, ty.clone())));
             }
@@ -324,7 +330,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
         }
     }
     if let Some(attrs) = other(node, "reverse") {
-        if ids.dot.contains(&dt) && ty.rank() == 2 && node.children.len() == 1 {
+        if ids.dot.contains(&dt) && ty.rank() == 2 && node.children.len() == 1 && unit_takes(eg, ids, node.children[0]) {
             let x = Term::Class(node.children[0]);
             let (rows, cols) = (ty.shape[0], ty.shape[1]);
             let term = match dimensions(attrs).as_deref() {
@@ -361,6 +367,25 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
                 // is then read back for the minimum.
                 for low in [through_hbm(low.clone(), &ty), low] {
                     out.push(("clamp-as-maximum-minimum", Term::Node(Op::Minimum, ty.clone(), vec![low, hi.clone()])));
+                }
+            }
+        }
+    }
+    // A maximum with a constant `l` is at least `l`, so its maximum with a smaller bound
+    // is itself: `m = max(m, lo)`. Offered for the lower bounds of narrower signed types,
+    // which saturating stores clamp at: `min(max(x, 0), 127)` is then `min(max(max(x, 0),
+    // -128), 127)`, an int8 store's saturation of the ReLU.
+    if node.op == Op::Maximum && dt.is_signed() && ids.maximum.contains(&dt) && ids.minimum.contains(&dt) && node.children.len() == 2 {
+        let splat_of = |c: Id| eg[c].nodes.iter().find_map(|n| match &n.op {
+            Op::Constant(lit) => lit.splat(),
+            _ => None,
+        });
+        if let Some(l) = node.children.iter().filter_map(|&c| splat_of(c)).reduce(f64::max) {
+            let itself = Term::Node(Op::Maximum, ty.clone(), node.children.iter().map(|&c| Term::Class(c)).collect());
+            for narrow in [DType::S8, DType::S16].into_iter().filter(|t| t.bytes() < dt.bytes()) {
+                let lo = -(2f64.powi(8 * narrow.bytes() as i32 - 1));
+                if lo < l {
+                    out.push(("maximum-already-met", Term::Node(Op::Maximum, ty.clone(), vec![itself.clone(), splat(ty.clone(), lo)])));
                 }
             }
         }
@@ -425,7 +450,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
                 })
             };
             let scaled = [(0, 1), (1, 0)].into_iter().find_map(|(x, c)| Some((node.children[x], scale(c)?)));
-            if let Some((x, c)) = scaled {
+            if let Some((x, c)) = scaled.filter(|&(x, _)| unit_takes(eg, ids, x)) {
                 out.extend(scaled_identity(dt, ty.shape[1], c).map(|m| ("scale-as-product", matmul(Term::Class(x), m, ty.clone()))));
                 let rows = on_rows_of_the_product(eg, tiles, x, &ty, |w| scaled_identity(dt, w, c));
                 out.extend(rows.map(|t| ("scale-as-product-on-rows", t)));
@@ -446,6 +471,8 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
         }
         // A row or column repeated is a product with ones over a contraction of size one:
         // each element is one product with 1.
+        // Not only for rows the unit takes: the product's row tiles also tile the broadcast
+        // (an int32 bias row broadcast down a 64-row product is then added a tile at a time).
         Op::Broadcast(d) if ids.dot.contains(&dt) && ty.rank() == 2 => {
             let v_ty = child_ty(0);
             let v = Term::Class(node.children[0]);
@@ -495,6 +522,130 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
         _ => {}
     }
     out
+}
+
+/// Class `c` as a window of a kernel input's elements in row-major order (the input as it is
+/// read, through slices and reshapes that add or drop dimensions of one, `depth` deep): the
+/// input's elements as a flat term, where `c`'s first element lies among them, and the
+/// distance between `c`'s elements along each of its dimensions. A row of such a window whose
+/// elements are adjacent is one run of HBM, which a load reads as a column. Transposes of
+/// computed values are left out (they would go to HBM and back, and every product's other
+/// layouts hold such transposes).
+fn input_layout(eg: &SelGraph, c: Id, depth: usize) -> Option<(Term, i64, Vec<i64>)> {
+    let ty = &eg[c].data;
+    if crate::tiling::read_as_is(eg, c) {
+        let mut strides = vec![1; ty.rank()];
+        for d in (0..ty.rank().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * ty.shape[d + 1];
+        }
+        return Some((reshape(Term::Class(c), ty, ty.with_shape(vec![ty.elements()])), 0, strides));
+    }
+    if depth == 0 {
+        return None;
+    }
+    eg[c].nodes.iter().find_map(|n| match &n.op {
+        Op::Slice(r) if r.iter().all(|d| d.2 == 1) => {
+            let (y, start, strides) = input_layout(eg, n.children[0], depth - 1)?;
+            Some((y, start + r.iter().zip(&strides).map(|(d, s)| d.0 * s).sum::<i64>(), strides))
+        }
+        Op::Reshape => {
+            let z = n.children[0];
+            let (y, start, z_strides) = input_layout(eg, z, depth - 1)?;
+            let not_one = |shape: &[i64]| shape.iter().copied().filter(|&d| d != 1).collect::<Vec<i64>>();
+            if not_one(&ty.shape) != not_one(&eg[z].data.shape) {
+                return None;
+            }
+            let mut kept = eg[z].data.shape.iter().zip(z_strides).filter(|(&d, _)| d != 1).map(|(_, s)| s);
+            let strides = ty.shape.iter().map(|&d| if d == 1 { Some(0) } else { kept.next() }).collect::<Option<_>>()?;
+            Some((y, start, strides))
+        }
+        _ => None,
+    })
+}
+
+/// Most products [`transpose_by_products`] computes a transpose with (one per column of each
+/// tile of its result): a 256 x 256 transpose on a 16 x 16 array.
+pub const MAX_RANK_ONE_PRODUCTS: i64 = 4096;
+
+/// The transpose of matrix `x` on an ISA whose semantics transpose nowhere, as sums of products
+/// that each contract one element: a tile of the result that one product computes, rows
+/// `[lo, hi)` and columns `[a, b)`, is `sum_k x_k^T . e_(k - a)` over rows `k` of `x` in `[a,
+/// b)`, where `x_k^T` is row `k`'s elements `[lo, hi)` read as a column (one run of HBM: a
+/// load reads it in any shape) and `e_j` row `j` of the identity; the tiles are concatenated
+/// along columns, then rows. Each product is an outer product `[hi - lo, 1] . [1, b - a]`,
+/// and each element of the result is `x * 1` plus products with zero: exact in every type in
+/// which the unit multiplies and adds without changing type (with the module's caveat on the
+/// sign of a float zero and on infinities). Only for windows of kernel inputs whose rows are
+/// runs of them, where some product contracts one element and takes `x`, within
+/// [`MAX_RANK_ONE_PRODUCTS`]; `None` elsewhere.
+pub fn transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id) -> Option<Term> {
+    let x_ty = &eg[x].data;
+    if x_ty.rank() != 2 || !unit_takes(eg, ids, x) {
+        return None;
+    }
+    let (flat, start, strides) = input_layout(eg, x, 3)?;
+    transposed_window(ids, tiles, x_ty.dtype, [x_ty.shape[0], x_ty.shape[1]], &flat, start, [strides[0], strides[1]])
+}
+
+/// [`transpose_by_products`] of item `i` of a batch of matrices `x` (`[batch, rows, columns]`).
+pub fn item_transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id, i: i64) -> Option<Term> {
+    let x_ty = &eg[x].data;
+    if x_ty.rank() != 3 || !unit_takes(eg, ids, x) {
+        return None;
+    }
+    let (flat, start, strides) = input_layout(eg, x, 3)?;
+    let shape = [x_ty.shape[1], x_ty.shape[2]];
+    transposed_window(ids, tiles, x_ty.dtype, shape, &flat, start + i * strides[0], [strides[1], strides[2]])
+}
+
+/// The transpose of the `shape` matrix whose element `(r, c)` is element `start + r s0 + c s1`
+/// of the flat term `flat`, computed as [`transpose_by_products`] says.
+fn transposed_window(
+    ids: &Identities,
+    tiles: &Extents,
+    dt: DType,
+    shape: [i64; 2],
+    flat: &Term,
+    start: i64,
+    strides: [i64; 2],
+) -> Option<Term> {
+    if strides[1] != 1 || !ids.dot.contains(&dt) || !ids.add.contains(&dt) || !tiles.takes_contraction(1) {
+        return None;
+    }
+    let (rows, columns) = (shape[1], shape[0]);
+    let tile_rows = tiles.product_rows().unwrap_or(rows).max(1);
+    let tile_columns = tiles.product_columns().unwrap_or(columns).max(1);
+    if rows <= 1 || columns <= 1 || (rows + tile_rows - 1) / tile_rows * columns > MAX_RANK_ONE_PRODUCTS {
+        return None;
+    }
+    let ty = Ty::new(dt, vec![rows, columns]);
+    let tile = |(lo, hi): (i64, i64), (a, b): (i64, i64)| -> Option<Term> {
+        let identity = scaled_identity(dt, b - a, 1.0)?;
+        let product = |k: i64| {
+            let first = start + k * strides[0] + lo;
+            let run = Term::Node(Op::Slice(vec![(first, first + hi - lo, 1)]), Ty::new(dt, vec![hi - lo]), vec![flat.clone()]);
+            let column = Term::Node(Op::Reshape, Ty::new(dt, vec![hi - lo, 1]), vec![run]);
+            let j = k - a;
+            let e_j = Term::Node(Op::Slice(vec![(j, j + 1, 1), (0, b - a, 1)]), Ty::new(dt, vec![1, b - a]), vec![identity.clone()]);
+            matmul(column, e_j, Ty::new(dt, vec![hi - lo, b - a]))
+        };
+        // The product first in each sum, as multiply-accumulate semantics write it.
+        let sum_ty = Ty::new(dt, vec![hi - lo, b - a]);
+        Some((a + 1..b).fold(product(a), |sum, k| Term::Node(Op::Add, sum_ty.clone(), vec![product(k), sum])))
+    };
+    let spans = |n: i64, t: i64| (0..n).step_by(t as usize).map(move |lo| (lo, (lo + t).min(n))).collect::<Vec<_>>();
+    let concat = |dim: usize, shape: Vec<i64>, parts: Vec<Term>| match <[Term; 1]>::try_from(parts) {
+        Ok([one]) => one,
+        Err(parts) => Term::Node(Op::Concatenate(dim), Ty::new(dt, shape), parts),
+    };
+    let row_blocks = spans(rows, tile_rows)
+        .into_iter()
+        .map(|r| {
+            let parts = spans(columns, tile_columns).into_iter().map(|c| tile(r, c)).collect::<Option<Vec<_>>>()?;
+            Some(concat(1, vec![r.1 - r.0, columns], parts))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(concat(0, ty.shape.clone(), row_blocks))
 }
 
 #[cfg(test)]
@@ -604,6 +755,52 @@ mod tests {
         let node = Node::new(Op::Multiply, t.clone(), vec![y, c]);
         let found = lowerings(&eg, &rules(&["dot"]).identities, &tiles, &node);
         assert!(found.iter().all(|(rule, _)| *rule != "scale-as-product-on-rows"), "{found:?}");
+    }
+
+    #[test]
+    fn a_transpose_is_a_sum_of_products_of_rows_read_as_columns_with_rows_of_the_identity() {
+        // x : [2, 3] on a unit of at most 4 x 4 that contracts one element: x^T : [3, 2] is
+        // x_1^T . e_1 + x_0^T . e_0, row k of x its elements [3k, 3k + 3) read as a column.
+        let t = Ty::new(DType::BF16, vec![2, 3]);
+        let tiles = Extents::from_entries([(OpCode::Dot, vec![Some(4), Some(4)])]).with_contractions(&[4]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let ids = rules(&["dot", "add"]).identities;
+        let found = transpose_by_products(&eg, &ids, &tiles, x).expect("a transpose by products");
+        let flat = Term::Node(Op::Reshape, t.with_shape(vec![6]), vec![Term::Class(x)]);
+        let out = Ty::new(DType::BF16, vec![3, 2]);
+        let product = |k: i64| {
+            let run = Term::Node(Op::Slice(vec![(3 * k, 3 * k + 3, 1)]), t.with_shape(vec![3]), vec![flat.clone()]);
+            let column = Term::Node(Op::Reshape, t.with_shape(vec![3, 1]), vec![run]);
+            let identity = scaled_identity(DType::BF16, 2, 1.0).unwrap();
+            let e = Term::Node(Op::Slice(vec![(k, k + 1, 1), (0, 2, 1)]), t.with_shape(vec![1, 2]), vec![identity]);
+            matmul(column, e, out.clone())
+        };
+        assert_eq!(found, Term::Node(Op::Add, out.clone(), vec![product(1), product(0)]));
+        // Wider than the unit: tiles of 4 columns, each its own sum. Not where the unit
+        // contracts no single element, nor for a computed matrix.
+        let y = eg.add(Node::leaf(Op::Input(1), Ty::new(DType::BF16, vec![6, 2])));
+        let tiled = transpose_by_products(&eg, &ids, &tiles, y);
+        assert!(matches!(&tiled, Some(Term::Node(Op::Concatenate(1), _, parts)) if parts.len() == 2), "{tiled:?}");
+        let fixed = Extents::from_entries([(OpCode::Dot, vec![Some(4), Some(4)])]).with_fixed_contractions(&[4]);
+        assert_eq!(transpose_by_products(&eg, &ids, &fixed, x), None);
+        let computed = eg.add(Node::new(Op::Exponential, t.clone(), vec![x]));
+        assert_eq!(transpose_by_products(&eg, &ids, &tiles, computed), None);
+    }
+
+    #[test]
+    fn a_relu_is_its_own_maximum_with_the_lower_bounds_of_narrower_types() {
+        let t = Ty::new(DType::S32, vec![2, 2]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let zero = constant(&mut eg, t.clone(), &[0.0]);
+        let relu = eg.add(Node::new(Op::Maximum, t.clone(), vec![x, zero]));
+        saturate(&mut eg, &rules(&["maximum", "minimum"]));
+        for lo in [-128.0, -32768.0] {
+            let bound = constant(&mut eg, t.clone(), &[lo]);
+            let found = eg.lookup(Node::new(Op::Maximum, t.clone(), vec![relu, bound]));
+            assert_eq!(found.map(|c| eg.find(c)), Some(eg.find(relu)), "{lo}");
+        }
     }
 
     #[test]

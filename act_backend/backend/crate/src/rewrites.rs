@@ -1664,6 +1664,137 @@ pub fn rows_as_matrix_vector_products(
     out
 }
 
+/// On an ISA whose semantics transpose nowhere and whose units take products only as `[m, k] .
+/// [k, n]`, the kernel's transposes of matrices and its products with an operand in another
+/// layout (`A^T . B`, `A . B^T`, batched or not), with each transposed operand computed by
+/// products that contract one element ([`identities::transpose_by_products`]): the
+/// operand's rows loaded as columns, which the unit turns into columns of the result. Added
+/// once, for the kernel's own operations, whose operands are windows of kernel inputs (the
+/// other layouts the rules give every product would multiply the e-graph); a batched product
+/// is written item by item. The same products over the same contraction as the kernel's own.
+pub fn transposes_by_products(
+    eg: &SelGraph,
+    kernel: &crate::kernel::Kernel,
+    node_class: &[Id],
+    rules: &RuleSet,
+) -> Vec<Rewrite> {
+    let mut out = Vec::new();
+    let standard_only = !rules.dot_forms.is_empty() && rules.dot_forms.iter().all(|&f| f == (0, 0));
+    if rules.transpose || !rules.dot || !standard_only || rules.identities.is_empty() {
+        return out;
+    }
+    let (ids, tiles) = (&rules.identities, &rules.tiles);
+    let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
+    // `a . b` as the unit takes it, given the free (not contracted) dimension of each: `a`'s
+    // 0 and `b`'s 1 are as the unit takes them, the others transposed.
+    let standard_product = |a: Id, a_free: &[usize], b: Id, b_free: &[usize], ty: &Ty| {
+        let lhs = match a_free {
+            [0] => Term::Class(a),
+            [1] => identities::transpose_by_products(eg, ids, tiles, a)?,
+            _ => return None,
+        };
+        let rhs = match b_free {
+            [1] => Term::Class(b),
+            [0] => identities::transpose_by_products(eg, ids, tiles, b)?,
+            _ => return None,
+        };
+        Some(Term::Node(Op::Dot(std.clone()), ty.clone(), vec![lhs, rhs]))
+    };
+    // The free dimension of a matrix contracted along `d`.
+    let flip = |d: &[usize]| d.iter().map(|&x| 1 - x).collect::<Vec<usize>>();
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        let class = eg.find(node_class[k]);
+        let operand = |j: usize| eg.find(node_class[node.operands[j]]);
+        match &node.op {
+            // A batch of matrices each transposed, item by item.
+            Op::Transpose(p) if p[..] == [0, 2, 1] && node.ty.shape[0] <= MAX_MATRIX_VECTOR_ROWS => {
+                let x = operand(0);
+                let (r, c) = (node.ty.shape[1], node.ty.shape[2]);
+                let items = (0..node.ty.shape[0])
+                    .map(|i| {
+                        let t = identities::item_transpose_by_products(eg, ids, tiles, x, i)?;
+                        Some(Term::Node(Op::Reshape, node.ty.with_shape(vec![1, r, c]), vec![t]))
+                    })
+                    .collect::<Option<Vec<Term>>>();
+                if let Some(items) = items {
+                    let term = match <[Term; 1]>::try_from(items) {
+                        Ok([one]) => one,
+                        Err(items) => Term::Node(Op::Concatenate(0), node.ty.clone(), items),
+                    };
+                    out.push(Rewrite { rule: "transpose-by-products", class, term });
+                }
+            }
+            Op::Transpose(p) if p[..] == [1, 0] => {
+                if let Some(term) = identities::transpose_by_products(eg, ids, tiles, operand(0)) {
+                    out.push(Rewrite { rule: "transpose-by-products", class, term });
+                }
+                // The transpose of a product is the product of the operands swapped:
+                // `(A . B)^T = B^T . A^T`, each element the same sum.
+                let inner = &kernel.nodes[node.operands[0]];
+                let Op::Dot(dd) = &inner.op else { continue };
+                let (a, b) = (eg.find(node_class[inner.operands[0]]), eg.find(node_class[inner.operands[1]]));
+                if !dd.lhs_batch.is_empty() || class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
+                    continue;
+                }
+                if let Some(term) = standard_product(b, &flip(&dd.rhs_contracting), a, &flip(&dd.lhs_contracting), &node.ty) {
+                    out.push(Rewrite { rule: "transposed-product-by-products", class, term });
+                }
+            }
+            Op::Dot(dd) if dd.lhs_batch.is_empty() && node.ty.rank() == 2 => {
+                let (a, b) = (operand(0), operand(1));
+                if class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
+                    continue;
+                }
+                if dd.lhs_contracting != [1] || dd.rhs_contracting != [0] {
+                    if let Some(term) = standard_product(a, &flip(&dd.lhs_contracting), b, &flip(&dd.rhs_contracting), &node.ty) {
+                        out.push(Rewrite { rule: "transposed-operand-by-products", class, term });
+                    }
+                }
+            }
+            Op::Dot(dd) if dd.lhs_batch == [0] && dd.rhs_batch == [0] && node.ty.rank() == 3 => {
+                let (a, b) = (operand(0), operand(1));
+                let (a_ty, b_ty) = (class_ty(eg, a).clone(), class_ty(eg, b).clone());
+                let (lc, rc) = (&dd.lhs_contracting[..], &dd.rhs_contracting[..]);
+                if a_ty.rank() != 3 || b_ty.rank() != 3 || (lc == [2] && rc == [1]) || node.ty.shape[0] > MAX_MATRIX_VECTOR_ROWS {
+                    continue;
+                }
+                let (m, n) = (node.ty.shape[1], node.ty.shape[2]);
+                let item = |x: Id, x_ty: &Ty, i: i64| {
+                    let mut window: Vec<(i64, i64, i64)> = x_ty.shape.iter().map(|&d| (0, d, 1)).collect();
+                    window[0] = (i, i + 1, 1);
+                    let one = Term::Node(Op::Slice(window), x_ty.with_shape([&[1][..], &x_ty.shape[1..]].concat()), vec![Term::Class(x)]);
+                    Term::Node(Op::Reshape, x_ty.with_shape(x_ty.shape[1..].to_vec()), vec![one])
+                };
+                let items = (0..node.ty.shape[0])
+                    .map(|i| {
+                        let lhs = match lc {
+                            [2] => Some(item(a, &a_ty, i)),
+                            [1] => identities::item_transpose_by_products(eg, ids, tiles, a, i),
+                            _ => None,
+                        }?;
+                        let rhs = match rc {
+                            [1] => Some(item(b, &b_ty, i)),
+                            [2] => identities::item_transpose_by_products(eg, ids, tiles, b, i),
+                            _ => None,
+                        }?;
+                        let product = Term::Node(Op::Dot(std.clone()), node.ty.with_shape(vec![m, n]), vec![lhs, rhs]);
+                        Some(Term::Node(Op::Reshape, node.ty.with_shape(vec![1, m, n]), vec![product]))
+                    })
+                    .collect::<Option<Vec<Term>>>();
+                if let Some(items) = items {
+                    let term = match <[Term; 1]>::try_from(items) {
+                        Ok([one]) => one,
+                        Err(items) => Term::Node(Op::Concatenate(0), node.ty.clone(), items),
+                    };
+                    out.push(Rewrite { rule: "transposed-operand-by-products", class, term });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Whether class `c` holds a constant, or within `depth` steps a slice, reshape, broadcast,
 /// transpose or conversion of one (a tile of a zero matrix is not folded to a literal).
 pub(crate) fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {

@@ -195,7 +195,7 @@ pub fn rules_for(isa: &Isa, patterns: &Patterns) -> RuleSet {
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
 /// spill through (where the ISA both loads and stores), and what the rules add once (identity
 /// paths for its values, its windows one dimension at a time, the rows of a product with a
-/// transposed operand where nothing transposes).
+/// transposed operand, and transposes computed by products, where nothing transposes).
 pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph {
     let mut kg = egraph::build(kernel);
     let hbm = |slice: &crate::isa::Slice| isa.buffer(&slice.buffer).is_hbm();
@@ -208,6 +208,7 @@ pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph
     rewrites::apply(eg, &rewrites::pass_through(eg, rules, kernel, &kg.node_class));
     rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));
     rewrites::apply(eg, &rewrites::rows_as_matrix_vector_products(eg, kernel, &kg.node_class, rules));
+    rewrites::apply(eg, &rewrites::transposes_by_products(eg, kernel, &kg.node_class, rules));
     kg
 }
 

@@ -258,9 +258,11 @@ impl Extents {
         self
     }
 
-    /// The same extents, with products whose largest contractions are `ks` (for tests).
+    /// The same extents, with products whose contractions are attributes of at most `ks` (for
+    /// tests).
     pub fn with_contractions(mut self, ks: &[i64]) -> Extents {
         self.contraction = ks.iter().map(|&k| Some(k)).collect();
+        self.flexible_contractions = self.contraction.clone();
         self
     }
 
@@ -341,6 +343,20 @@ impl Extents {
     /// The most columns a matrix product of the semantics computes, when every one is bounded.
     pub fn product_columns(&self) -> Option<i64> {
         widest(self, OpCode::Dot, 2, 1)
+    }
+
+    /// The most rows a matrix product of the semantics computes, when every one is bounded.
+    pub fn product_rows(&self) -> Option<i64> {
+        widest(self, OpCode::Dot, 2, 0)
+    }
+
+    /// Whether some product the semantics compute contracts `k` elements: a constant
+    /// contraction of `k`, or one bounded by at least `k`. Extents read from no semantics
+    /// (tests of other rules) take every contraction.
+    pub fn takes_contraction(&self, k: i64) -> bool {
+        self.is_empty()
+            || self.fixed_contractions.contains(&k)
+            || self.flexible_contractions.iter().any(|b| b.is_none_or(|b| b >= k))
     }
 
     /// The tile size of the leading dimension of an operation of operator `op` and type
@@ -583,6 +599,23 @@ fn split_leading_by(eg: &SelGraph, extents: &Extents, node: &Node, code: OpCode,
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
 }
 
+/// Whether every operand of `node` that feeds its rows has all `rows` of them along its own
+/// dimension 0 (a clamp's scalar bound feeds none), `sources` as [`leading_sources`] gives them.
+fn operands_keep_rows(eg: &SelGraph, node: &Node, sources: &[Option<usize>], rows: i64) -> bool {
+    node.children.iter().zip(sources).all(|(&c, src)| src.is_none() || (*src == Some(0) && eg[c].data.shape.first() == Some(&rows)))
+}
+
+/// `c` followed by zero rows up to `t` rows: `concatenate_0(c, zeros)`.
+fn zero_padded_rows(eg: &SelGraph, c: Id, t: i64) -> Term {
+    let c_ty = &eg[c].data;
+    let mut zeros = c_ty.shape.clone();
+    zeros[0] = t - zeros[0];
+    let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), c_ty.with_shape(zeros), vec![]);
+    let mut padded = c_ty.shape.clone();
+    padded[0] = t;
+    Term::Node(Op::Concatenate(0), c_ty.with_shape(padded), vec![Term::Class(c), zeros])
+}
+
 /// An elementwise operation (or convert, broadcast, reduction over later dimensions) that no
 /// rule splits by its own extents, split along rows where an operand computed in row tiles is
 /// split: `f(concatenate_0(t0, t1), y) = concatenate_0(f(t0, y[rows of t0]), f(t1, y[rows of
@@ -599,10 +632,7 @@ pub fn split_like_operand(eg: &SelGraph, extents: &Extents, node: &Node) -> Opti
     }
     let lead = *node.ty.shape.first()?;
     let sources = leading_sources(eg, node)?;
-    // Every operand that feeds the rows has them all along dimension 0 (not a clamp's scalar
-    // bound).
-    let feeds_rows = |(&c, src): (&Id, &Option<usize>)| src.is_none() || (*src == Some(0) && eg[c].data.shape.first() == Some(&lead));
-    if !node.children.iter().zip(&sources).all(feeds_rows) {
+    if !operands_keep_rows(eg, node, &sources, lead) {
         return None;
     }
     let computing = |n: &Node| {
@@ -646,18 +676,7 @@ pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
         .children
         .iter()
         .zip(&sources)
-        .map(|(&c, src)| {
-            let c_ty = &eg[c].data;
-            if src.is_none() {
-                return Term::Class(c);
-            }
-            let mut pad = c_ty.shape.clone();
-            pad[0] = t - rows;
-            let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), c_ty.with_shape(pad), vec![]);
-            let mut padded = c_ty.shape.clone();
-            padded[0] = t;
-            Term::Node(Op::Concatenate(0), c_ty.with_shape(padded), vec![Term::Class(c), zeros])
-        })
+        .map(|(&c, src)| if src.is_some() { zero_padded_rows(eg, c, t) } else { Term::Class(c) })
         .collect();
     let mut whole = node.ty.shape.clone();
     whole[0] = t;
@@ -676,8 +695,7 @@ pub fn pad_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
 pub fn pad_rows_through_products(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<Term> {
     let (Some(code), Some(&rows)) = (opcode(&node.op), node.ty.shape.first()) else { return Vec::new() };
     let Some(sources) = leading_sources(eg, node) else { return Vec::new() };
-    let feeds_rows = |(&c, src): (&Id, &Option<usize>)| src.is_none() || (*src == Some(0) && eg[c].data.shape.first() == Some(&rows));
-    if !node.children.iter().zip(&sources).all(feeds_rows) || extents.padded_leading(code, &node.ty).is_some() {
+    if !operands_keep_rows(eg, node, &sources, rows) || extents.padded_leading(code, &node.ty).is_some() {
         return Vec::new();
     }
     let Some(t) = extents.padded_leading_fixed(code, &node.ty) else { return Vec::new() };
@@ -686,13 +704,7 @@ pub fn pad_rows_through_products(eg: &SelGraph, extents: &Extents, node: &Node) 
         shape[0] = t;
         ty.with_shape(shape)
     };
-    let pad = |c: Id| {
-        let c_ty = &eg[c].data;
-        let mut zeros = c_ty.shape.clone();
-        zeros[0] = t - rows;
-        let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), c_ty.with_shape(zeros), vec![]);
-        Term::Node(Op::Concatenate(0), padded(c_ty), vec![Term::Class(c), zeros])
-    };
+    let pad = |c: Id| zero_padded_rows(eg, c, t);
     // The forms of a product of computed or input values (the identity products `x = dot(x, I)`
     // in nearly every class have a constant operand): each whose left operand feeds its rows
     // along dimension 0 and whose right operand is used whole.

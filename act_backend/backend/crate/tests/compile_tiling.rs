@@ -203,8 +203,8 @@ fn an_operation_no_instruction_computes_is_blamed_rather_than_the_windows_of_its
 
 #[test]
 fn a_reader_of_a_value_produced_in_tiles_is_blamed_rather_than_the_value() {
-    // The product is computed in two 16-column tiles; no instruction transposes it.
-    let message = refusal("gemmini_isa.json", "gemmini_transposed_matmul_16x32x32");
+    // The product is computed in two 16-column tiles; no instruction transposes its ReLU.
+    let message = refusal("gemmini_isa.json", "gemmini_transposed_relu_matmul_16x32x32");
     assert!(message.contains("no instruction of Gemmini computes `transpose`"), "{message}");
     assert!(!message.contains("`dot`"), "{message}");
 }
@@ -546,11 +546,40 @@ fn an_addend_on_a_product_of_fewer_rows_than_a_fixed_array_is_added_to_the_padde
 }
 
 #[test]
-fn a_product_with_a_transposed_operand_on_an_isa_that_transposes_nowhere_runs_a_row_at_a_time() {
-    // No Gemmini instruction transposes: each row of A . B^T is B . a_i^T, row i of A loaded
-    // as a column, the one-column result stored as the row it is. 16 rows, each a 24-row B in
-    // two tiles contracting 32 in two: 64 products.
-    let calls = compiled("gemmini_isa.json", "gemmini_matmul_transposed_rhs_16x32x24");
-    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
-    assert_eq!(count(&calls, "mvout_acc"), 16, "{calls:?}");
+fn transposes_where_nothing_transposes_are_products_that_contract_one_element() {
+    // No Gemmini instruction transposes. A transposed input is computed a 16x16 tile at a
+    // time, each tile 16 one-element products (a row of the input loaded as a column, times a
+    // row of the identity) accumulated by the int8 array; the product then runs as the array
+    // takes it, each tile once: (A.B)^T = B^T.A^T, A^T.B, A.B^T, batched, and a transpose
+    // alone. Before, all but A.B^T (a one-column product per row of A) were refused.
+    for (kernel, one_element, array) in [
+        ("gemmini_transpose_32x48", 6 * 16, 0),
+        ("gemmini_transposed_matmul_16x32x32", 4 * 16 + 2 * 16, 2 * 2),
+        ("gemmini_matmul_transposed_lhs_16x32x48", 2 * 16, 2 * 3),
+        ("gemmini_matmul_transposed_rhs_16x32x24", 2 * 24, 2 * 2),
+        ("gemmini_batched_matmul_transposed_rhs_2x32x16x48", 2 * 48, 2 * 2 * 3),
+    ] {
+        let calls = compiled("gemmini_isa.json", kernel);
+        assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), one_element, "{kernel}: {calls:?}");
+        assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), array, "{kernel}: {calls:?}");
+    }
 }
+
+#[test]
+fn an_int32_negation_larger_than_the_array_is_loaded_scaled_by_minus_one() {
+    // Refused before: the negation's product with -I (which the int8 array cannot take from
+    // an int32 matrix) chose the 16-row tiles, and no tile held the scaled load.
+    let calls = compiled("gemmini_isa.json", "gemmini_negate_32x32");
+    assert_eq!((count(&calls, "mvin_acc_strided"), count(&calls, "mvout_acc_strided")), (2, 2), "{calls:?}");
+}
+
+#[test]
+fn a_relu_clipped_to_the_int8_range_is_saturated_by_the_int8_store() {
+    // `min(relu(x), 127)` narrowed to int8: the ReLU is at least 0 > -128, so it is the
+    // store's saturation `min(max(relu(x), -128), 127)` (refused before: "no instruction
+    // computes `minimum`").
+    let calls = compiled("gemmini_isa.json", "gemmini_relu_clipped_layer_32x32x32");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 8, "{calls:?}");
+    assert_eq!(count(&calls, "mvout_acc_s8_strided"), 2, "{calls:?}");
+}
+

@@ -93,14 +93,29 @@ KERNELS = {
     # every other row of a product: every other row of its lhs, read with a doubled row pitch
     "gemmini_matmul_even_rows_16x32x16": (lambda a, b: int8_product(a, b)[::2],
                                           [shape(16, 32, dtype=I8), shape(32, 16, dtype=I8)]),
-    # refused: the transpose of a product computed in 16-column tiles (no Gemmini instruction
-    # transposes): the transpose is named, not the product
+    # transposes where no Gemmini instruction transposes: each transposed input computed by
+    # products contracting one element (a row loaded as a column times a row of I), then the
+    # product as the array takes it: (A.B)^T = B^T.A^T, A^T.B, A.B^T, batched, and alone
     "gemmini_transposed_matmul_16x32x32": (lambda a, b: int8_product(a, b).T,
                                            [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
-    # a product with a transposed right operand (no Gemmini instruction transposes): each row
-    # of the result is B times that row of A as a column, a one-column product per row
     "gemmini_matmul_transposed_rhs_16x32x24": (lambda a, b: int8_product(a, b.T),
                                                [shape(16, 32, dtype=I8), shape(24, 32, dtype=I8)]),
+    "gemmini_matmul_transposed_lhs_16x32x48": (lambda a, b: int8_product(a.T, b),
+                                               [shape(16, 32, dtype=I8), shape(16, 48, dtype=I8)]),
+    "gemmini_batched_matmul_transposed_rhs_2x32x16x48": (
+        lambda a, b: int8_product(a, jnp.swapaxes(b, -1, -2)),
+        [shape(2, 32, 16, dtype=I8), shape(2, 48, 16, dtype=I8)]),
+    "gemmini_transpose_32x48": (lambda a: a.T, [shape(32, 48, dtype=I8)]),
+    # refused: the transpose of a ReLU of a product computed in 16-column tiles; the transpose
+    # is named, not the product
+    "gemmini_transposed_relu_matmul_16x32x32": (lambda a, b: relu(int8_product(a, b)).T,
+                                                [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # an int32 negation of a matrix larger than the array both ways: loads that scale by -1
+    "gemmini_negate_32x32": (lambda a: -a, [shape(32, 32, dtype=I32)]),
+    # a ReLU clipped to 127 and narrowed: the int8 store's saturation of the ReLU
+    "gemmini_relu_clipped_layer_32x32x32": (
+        lambda x, w: jnp.minimum(relu(int8_product(x, w)), 127).astype(I8),
+        [shape(32, 32, dtype=I8), shape(32, 32, dtype=I8)]),
     "gemmini_matmul_64_rows": (int8_product, [shape(64, 16, dtype=I8), shape(16, 16, dtype=I8)]),
     "gemmini_matmul_batch_4": (int8_product, [shape(4, 16, 16, dtype=I8)] * 2),
     "gemmini_relu_matmul_128_rows": (lambda a, b: jnp.maximum(int8_product(a, b), 0),
