@@ -153,8 +153,11 @@ TILED = {
     # one-element products per tile accumulated by the int8 array (a row loaded as a column
     # times a row of I), then the product as the array takes it: A.B^T, (A.B)^T = B^T.A^T,
     # A^T.B, batched, a transpose alone
-    "gemmini_matmul_transposed_rhs_16x32x24": ("Gemmini", {"matmul32": 2, "mac32": 2,
+    "gemmini_matmul_transposed_rhs_64x32x24": ("Gemmini", {"matmul32": 8, "mac32": 8,
                                                            "matmul8": 4, "mac8": 44}),
+    # no taller than one product: a one-column product per row of A . B^T instead
+    "gemmini_matmul_transposed_rhs_16x32x24": ("Gemmini", {"matmul32": 32, "mac32": 32,
+                                                           "mvout_acc": 16}),
     "gemmini_transposed_matmul_16x32x32": ("Gemmini", {"matmul32": 2, "mac32": 2, "matmul8": 6,
                                                        "mac8": 90}),
     "gemmini_matmul_transposed_lhs_16x32x48": ("Gemmini", {"matmul32": 6, "matmul8": 2,

@@ -1651,6 +1651,12 @@ pub fn rows_as_matrix_vector_products(
         if m > MAX_MATRIX_VECTOR_ROWS || m.saturating_mul(n).saturating_mul(depth) > MAX_MATRIX_VECTOR_WORK {
             continue;
         }
+        // Taller than one product: transposing `B` once (`transposes_by_products`) multiplies
+        // less than a product per row, where it can.
+        let taller = rules.tiles.product_rows().is_none_or(|r| m > r);
+        if taller && identities::transpose_by_products(eg, &rules.identities, &rules.tiles, b).is_some() {
+            continue;
+        }
         let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
         let row = |i: i64| {
             let a_row = Term::Node(Op::Slice(vec![(i, i + 1, 1), (0, depth, 1)]), a_ty.with_shape(vec![1, depth]), vec![Term::Class(a)]);
@@ -1702,6 +1708,22 @@ pub fn transposes_by_products(
     };
     // The free dimension of a matrix contracted along `d`.
     let flip = |d: &[usize]| d.iter().map(|&x| 1 - x).collect::<Vec<usize>>();
+    // A product with a transposed right operand and no more rows than one product runs a row
+    // at a time (`rows_as_matrix_vector_products`), which multiplies no more than transposing
+    // the operand first, and the two together outgrow the search.
+    let short = |dot: &crate::kernel::KernelNode| {
+        dot.ty.rank() == 2 && tiles.product_rows().is_some_and(|r| dot.ty.shape[0] <= r) && dot.ty.shape[0] <= MAX_MATRIX_VECTOR_ROWS
+    };
+    let read_only_by_short_products = |t: usize| {
+        let readers: Vec<&crate::kernel::KernelNode> = kernel.nodes.iter().filter(|n| n.operands.contains(&t)).collect();
+        !readers.is_empty()
+            && readers.iter().all(|n| {
+                matches!(&n.op, Op::Dot(dd) if dd.lhs_batch.is_empty() && dd.lhs_contracting == [1] && dd.rhs_contracting == [0])
+                    && n.operands[1] == t
+                    && n.operands[0] != t
+                    && short(n)
+            })
+    };
     for (k, node) in kernel.nodes.iter().enumerate() {
         let class = eg.find(node_class[k]);
         let operand = |j: usize| eg.find(node_class[node.operands[j]]);
@@ -1725,6 +1747,9 @@ pub fn transposes_by_products(
                 }
             }
             Op::Transpose(p) if p[..] == [1, 0] => {
+                if read_only_by_short_products(k) {
+                    continue;
+                }
                 if let Some(term) = identities::transpose_by_products(eg, ids, tiles, operand(0)) {
                     out.push(Rewrite { rule: "transpose-by-products", class, term });
                 }
@@ -1745,7 +1770,8 @@ pub fn transposes_by_products(
                 if class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
                     continue;
                 }
-                if dd.lhs_contracting != [1] || dd.rhs_contracting != [0] {
+                let only_rhs_transposed = dd.lhs_contracting == [1] && dd.rhs_contracting == [1];
+                if (dd.lhs_contracting != [1] || dd.rhs_contracting != [0]) && !(only_rhs_transposed && short(node)) {
                     if let Some(term) = standard_product(a, &flip(&dd.lhs_contracting), b, &flip(&dd.rhs_contracting), &node.ty) {
                         out.push(Rewrite { rule: "transposed-operand-by-products", class, term });
                     }

@@ -551,18 +551,30 @@ fn transposes_where_nothing_transposes_are_products_that_contract_one_element() 
     // time, each tile 16 one-element products (a row of the input loaded as a column, times a
     // row of the identity) accumulated by the int8 array; the product then runs as the array
     // takes it, each tile once: (A.B)^T = B^T.A^T, A^T.B, A.B^T, batched, and a transpose
-    // alone. Before, all but A.B^T (a one-column product per row of A) were refused.
+    // alone. Before, all but A.B^T were refused, and A.B^T of 64 rows ran 256 one-column
+    // products, one per row of A and tile of B.
     for (kernel, one_element, array) in [
         ("gemmini_transpose_32x48", 6 * 16, 0),
         ("gemmini_transposed_matmul_16x32x32", 4 * 16 + 2 * 16, 2 * 2),
         ("gemmini_matmul_transposed_lhs_16x32x48", 2 * 16, 2 * 3),
-        ("gemmini_matmul_transposed_rhs_16x32x24", 2 * 24, 2 * 2),
+        ("gemmini_matmul_transposed_rhs_64x32x24", 2 * 24, 4 * 2 * 2),
         ("gemmini_batched_matmul_transposed_rhs_2x32x16x48", 2 * 48, 2 * 2 * 3),
     ] {
         let calls = compiled("gemmini_isa.json", kernel);
         assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), one_element, "{kernel}: {calls:?}");
         assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), array, "{kernel}: {calls:?}");
     }
+}
+
+#[test]
+fn a_product_with_a_transposed_operand_no_taller_than_the_array_runs_a_row_at_a_time() {
+    // Each row of A . B^T is B . a_i^T, row i of A loaded as a column, the one-column result
+    // stored as the row it is. 16 rows, each a 24-row B in two tiles contracting 32 in two:
+    // 64 products (transposing B would run 48 one-element products and 4 more).
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_transposed_rhs_16x32x24");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
+    assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), 0, "{calls:?}");
+    assert_eq!(count(&calls, "mvout_acc"), 16, "{calls:?}");
 }
 
 #[test]

@@ -98,6 +98,10 @@ KERNELS = {
     # product as the array takes it: (A.B)^T = B^T.A^T, A^T.B, A.B^T, batched, and alone
     "gemmini_transposed_matmul_16x32x32": (lambda a, b: int8_product(a, b).T,
                                            [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    "gemmini_matmul_transposed_rhs_64x32x24": (lambda a, b: int8_product(a, b.T),
+                                               [shape(64, 32, dtype=I8), shape(24, 32, dtype=I8)]),
+    # no taller than one product: each row of the result is B times that row of A as a
+    # column, a one-column product per row (multiplying no more than transposing B would)
     "gemmini_matmul_transposed_rhs_16x32x24": (lambda a, b: int8_product(a, b.T),
                                                [shape(16, 32, dtype=I8), shape(24, 32, dtype=I8)]),
     "gemmini_matmul_transposed_lhs_16x32x48": (lambda a, b: int8_product(a.T, b),
