@@ -160,6 +160,8 @@ TILED = {
                                                            "mvout_acc": 16}),
     "gemmini_transposed_matmul_16x32x32": ("Gemmini", {"matmul32": 2, "mac32": 2, "matmul8": 6,
                                                        "mac8": 90}),
+    "gemmini_transposed_relu_matmul_16x32x32": ("Gemmini", {"matmul32": 2, "mac32": 2,
+                                                            "matmul8": 6, "mac8": 90}),
     "gemmini_matmul_transposed_lhs_16x32x48": ("Gemmini", {"matmul32": 6, "matmul8": 2,
                                                            "mac8": 30}),
     "gemmini_batched_matmul_transposed_rhs_2x32x16x48": ("Gemmini", {"matmul32": 12,

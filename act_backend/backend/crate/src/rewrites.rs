@@ -1670,6 +1670,78 @@ pub fn rows_as_matrix_vector_products(
     out
 }
 
+/// How many operations deep [`transposed_value`] moves a transpose towards the kernel's inputs.
+const MAX_TRANSPOSE_DEPTH: usize = 6;
+
+/// The free (not contracted) dimension of a matrix contracted along `d`.
+fn flip(d: &[usize]) -> Vec<usize> {
+    d.iter().map(|&x| 1 - x).collect()
+}
+
+/// `a . b : ty` as a unit that takes only `[m, k] . [k, n]` computes it, given the free
+/// dimension of each: `a`'s 0 and `b`'s 1 are taken as they are, the others transposed by
+/// [`identities::transpose_by_products`].
+fn standard_product(eg: &SelGraph, rules: &RuleSet, a: Id, a_free: &[usize], b: Id, b_free: &[usize], ty: &Ty) -> Option<Term> {
+    let transposed = |x: Id| identities::transpose_by_products(eg, &rules.identities, &rules.tiles, x);
+    let lhs = match a_free {
+        [0] => Term::Class(a),
+        [1] => transposed(a)?,
+        _ => return None,
+    };
+    let rhs = match b_free {
+        [1] => Term::Class(b),
+        [0] => transposed(b)?,
+        _ => return None,
+    };
+    let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
+    Some(Term::Node(Op::Dot(std), ty.clone(), vec![lhs, rhs]))
+}
+
+/// The transpose of kernel matrix `k`, moved onto the kernel's inputs through the operations
+/// that do not care about layout (elementwise operations and converts apply to the
+/// transposed operands, a broadcast repeats along the other dimension, a literal folds) and
+/// through products (`(A . B)^T = B^T . A^T`), `depth` operations deep: each transposed input
+/// computed by [`identities::transpose_by_products`]. `None` where some operand on the way is
+/// neither.
+fn transposed_value(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class: &[Id], rules: &RuleSet, k: usize, depth: usize) -> Option<Term> {
+    let node = &kernel.nodes[k];
+    let class = eg.find(node_class[k]);
+    let ty = class_ty(eg, class);
+    if ty.rank() != 2 || depth == 0 {
+        return None;
+    }
+    if let Some(term) = identities::transpose_by_products(eg, &rules.identities, &rules.tiles, class) {
+        return Some(term);
+    }
+    let t_ty = ty.with_shape(vec![ty.shape[1], ty.shape[0]]);
+    let operand = |j: usize| eg.find(node_class[node.operands[j]]);
+    match &node.op {
+        Op::Constant(_) => Some(Term::Node(Op::Transpose(vec![1, 0]), t_ty, vec![Term::Class(class)])),
+        Op::Dot(dd) if dd.lhs_batch.is_empty() => {
+            let (a, b) = (operand(0), operand(1));
+            if class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
+                return None;
+            }
+            standard_product(eg, rules, b, &flip(&dd.rhs_contracting), a, &flip(&dd.lhs_contracting), &t_ty)
+        }
+        Op::Broadcast(d) => match (class_ty(eg, operand(0)).rank(), d.as_slice()) {
+            (0, _) => Some(Term::Node(Op::Broadcast(d.clone()), t_ty, vec![Term::Class(operand(0))])),
+            (1, [r]) if *r < 2 => Some(Term::Node(Op::Broadcast(vec![1 - r]), t_ty, vec![Term::Class(operand(0))])),
+            _ => None,
+        },
+        op if op.is_elementwise() || *op == Op::Convert => {
+            let args = (0..node.operands.len())
+                .map(|j| match class_ty(eg, operand(j)).rank() {
+                    0 => Some(Term::Class(operand(j))),
+                    _ => transposed_value(eg, kernel, node_class, rules, node.operands[j], depth - 1),
+                })
+                .collect::<Option<Vec<Term>>>()?;
+            Some(Term::Node(op.clone(), t_ty, args))
+        }
+        _ => None,
+    }
+}
+
 /// On an ISA whose semantics transpose nowhere and whose units take products only as `[m, k] .
 /// [k, n]`, the kernel's transposes of matrices and its products with an operand in another
 /// layout (`A^T . B`, `A . B^T`, batched or not), with each transposed operand computed by
@@ -1691,23 +1763,6 @@ pub fn transposes_by_products(
     }
     let (ids, tiles) = (&rules.identities, &rules.tiles);
     let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
-    // `a . b` as the unit takes it, given the free (not contracted) dimension of each: `a`'s
-    // 0 and `b`'s 1 are as the unit takes them, the others transposed.
-    let standard_product = |a: Id, a_free: &[usize], b: Id, b_free: &[usize], ty: &Ty| {
-        let lhs = match a_free {
-            [0] => Term::Class(a),
-            [1] => identities::transpose_by_products(eg, ids, tiles, a)?,
-            _ => return None,
-        };
-        let rhs = match b_free {
-            [1] => Term::Class(b),
-            [0] => identities::transpose_by_products(eg, ids, tiles, b)?,
-            _ => return None,
-        };
-        Some(Term::Node(Op::Dot(std.clone()), ty.clone(), vec![lhs, rhs]))
-    };
-    // The free dimension of a matrix contracted along `d`.
-    let flip = |d: &[usize]| d.iter().map(|&x| 1 - x).collect::<Vec<usize>>();
     // A product with a transposed right operand and no more rows than one product runs a row
     // at a time (`rows_as_matrix_vector_products`), which multiplies no more than transposing
     // the operand first, and the two together outgrow the search.
@@ -1750,19 +1805,8 @@ pub fn transposes_by_products(
                 if read_only_by_short_products(k) {
                     continue;
                 }
-                if let Some(term) = identities::transpose_by_products(eg, ids, tiles, operand(0)) {
+                if let Some(term) = transposed_value(eg, kernel, node_class, rules, node.operands[0], MAX_TRANSPOSE_DEPTH) {
                     out.push(Rewrite { rule: "transpose-by-products", class, term });
-                }
-                // The transpose of a product is the product of the operands swapped:
-                // `(A . B)^T = B^T . A^T`, each element the same sum.
-                let inner = &kernel.nodes[node.operands[0]];
-                let Op::Dot(dd) = &inner.op else { continue };
-                let (a, b) = (eg.find(node_class[inner.operands[0]]), eg.find(node_class[inner.operands[1]]));
-                if !dd.lhs_batch.is_empty() || class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
-                    continue;
-                }
-                if let Some(term) = standard_product(b, &flip(&dd.rhs_contracting), a, &flip(&dd.lhs_contracting), &node.ty) {
-                    out.push(Rewrite { rule: "transposed-product-by-products", class, term });
                 }
             }
             Op::Dot(dd) if dd.lhs_batch.is_empty() && node.ty.rank() == 2 => {
@@ -1772,7 +1816,7 @@ pub fn transposes_by_products(
                 }
                 let only_rhs_transposed = dd.lhs_contracting == [1] && dd.rhs_contracting == [1];
                 if (dd.lhs_contracting != [1] || dd.rhs_contracting != [0]) && !(only_rhs_transposed && short(node)) {
-                    if let Some(term) = standard_product(a, &flip(&dd.lhs_contracting), b, &flip(&dd.rhs_contracting), &node.ty) {
+                    if let Some(term) = standard_product(eg, rules, a, &flip(&dd.lhs_contracting), b, &flip(&dd.rhs_contracting), &node.ty) {
                         out.push(Rewrite { rule: "transposed-operand-by-products", class, term });
                     }
                 }

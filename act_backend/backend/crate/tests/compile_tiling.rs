@@ -203,9 +203,9 @@ fn an_operation_no_instruction_computes_is_blamed_rather_than_the_windows_of_its
 
 #[test]
 fn a_reader_of_a_value_produced_in_tiles_is_blamed_rather_than_the_value() {
-    // The product is computed in two 16-column tiles; no instruction transposes its ReLU.
-    let message = refusal("gemmini_isa.json", "gemmini_transposed_relu_matmul_16x32x32");
-    assert!(message.contains("no instruction of Gemmini computes `transpose`"), "{message}");
+    // The product is computed in two 16-column tiles; no instruction reverses its columns.
+    let message = refusal("gemmini_isa.json", "gemmini_reversed_matmul_16x32x32");
+    assert!(message.contains("no instruction of Gemmini computes `reverse`"), "{message}");
     assert!(!message.contains("`dot`"), "{message}");
 }
 
@@ -550,12 +550,13 @@ fn transposes_where_nothing_transposes_are_products_that_contract_one_element() 
     // No Gemmini instruction transposes. A transposed input is computed a 16x16 tile at a
     // time, each tile 16 one-element products (a row of the input loaded as a column, times a
     // row of the identity) accumulated by the int8 array; the product then runs as the array
-    // takes it, each tile once: (A.B)^T = B^T.A^T, A^T.B, A.B^T, batched, and a transpose
-    // alone. Before, all but A.B^T were refused, and A.B^T of 64 rows ran 256 one-column
+    // takes it, each tile once: (A.B)^T = B^T.A^T (through a ReLU too), A^T.B, A.B^T,
+    // batched, and a transpose alone. Before, all but A.B^T were refused, and A.B^T of 64 rows ran 256 one-column
     // products, one per row of A and tile of B.
     for (kernel, one_element, array) in [
         ("gemmini_transpose_32x48", 6 * 16, 0),
         ("gemmini_transposed_matmul_16x32x32", 4 * 16 + 2 * 16, 2 * 2),
+        ("gemmini_transposed_relu_matmul_16x32x32", 4 * 16 + 2 * 16, 2 * 2),
         ("gemmini_matmul_transposed_lhs_16x32x48", 2 * 16, 2 * 3),
         ("gemmini_matmul_transposed_rhs_64x32x24", 2 * 24, 4 * 2 * 2),
         ("gemmini_batched_matmul_transposed_rhs_2x32x16x48", 2 * 48, 2 * 2 * 3),
