@@ -167,6 +167,9 @@ TILED = {
     "gemmini_batched_matmul_transposed_rhs_2x32x16x48": ("Gemmini", {"matmul32": 12,
                                                                      "matmul8": 6, "mac8": 90}),
     "gemmini_transpose_32x48": ("Gemmini", {"matmul8": 6, "mac8": 90, "mvout_strided": 6}),
+    # an int32 product's columns reversed: the product with B's columns reversed by the array
+    "gemmini_reversed_matmul_16x32x32": ("Gemmini", {"matmul8": 4, "mac8": 4, "matmul32": 2,
+                                                     "mac32": 2}),
     # an int32 negation: loads that scale by -1; a ReLU clipped to 127 and narrowed: the int8
     # store's saturation of the stored ReLU
     "gemmini_negate_32x32": ("Gemmini", {"mvin_acc_strided": 2, "mvout_acc_strided": 2}),

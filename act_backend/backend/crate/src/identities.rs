@@ -343,6 +343,29 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
             };
             out.extend(term.map(|t| ("reverse-as-product", t)));
         }
+        // The columns of a product reversed are the product with its right operand's columns
+        // reversed, its rows with its left operand's rows reversed: the same sums, permuted.
+        if ty.rank() == 2 && node.children.len() == 1 {
+            let dims = dimensions(attrs).unwrap_or_default();
+            let reverse = |x: Id, d: usize| {
+                let x_ty = eg[x].data.clone();
+                Term::Node(Op::Other { name: "reverse".into(), attrs: format!("dimensions={{{d}}}") }, x_ty, vec![Term::Class(x)])
+            };
+            let std = |dd: &DotDims| dd.lhs_batch.is_empty() && dd.lhs_contracting == [1] && dd.rhs_contracting == [0];
+            for n in &eg[node.children[0]].nodes {
+                let Op::Dot(dd) = &n.op else { continue };
+                if !std(dd) || !(dims == [0] || dims == [1]) {
+                    continue;
+                }
+                let (a, b) = (n.children[0], n.children[1]);
+                let term = if dims == [1] {
+                    Term::Node(n.op.clone(), ty.clone(), vec![Term::Class(a), reverse(b, 1)])
+                } else {
+                    Term::Node(n.op.clone(), ty.clone(), vec![reverse(a, 0), Term::Class(b)])
+                };
+                out.push(("reverse-through-product", term));
+            }
+        }
     }
     if let Some(attrs) = other(node, "clamp") {
         // XLA: clamp(lo, x, hi) = min(max(x, lo), hi); `lo` and `hi` may be scalars.

@@ -203,9 +203,9 @@ fn an_operation_no_instruction_computes_is_blamed_rather_than_the_windows_of_its
 
 #[test]
 fn a_reader_of_a_value_produced_in_tiles_is_blamed_rather_than_the_value() {
-    // The product is computed in two 16-column tiles; no instruction reverses its columns.
-    let message = refusal("gemmini_isa.json", "gemmini_reversed_matmul_16x32x32");
-    assert!(message.contains("no instruction of Gemmini computes `reverse`"), "{message}");
+    // The product is computed in two 16-column tiles; no instruction multiplies two values.
+    let message = refusal("gemmini_isa.json", "gemmini_squared_matmul_16x32x32");
+    assert!(message.contains("no instruction of Gemmini computes `multiply`"), "{message}");
     assert!(!message.contains("`dot`"), "{message}");
 }
 
@@ -576,6 +576,16 @@ fn a_product_with_a_transposed_operand_no_taller_than_the_array_runs_a_row_at_a_
     assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 64, "{calls:?}");
     assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), 0, "{calls:?}");
     assert_eq!(count(&calls, "mvout_acc"), 16, "{calls:?}");
+}
+
+#[test]
+fn reversed_columns_of_a_product_are_the_product_with_reversed_columns() {
+    // (A.B)J = A.(BJ): B's columns reversed by the int8 array (products with the exchange
+    // matrix, 2 x 2 tiles contracting 32 in two), then the product, 2 tiles contracting 32 in
+    // two. Refused before: "no instruction computes `reverse`" (not on int32 values).
+    let calls = compiled("gemmini_isa.json", "gemmini_reversed_matmul_16x32x32");
+    assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), 8, "{calls:?}");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4, "{calls:?}");
 }
 
 #[test]

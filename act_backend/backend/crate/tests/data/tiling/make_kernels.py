@@ -113,11 +113,14 @@ KERNELS = {
     # the transpose of a ReLU of a product: the ReLU of B^T.A^T
     "gemmini_transposed_relu_matmul_16x32x32": (lambda a, b: relu(int8_product(a, b)).T,
                                                 [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
-    # refused: an int32 product computed in 16-column tiles, its columns reversed; the
-    # reverse is named, not the product (the array reverses int8 values only, by a product
-    # with the exchange matrix, and no rule moves the reverse onto B: (A.B)J = A.(BJ))
+    # an int32 product with its columns reversed: (A.B)J = A.(BJ), B's columns reversed by
+    # the int8 array (a product with the exchange matrix)
     "gemmini_reversed_matmul_16x32x32": (lambda a, b: jnp.flip(int8_product(a, b), axis=1),
                                          [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # refused: an int32 product computed in 16-column tiles, squared elementwise (Gemmini
+    # multiplies only by a load's constant scale); the multiply is named, not the product
+    "gemmini_squared_matmul_16x32x32": (lambda a, b: jnp.square(int8_product(a, b)),
+                                        [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
     # an int32 negation of a matrix larger than the array both ways: loads that scale by -1
     "gemmini_negate_32x32": (lambda a: -a, [shape(32, 32, dtype=I32)]),
     # a ReLU clipped to 127 and narrowed: the int8 store's saturation of the ReLU
