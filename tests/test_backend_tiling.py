@@ -170,6 +170,14 @@ TILED = {
     # an int32 product's columns reversed: the product with B's columns reversed by the array
     "gemmini_reversed_matmul_16x32x32": ("Gemmini", {"matmul8": 4, "mac8": 4, "matmul32": 2,
                                                      "mac32": 2}),
+    # a constant added to a product with a split contraction, accumulated onto one tile of it
+    "gemmini_matmul_plus_constant_32x32x32": ("Gemmini", {"matmul32": 0, "mac32": 8,
+                                                          "mvin_acc_strided": 1}),
+    # zero padding: dropped from a contraction; alone, a block of zeros beside the operand
+    "gemmini_padded_matmul_16x24x16": ("Gemmini", {"matmul32": 1, "mac32": 1}),
+    "gemmini_pad_16x8": ("Gemmini", {"mvin": 2, "mvout_strided": 2}),
+    # a sum over a batch of products: the items' products accumulated
+    "gemmini_batch_sum_of_products_4x16x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
     # an int32 negation: loads that scale by -1; a ReLU clipped to 127 and narrowed: the int8
     # store's saturation of the stored ReLU
     "gemmini_negate_32x32": ("Gemmini", {"mvin_acc_strided": 2, "mvout_acc_strided": 2}),

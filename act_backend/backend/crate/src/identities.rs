@@ -367,6 +367,42 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
             }
         }
     }
+    // A pad without interior padding is the operand between blocks of the padding value,
+    // one concatenation per padded dimension: the same elements.
+    if let Some(attrs) = other(node, "pad") {
+        let config = attrs
+            .split_whitespace()
+            .chain(attrs.split(", "))
+            .find_map(|a| a.trim_matches(',').strip_prefix("padding="))
+            .and_then(crate::infer::padding_config);
+        let x_ty = child_ty(0);
+        let usable = |c: &[(i64, i64, i64)]| c.len() == x_ty.rank() && c.iter().all(|&(lo, hi, interior)| lo >= 0 && hi >= 0 && interior == 0);
+        if let Some(config) = config.filter(|c| node.children.len() == 2 && usable(c) && eg[node.children[1]].data.rank() == 0) {
+            let mut term = Term::Class(node.children[0]);
+            let mut shape = x_ty.shape.clone();
+            for (d, &(lo, hi, _)) in config.iter().enumerate() {
+                if lo == 0 && hi == 0 {
+                    continue;
+                }
+                let block = |n: i64| {
+                    let mut b = shape.clone();
+                    b[d] = n;
+                    Term::Node(Op::Broadcast(vec![]), Ty::new(dt, b), vec![Term::Class(node.children[1])])
+                };
+                let mut parts = Vec::new();
+                if lo > 0 {
+                    parts.push(block(lo));
+                }
+                parts.push(term);
+                if hi > 0 {
+                    parts.push(block(hi));
+                }
+                shape[d] += lo + hi;
+                term = Term::Node(Op::Concatenate(d), Ty::new(dt, shape.clone()), parts);
+            }
+            out.push(("pad-as-concatenate", term));
+        }
+    }
     if let Some(attrs) = other(node, "clamp") {
         // XLA: clamp(lo, x, hi) = min(max(x, lo), hi); `lo` and `hi` may be scalars.
         // A minimum the ISA lacks may come from its maximum (`minimum-by-relu`).

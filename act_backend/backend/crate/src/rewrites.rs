@@ -523,6 +523,9 @@ impl<'a> Finder<'a> {
             } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {
                 self.push("split-reduction", id, term);
             }
+            if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::sum_of_items(eg, n)) {
+                self.push("sum-of-items", id, term);
+            }
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::pad_rows(eg, tiles, n)) {
                 self.push("pad-rows", id, term);
             }
@@ -830,6 +833,17 @@ impl<'a> Finder<'a> {
         }
         if let Some(term) = window_of_one_row_as_row(class_ty(eg, x), x, ranges, &node.ty) {
             self.push("window-of-one-row-as-row", id, term);
+        }
+        // A window of a literal of one value throughout is that value throughout: the tiles of
+        // a sum with a constant read a literal of their own size.
+        let splat = self.nodes(x).iter().find_map(|n| match &n.op {
+            Op::Constant(lit) => lit.splat(),
+            _ => None,
+        });
+        if let Some(v) = splat {
+            if !self.nodes(id).iter().any(|n| matches!(n.op, Op::Constant(_))) {
+                self.push("slice-of-splat", id, Term::Node(Op::Constant(Literal::from_values(&[v])), node.ty.clone(), vec![]));
+            }
         }
         for inner in self.nodes(x) {
             let y = match inner.children.first() {
@@ -1343,9 +1357,10 @@ impl<'a> Finder<'a> {
         let led_by_product =
             |c: Id| product(c) || eg[c].nodes.iter().any(|n| n.op == Op::Add && product(n.children[0]));
         let (x, y) = (node.children[0], node.children[1]);
-        // A constant addend stays where it is: `x = add(x, 0)`, the identity that lets an
-        // accumulating instruction make any value, has nothing to accumulate.
-        if constant(x) || constant(y) {
+        // A zero addend stays where it is: `x = add(x, 0)`, the identity that lets an
+        // accumulating instruction make any value, has nothing to accumulate. Other constants
+        // move like any addend (`A.B + 5` with a split contraction accumulates onto the 5s).
+        if identities::is_zero(eg, x) || identities::is_zero(eg, y) {
             return;
         }
         if !product(x) && led_by_product(y) {
@@ -1449,6 +1464,57 @@ impl<'a> Finder<'a> {
         }
     }
 
+    /// A matrix product whose contraction is padded with zeros (`jnp.pad` of an operand, or
+    /// the operands of a concatenation ending in zeros) without the padding: `dot(concatenate_1(
+    /// x, 0), w) = dot(x, w[:n])` and `dot(a, concatenate_0(y, 0)) = dot(a[:, :n], y)`, `n` the
+    /// columns (rows) of what comes before the zeros. The terms dropped are products with
+    /// zero: exact for integers, and for floats up to the sign of a zero sum and the
+    /// infinities the identity products also assume away (see `identities.rs`).
+    fn zero_padded_contraction(&mut self, id: Id, node: &Node, dd: &DotDims) {
+        let eg = self.eg;
+        let (a, b) = (node.children[0], node.children[1]);
+        let standard = dd.lhs_batch.is_empty() && dd.lhs_contracting == [1] && dd.rhs_contracting == [0];
+        if !standard || class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
+            return;
+        }
+        // The parts before the trailing zeros of a concatenation along `d` in class `c`, and
+        // how far they reach.
+        let leading = |c: Id, d: usize| -> Option<(Term, i64)> {
+            eg[c].nodes.iter().find_map(|n| {
+                if n.op != Op::Concatenate(d) {
+                    return None;
+                }
+                let kept = n.children.iter().rposition(|&p| !identities::is_zero(eg, p))? + 1;
+                if kept == n.children.len() {
+                    return None;
+                }
+                let reach: i64 = n.children[..kept].iter().map(|&p| class_ty(eg, p).shape[d]).sum();
+                let mut shape = class_ty(eg, c).shape.clone();
+                shape[d] = reach;
+                let parts: Vec<Term> = n.children[..kept].iter().map(|&p| Term::Class(p)).collect();
+                let term = match <[Term; 1]>::try_from(parts) {
+                    Ok([one]) => one,
+                    Err(parts) => Term::Node(Op::Concatenate(d), class_ty(eg, c).with_shape(shape), parts),
+                };
+                Some((term, reach))
+            })
+        };
+        let window = |c: Id, d: usize, n: i64| {
+            let ty = class_ty(eg, c);
+            let mut ranges: Vec<(i64, i64, i64)> = ty.shape.iter().map(|&s| (0, s, 1)).collect();
+            ranges[d] = (0, n, 1);
+            let mut shape = ty.shape.clone();
+            shape[d] = n;
+            Term::Node(Op::Slice(ranges), ty.with_shape(shape), vec![Term::Class(c)])
+        };
+        if let Some((x, n)) = leading(a, 1) {
+            self.push("zero-padded-contraction", id, Term::Node(node.op.clone(), node.ty.clone(), vec![x, window(b, 0, n)]));
+        }
+        if let Some((y, n)) = leading(b, 0) {
+            self.push("zero-padded-contraction", id, Term::Node(node.op.clone(), node.ty.clone(), vec![window(a, 1, n), y]));
+        }
+    }
+
     fn dot(&mut self, id: Id, node: &Node, dd: &DotDims) {
         let eg = self.eg;
         let (a, b) = (node.children[0], node.children[1]);
@@ -1464,6 +1530,7 @@ impl<'a> Finder<'a> {
         if unit_form && (constant(a) || constant(b)) {
             return;
         }
+        self.zero_padded_contraction(id, node, dd);
         let nb = dd.lhs_batch.len();
         let lf = DotDims::free(ra, &dd.lhs_batch, &dd.lhs_contracting);
         let rf = DotDims::free(rb, &dd.rhs_batch, &dd.rhs_contracting);

@@ -883,6 +883,32 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
     Some(Term::Node(Op::Concatenate(dim), node.ty.clone(), parts))
 }
 
+/// Most items [`sum_of_items`] adds one by one.
+pub const MAX_SUMMED_ITEMS: i64 = 64;
+
+/// An integer sum over the leading (batch) dimension of a batch of matrices or larger, from
+/// zero, as the sum of its items one by one: `reduce_add_0(x) = x[n-1] + (... + (x[1] +
+/// x[0]))`, each item the first slice along dimension 0 seen without it. Wrapping sums do not
+/// depend on the order; never for floats. The items of a batched product are then products
+/// accumulated onto each other (`jnp.sum(a @ b, axis=0)` on a multiply-accumulate unit).
+pub fn sum_of_items(eg: &SelGraph, node: &Node) -> Option<Term> {
+    let (reducer, dims) = reduction(&node.op)?;
+    let x = node.children[0];
+    let x_ty = &eg[x].data;
+    let n = *x_ty.shape.first()?;
+    if reducer != Reducer::Add || dims != [0] || x_ty.rank() < 3 || !splits_reduction(x_ty, &node.ty) || !(2..=MAX_SUMMED_ITEMS).contains(&n) {
+        return None;
+    }
+    // From zero: the `reduce_add` form, or an init that is zero.
+    if let Some(&init) = node.children.get(1) {
+        if !crate::identities::is_zero(eg, init) {
+            return None;
+        }
+    }
+    let item = |i: i64| Term::Node(Op::Reshape, node.ty.clone(), vec![slice_along(x, x_ty, 0, i, i + 1)]);
+    Some((1..n).fold(item(0), |sum, i| Term::Node(Op::Add, node.ty.clone(), vec![item(i), sum])))
+}
+
 /// A reduction whose reduced dimension is longer than every reduction the ISA computes, as
 /// the combination of the reductions of its tiles along that dimension: `combine(reduce(x
 /// tile j), ... combine(reduce(x tile 1), reduce(x tile 0)))`, the tile's reduction first as

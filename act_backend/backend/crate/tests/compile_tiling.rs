@@ -589,6 +589,33 @@ fn reversed_columns_of_a_product_are_the_product_with_reversed_columns() {
 }
 
 #[test]
+fn a_constant_added_to_a_product_with_a_split_contraction_is_accumulated_onto() {
+    // Each of the four 16x16 tiles accumulates its two partial products onto one loaded tile
+    // of 5s. Refused before: a constant addend never moved into the accumulation.
+    let calls = compiled("gemmini_isa.json", "gemmini_matmul_plus_constant_32x32x32");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (0, 8), "{calls:?}");
+    assert_eq!(count(&calls, "mvin_acc_strided"), 1, "{calls:?}");
+}
+
+#[test]
+fn zero_padding_drops_out_of_a_contraction_and_a_pad_is_a_concatenation_with_zeros() {
+    // pad(a, 8 zero columns) . w = a . w[:24]: 16 + 8 of the contraction, two products.
+    let calls = compiled("gemmini_isa.json", "gemmini_padded_matmul_16x24x16");
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 2, "{calls:?}");
+    // A pad alone: the operand and a block of zeros, each loaded and stored into its columns.
+    let calls = compiled("gemmini_isa.json", "gemmini_pad_16x8");
+    assert_eq!(count(&calls, "mvout_strided"), 2, "{calls:?}");
+}
+
+#[test]
+fn a_sum_over_a_batch_of_products_accumulates_the_items_products() {
+    // sum over 4 items of A_i . B_i: one product and three multiply-accumulates onto it
+    // (refused before: "no instruction computes `dot`", the batch sum having none).
+    let calls = compiled("gemmini_isa.json", "gemmini_batch_sum_of_products_4x16x16");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mac32")), (1, 3), "{calls:?}");
+}
+
+#[test]
 fn an_int32_negation_larger_than_the_array_is_loaded_scaled_by_minus_one() {
     // Refused before: the negation's product with -I (which the int8 array cannot take from
     // an int32 matrix) chose the 16-row tiles, and no tile held the scaled load.

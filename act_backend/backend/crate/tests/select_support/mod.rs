@@ -375,6 +375,24 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
                 args[0].data[flat(&o, &args[0].ty.shape)]
             })
         }
+        // XLA's pad: `low` padding values, the operand's elements `interior` apart, `high`
+        // padding values, per dimension.
+        Op::Other { name, attrs } if name == "pad" => {
+            let text = attrs.split("padding=").nth(1).and_then(|r| r.split(',').next()).unwrap_or("");
+            let config = act_compiler::infer::padding_config(text.trim()).expect("a padding configuration");
+            each(&|o| {
+                let mut src = Vec::with_capacity(o.len());
+                for (d, &(low, _, interior)) in config.iter().enumerate() {
+                    let t = o[d] - low;
+                    let step = interior + 1;
+                    if t < 0 || t % step != 0 || t / step >= args[0].ty.shape[d] {
+                        return args[1].data[0];
+                    }
+                    src.push(t / step);
+                }
+                args[0].data[flat(&src, &args[0].ty.shape)]
+            })
+        }
         // XLA: clamp(lo, x, hi) = min(max(x, lo), hi), bounds of x's shape or scalars.
         Op::Other { name, .. } if name == "clamp" && args.len() == 3 => {
             let at = |t: &Tensor, i: usize| if t.data.len() == 1 { t.data[0] } else { t.data[i] };

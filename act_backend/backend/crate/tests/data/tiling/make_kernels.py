@@ -121,6 +121,19 @@ KERNELS = {
     # multiplies only by a load's constant scale); the multiply is named, not the product
     "gemmini_squared_matmul_16x32x32": (lambda a, b: jnp.square(int8_product(a, b)),
                                         [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # a constant added to a product whose contraction is split: the partial products
+    # accumulate onto a tile of the constant
+    "gemmini_matmul_plus_constant_32x32x32": (lambda a, b: int8_product(a, b) + 5,
+                                              [shape(32, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # a padded operand: its zero columns drop out of the contraction; a pad alone is the
+    # operand beside a block of zeros
+    "gemmini_padded_matmul_16x24x16": (
+        lambda a, w: int8_product(jnp.pad(a, ((0, 0), (0, 8))), w),
+        [shape(16, 24, dtype=I8), shape(32, 16, dtype=I8)]),
+    "gemmini_pad_16x8": (lambda a: jnp.pad(a, ((0, 0), (0, 8))), [shape(16, 8, dtype=I8)]),
+    # a sum over a batch of products: the items' products accumulated onto each other
+    "gemmini_batch_sum_of_products_4x16x16": (lambda a, b: jnp.sum(int8_product(a, b), axis=0),
+                                              [shape(4, 16, 16, dtype=I8)] * 2),
     # an int32 negation of a matrix larger than the array both ways: loads that scale by -1
     "gemmini_negate_32x32": (lambda a: -a, [shape(32, 32, dtype=I32)]),
     # a ReLU clipped to 127 and narrowed: the int8 store's saturation of the ReLU
