@@ -768,6 +768,9 @@ impl<'a> Finder<'a> {
                 if let Some(term) = one_row_as_rows(eg, node) {
                     self.push("one-row-as-rows", id, term);
                 }
+                if let Some(term) = self.wide_parts_in_windows(node) {
+                    self.push("concatenate-wide-parts", id, term);
+                }
             }
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
@@ -1462,6 +1465,36 @@ impl<'a> Finder<'a> {
             let operand = reshape_term(Term::Class(x), &x_ty, squeezed);
             self.push("broadcast-squeeze", id, Term::Node(Op::Broadcast(dims), node.ty.clone(), vec![operand]));
         }
+    }
+
+    /// A concatenation along columns of a part wider than every product, read as it is (a
+    /// kernel input, not a value some rule tiles): the same concatenation with that part as
+    /// its windows of the product's width, which loads and stores move one by one
+    /// (`jnp.concatenate([a, b], 1)` of 24-column inputs on a 16-column array; a `jnp.pad`).
+    fn wide_parts_in_windows(&self, node: &Node) -> Option<Term> {
+        let eg = self.eg;
+        let width = self.rules.tiles.product_columns().filter(|&w| w > 0)?;
+        if node.ty.rank() != 2 {
+            return None;
+        }
+        let wide = |c: Id| class_ty(eg, c).shape[1] > width && tiling::read_as_is(eg, c);
+        if !node.children.iter().any(|&c| wide(c)) {
+            return None;
+        }
+        let mut parts = Vec::new();
+        for &c in &node.children {
+            let ty = class_ty(eg, c);
+            if !wide(c) {
+                parts.push(Term::Class(c));
+                continue;
+            }
+            for lo in (0..ty.shape[1]).step_by(width as usize) {
+                let hi = (lo + width).min(ty.shape[1]);
+                let window = vec![(0, ty.shape[0], 1), (lo, hi, 1)];
+                parts.push(Term::Node(Op::Slice(window), ty.with_shape(vec![ty.shape[0], hi - lo]), vec![Term::Class(c)]));
+            }
+        }
+        Some(Term::Node(node.op.clone(), node.ty.clone(), parts))
     }
 
     /// A matrix product whose contraction is padded with zeros (`jnp.pad` of an operand, or

@@ -608,6 +608,17 @@ fn zero_padding_drops_out_of_a_contraction_and_a_pad_is_a_concatenation_with_zer
 }
 
 #[test]
+fn inputs_wider_than_the_array_side_by_side_move_a_window_at_a_time() {
+    // Two 24-column inputs side by side: each as windows of 16 and 8 columns, loaded and
+    // stored into their columns; a 24-column input padded with 8 zero columns likewise.
+    // Refused before: "no instruction copies the result of `concatenate` to HBM".
+    let calls = compiled("gemmini_isa.json", "gemmini_concatenate_columns_16x24");
+    assert_eq!((count(&calls, "mvin_strided"), count(&calls, "mvout_strided")), (4, 4), "{calls:?}");
+    let calls = compiled("gemmini_isa.json", "gemmini_pad_16x24");
+    assert_eq!(count(&calls, "mvout_strided"), 3, "{calls:?}");
+}
+
+#[test]
 fn a_sum_over_a_batch_of_products_accumulates_the_items_products() {
     // sum over 4 items of A_i . B_i: one product and three multiply-accumulates onto it
     // (refused before: "no instruction computes `dot`", the batch sum having none).

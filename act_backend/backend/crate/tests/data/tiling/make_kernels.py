@@ -131,6 +131,10 @@ KERNELS = {
         lambda a, w: int8_product(jnp.pad(a, ((0, 0), (0, 8))), w),
         [shape(16, 24, dtype=I8), shape(32, 16, dtype=I8)]),
     "gemmini_pad_16x8": (lambda a: jnp.pad(a, ((0, 0), (0, 8))), [shape(16, 8, dtype=I8)]),
+    # inputs wider than the array side by side: each moved a 16-column window at a time
+    "gemmini_pad_16x24": (lambda a: jnp.pad(a, ((0, 0), (0, 8))), [shape(16, 24, dtype=I8)]),
+    "gemmini_concatenate_columns_16x24": (lambda a, b: jnp.concatenate([a, b], axis=1),
+                                          [shape(16, 24, dtype=I8)] * 2),
     # a sum over a batch of products: the items' products accumulated onto each other
     "gemmini_batch_sum_of_products_4x16x16": (lambda a, b: jnp.sum(int8_product(a, b), axis=0),
                                               [shape(4, 16, 16, dtype=I8)] * 2),
