@@ -179,6 +179,9 @@ TILED = {
     # inputs wider than the array side by side, moved a 16-column window at a time
     "gemmini_pad_16x24": ("Gemmini", {"mvin_strided": 2, "mvout_strided": 3}),
     "gemmini_concatenate_columns_16x24": ("Gemmini", {"mvin_strided": 4, "mvout_strided": 4}),
+    # products side by side, each in column tiles: every tile stored into its columns
+    "gemmini_concatenated_products_32x16x48": ("Gemmini", {"matmul32": 8,
+                                                           "mvout_acc_strided": 4}),
     # a sum over a batch of products: the items' products accumulated
     "gemmini_batch_sum_of_products_4x16x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
     # an int32 negation: loads that scale by -1; a ReLU clipped to 127 and narrowed: the int8

@@ -771,6 +771,9 @@ impl<'a> Finder<'a> {
                 if let Some(term) = self.wide_parts_in_windows(node) {
                     self.push("concatenate-wide-parts", id, term);
                 }
+                if let Some(term) = self.flatten_columns(id, node) {
+                    self.push("concatenate-flatten-columns", id, term);
+                }
             }
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
@@ -1494,6 +1497,21 @@ impl<'a> Finder<'a> {
                 parts.push(Term::Node(Op::Slice(window), ty.with_shape(vec![ty.shape[0], hi - lo]), vec![Term::Class(c)]));
             }
         }
+        Some(Term::Node(node.op.clone(), node.ty.clone(), parts))
+    }
+
+    /// Matrices side by side that are themselves column tiles side by side: one concatenation
+    /// of the tiles (each part holding a concatenation along columns replaced by the parts of
+    /// its first one), so that each tile is written into its columns.
+    fn flatten_columns(&self, id: Id, node: &Node) -> Option<Term> {
+        let eg = self.eg;
+        let inner = |c: Id| {
+            eg[c].nodes.iter().find(|n| n.op == Op::Concatenate(1) && n.children.len() > 1 && eg.find(c) != id).map(|n| n.children.clone())
+        };
+        if !node.children.iter().any(|&c| inner(c).is_some()) {
+            return None;
+        }
+        let parts = node.children.iter().flat_map(|&c| inner(c).unwrap_or_else(|| vec![c])).map(Term::Class).collect();
         Some(Term::Node(node.op.clone(), node.ty.clone(), parts))
     }
 

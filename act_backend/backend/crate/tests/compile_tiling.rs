@@ -611,11 +611,16 @@ fn zero_padding_drops_out_of_a_contraction_and_a_pad_is_a_concatenation_with_zer
 fn inputs_wider_than_the_array_side_by_side_move_a_window_at_a_time() {
     // Two 24-column inputs side by side: each as windows of 16 and 8 columns, loaded and
     // stored into their columns; a 24-column input padded with 8 zero columns likewise.
-    // Refused before: "no instruction copies the result of `concatenate` to HBM".
+    // Refused before: "no instruction copies the result of `concatenate` to HBM", and so
+    // were products side by side.
     let calls = compiled("gemmini_isa.json", "gemmini_concatenate_columns_16x24");
     assert_eq!((count(&calls, "mvin_strided"), count(&calls, "mvout_strided")), (4, 4), "{calls:?}");
     let calls = compiled("gemmini_isa.json", "gemmini_pad_16x24");
     assert_eq!(count(&calls, "mvout_strided"), 3, "{calls:?}");
+    // Two products side by side, each computed in column tiles of 16 and 8: the four tiles'
+    // columns stored into their place, each product's tile once.
+    let calls = compiled("gemmini_isa.json", "gemmini_concatenated_products_32x16x48");
+    assert_eq!((count(&calls, "matmul32"), count(&calls, "mvout_acc_strided")), (8, 4), "{calls:?}");
 }
 
 #[test]

@@ -135,6 +135,11 @@ KERNELS = {
     "gemmini_pad_16x24": (lambda a: jnp.pad(a, ((0, 0), (0, 8))), [shape(16, 24, dtype=I8)]),
     "gemmini_concatenate_columns_16x24": (lambda a, b: jnp.concatenate([a, b], axis=1),
                                           [shape(16, 24, dtype=I8)] * 2),
+    # two products side by side, each computed in column tiles: every tile stored into its
+    # columns
+    "gemmini_concatenated_products_32x16x48": (
+        lambda a, w, v: jnp.concatenate([int8_product(a, w), int8_product(a, v)], axis=1),
+        [shape(32, 16, dtype=I8), shape(16, 24, dtype=I8), shape(16, 24, dtype=I8)]),
     # a sum over a batch of products: the items' products accumulated onto each other
     "gemmini_batch_sum_of_products_4x16x16": (lambda a, b: jnp.sum(int8_product(a, b), axis=0),
                                               [shape(4, 16, 16, dtype=I8)] * 2),
