@@ -196,7 +196,7 @@ fn evaluate(op: &Op, args: &[(Vec<f64>, &Ty)], out: &Ty) -> Option<Folded> {
 /// The folded value of an operator kept by name: negate, abs, iota, reverse, pad, compare,
 /// select.
 fn other(name: &str, attrs: &str, args: &[(Vec<f64>, &Ty)], out: &Ty) -> Option<Folded> {
-    let attr = |key: &str| attrs.split(", ").find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='));
+    let attr = |key: &str| crate::lang::attribute(attrs, key);
     let dims = |key: &str| -> Option<Vec<i64>> {
         attr(key)?.strip_prefix('{')?.strip_suffix('}')?.split(',').filter(|s| !s.is_empty()).map(|s| s.parse().ok()).collect()
     };

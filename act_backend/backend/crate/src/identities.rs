@@ -370,11 +370,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
     // A pad without interior padding is the operand between blocks of the padding value,
     // one concatenation per padded dimension: the same elements.
     if let Some(attrs) = other(node, "pad") {
-        let config = attrs
-            .split_whitespace()
-            .chain(attrs.split(", "))
-            .find_map(|a| a.trim_matches(',').strip_prefix("padding="))
-            .and_then(crate::infer::padding_config);
+        let config = crate::lang::attribute(attrs, "padding").and_then(crate::infer::padding_config);
         let x_ty = child_ty(0);
         let usable = |c: &[(i64, i64, i64)]| c.len() == x_ty.rank() && c.iter().all(|&(lo, hi, interior)| lo >= 0 && hi >= 0 && interior == 0);
         if let Some(config) = config.filter(|c| node.children.len() == 2 && usable(c) && eg[node.children[1]].data.rank() == 0) {
@@ -693,10 +689,7 @@ fn transposed_window(
         Some((a + 1..b).fold(product(a), |sum, k| Term::Node(Op::Add, sum_ty.clone(), vec![product(k), sum])))
     };
     let spans = |n: i64, t: i64| (0..n).step_by(t as usize).map(move |lo| (lo, (lo + t).min(n))).collect::<Vec<_>>();
-    let concat = |dim: usize, shape: Vec<i64>, parts: Vec<Term>| match <[Term; 1]>::try_from(parts) {
-        Ok([one]) => one,
-        Err(parts) => Term::Node(Op::Concatenate(dim), Ty::new(dt, shape), parts),
-    };
+    let concat = |dim: usize, shape: Vec<i64>, parts: Vec<Term>| Term::concatenate(dim, Ty::new(dt, shape), parts);
     let row_blocks = spans(rows, tile_rows)
         .into_iter()
         .map(|r| {

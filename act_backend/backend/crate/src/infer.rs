@@ -218,7 +218,7 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> 
 /// declared type.
 fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> {
     let info = code.info();
-    let attr = |key: &str| attrs.split(", ").find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='));
+    let attr = |key: &str| crate::lang::attribute(attrs, key);
     let required = |key: &'static str| {
         attr(key).ok_or_else(|| TypeError {
             code: "missing-attribute",

@@ -1105,7 +1105,7 @@ fn select_of_compare(operands: &[usize], nodes: &[KernelNode], ty: &Ty) -> Optio
         return None;
     }
     let [a, b] = pred.operands.as_slice() else { return None };
-    let direction = attrs.split(", ").find_map(|kv| kv.strip_prefix("direction="))?;
+    let direction = crate::lang::attribute(attrs, "direction")?;
     // A non-default comparison type (TOTALORDER) orders -0 and NaN differently.
     if attrs
         .split(", ")

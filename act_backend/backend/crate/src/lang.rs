@@ -289,6 +289,11 @@ pub enum Op {
     },
 }
 
+/// The value of attribute `key` in the `name=value, ...` text an [`Op::Other`] keeps.
+pub fn attribute<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
+    attrs.split(", ").find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
 impl Op {
     /// The e-graph operator of a vocabulary operator that instruction semantics may contain
     /// and that carries no attributes; `None` for the others.

@@ -25,6 +25,18 @@ pub enum Term {
     Node(Op, Ty, Vec<Term>),
 }
 
+impl Term {
+    /// `parts` side by side along dimension `dim` (a value of type `ty`): the part itself when
+    /// there is only one, since a concatenation of one part is that part.
+    pub fn concatenate(dim: usize, ty: Ty, mut parts: Vec<Term>) -> Term {
+        if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Term::Node(Op::Concatenate(dim), ty, parts)
+        }
+    }
+}
+
 /// "Class `class` also equals `term`", found by rule `rule`.
 #[derive(Debug, Clone)]
 pub struct Rewrite {
@@ -1543,11 +1555,7 @@ impl<'a> Finder<'a> {
                 let mut shape = class_ty(eg, c).shape.clone();
                 shape[d] = reach;
                 let parts: Vec<Term> = n.children[..kept].iter().map(|&p| Term::Class(p)).collect();
-                let term = match <[Term; 1]>::try_from(parts) {
-                    Ok([one]) => one,
-                    Err(parts) => Term::Node(Op::Concatenate(d), class_ty(eg, c).with_shape(shape), parts),
-                };
-                Some((term, reach))
+                Some((Term::concatenate(d, class_ty(eg, c).with_shape(shape), parts), reach))
             })
         };
         let window = |c: Id, d: usize, n: i64| {
@@ -1719,6 +1727,18 @@ pub fn kernel_windows(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class:
 /// each row is a product of its own.
 pub const MAX_MATRIX_VECTOR_ROWS: i64 = 256;
 
+/// Whether a product with a transposed right operand, `A . B^T` of `rows` rows, runs a row at
+/// a time ([`rows_as_matrix_vector_products`]) rather than with `B` transposed first
+/// ([`transposes_by_products`]): where it is no taller than one product of the units, it
+/// multiplies no more than the transpose would, and offering both outgrows the search.
+fn product_runs_a_row_at_a_time(tiles: &Extents, rows: i64) -> bool {
+    rows <= MAX_MATRIX_VECTOR_ROWS && tiles.product_rows().is_some_and(|r| rows <= r)
+}
+
+/// Most items of a batch transposed, or multiplied with a transposed operand, item by item
+/// ([`transposes_by_products`]): each item is a product of its own.
+pub const MAX_BATCH_ITEMS: i64 = 256;
+
 /// Most multiply-adds (rows x columns x contraction) of a product computed a row at a time:
 /// each row's product is tiled in turn, and on Gemmini's 16x16 array `A . B^T` of 64x128 by
 /// 128x128 (2^20) takes 5.9 s and 505 MB; beyond this the search would reach its node limit
@@ -1769,10 +1789,10 @@ pub fn rows_as_matrix_vector_products(
         if m > MAX_MATRIX_VECTOR_ROWS || m.saturating_mul(n).saturating_mul(depth) > MAX_MATRIX_VECTOR_WORK {
             continue;
         }
-        // Taller than one product: transposing `B` once (`transposes_by_products`) multiplies
-        // less than a product per row, where it can.
-        let taller = rules.tiles.product_rows().is_none_or(|r| m > r);
-        if taller && identities::transpose_by_products(eg, &rules.identities, &rules.tiles, b).is_some() {
+        // Otherwise `B` is transposed once, where it can be.
+        if !product_runs_a_row_at_a_time(&rules.tiles, m)
+            && identities::transpose_by_products(eg, &rules.identities, &rules.tiles, b).is_some()
+        {
             continue;
         }
         let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
@@ -1782,7 +1802,7 @@ pub fn rows_as_matrix_vector_products(
             let product = Term::Node(Op::Dot(std.clone()), node.ty.with_shape(vec![n, 1]), vec![Term::Class(b), column]);
             Term::Node(Op::Reshape, node.ty.with_shape(vec![1, n]), vec![product])
         };
-        let term = if m == 1 { row(0) } else { Term::Node(Op::Concatenate(0), node.ty.clone(), (0..m).map(row).collect()) };
+        let term = Term::concatenate(0, node.ty.clone(), (0..m).map(row).collect());
         out.push(Rewrite { rule: "rows-as-matrix-vector-products", class: eg.find(node_class[k]), term });
     }
     out
@@ -1881,12 +1901,7 @@ pub fn transposes_by_products(
     }
     let (ids, tiles) = (&rules.identities, &rules.tiles);
     let std = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..DotDims::default() };
-    // A product with a transposed right operand and no more rows than one product runs a row
-    // at a time (`rows_as_matrix_vector_products`), which multiplies no more than transposing
-    // the operand first, and the two together outgrow the search.
-    let short = |dot: &crate::kernel::KernelNode| {
-        dot.ty.rank() == 2 && tiles.product_rows().is_some_and(|r| dot.ty.shape[0] <= r) && dot.ty.shape[0] <= MAX_MATRIX_VECTOR_ROWS
-    };
+    let short = |dot: &crate::kernel::KernelNode| dot.ty.rank() == 2 && product_runs_a_row_at_a_time(tiles, dot.ty.shape[0]);
     let read_only_by_short_products = |t: usize| {
         let readers: Vec<&crate::kernel::KernelNode> = kernel.nodes.iter().filter(|n| n.operands.contains(&t)).collect();
         !readers.is_empty()
@@ -1902,7 +1917,7 @@ pub fn transposes_by_products(
         let operand = |j: usize| eg.find(node_class[node.operands[j]]);
         match &node.op {
             // A batch of matrices each transposed, item by item.
-            Op::Transpose(p) if p[..] == [0, 2, 1] && node.ty.shape[0] <= MAX_MATRIX_VECTOR_ROWS => {
+            Op::Transpose(p) if p[..] == [0, 2, 1] && node.ty.shape[0] <= MAX_BATCH_ITEMS => {
                 let x = operand(0);
                 let (r, c) = (node.ty.shape[1], node.ty.shape[2]);
                 let items = (0..node.ty.shape[0])
@@ -1912,10 +1927,7 @@ pub fn transposes_by_products(
                     })
                     .collect::<Option<Vec<Term>>>();
                 if let Some(items) = items {
-                    let term = match <[Term; 1]>::try_from(items) {
-                        Ok([one]) => one,
-                        Err(items) => Term::Node(Op::Concatenate(0), node.ty.clone(), items),
-                    };
+                    let term = Term::concatenate(0, node.ty.clone(), items);
                     out.push(Rewrite { rule: "transpose-by-products", class, term });
                 }
             }
@@ -1943,7 +1955,7 @@ pub fn transposes_by_products(
                 let (a, b) = (operand(0), operand(1));
                 let (a_ty, b_ty) = (class_ty(eg, a).clone(), class_ty(eg, b).clone());
                 let (lc, rc) = (&dd.lhs_contracting[..], &dd.rhs_contracting[..]);
-                if a_ty.rank() != 3 || b_ty.rank() != 3 || (lc == [2] && rc == [1]) || node.ty.shape[0] > MAX_MATRIX_VECTOR_ROWS {
+                if a_ty.rank() != 3 || b_ty.rank() != 3 || (lc == [2] && rc == [1]) || node.ty.shape[0] > MAX_BATCH_ITEMS {
                     continue;
                 }
                 let (m, n) = (node.ty.shape[1], node.ty.shape[2]);
@@ -1970,10 +1982,7 @@ pub fn transposes_by_products(
                     })
                     .collect::<Option<Vec<Term>>>();
                 if let Some(items) = items {
-                    let term = match <[Term; 1]>::try_from(items) {
-                        Ok([one]) => one,
-                        Err(items) => Term::Node(Op::Concatenate(0), node.ty.clone(), items),
-                    };
+                    let term = Term::concatenate(0, node.ty.clone(), items);
                     out.push(Rewrite { rule: "transposed-operand-by-products", class, term });
                 }
             }

@@ -1126,14 +1126,14 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
     let mut one = ty.shape.clone();
     one[0] = 1;
     let row_ty = ty.with_shape(one);
-    let mut rows: Vec<Term> = (r0..r1)
+    let rows: Vec<Term> = (r0..r1)
         .map(|r| {
             let start = r * pitch + c0 * inner;
             let run = Term::Node(Op::Slice(vec![(start, start + len, 1)]), y_ty.with_shape(vec![len]), vec![Term::Class(y)]);
             Term::Node(Op::Reshape, row_ty.clone(), vec![run])
         })
         .collect();
-    Some(if rows.len() == 1 { rows.remove(0) } else { Term::Node(Op::Concatenate(0), ty.clone(), rows) })
+    Some(Term::concatenate(0, ty.clone(), rows))
 }
 
 /// An elementwise operation (or convert) on row-major matrices wider than every instruction of
