@@ -648,6 +648,8 @@ impl Extractor {
         }
         plans.extend(self.spill_plans(root, &used, &BTreeMap::new()));
         let mut spilled: Vec<PiiGraph> = Vec::new();
+        // Programs told apart as the enumeration tells them apart (below).
+        let mut keys: HashSet<PiiGraph> = HashSet::from([g.without_repeated_views()]);
         // Each plan is a whole graph to build: a program of thousands of instructions tries
         // fewer of them (one per value would cost time quadratic in its length).
         let attempts = BUILD_WORK / g.nodes.len().max(1);
@@ -657,7 +659,9 @@ impl Extractor {
                 break;
             }
             if let Some((s, _, states)) = self.build_placed(root, &plan) {
-                if s != g && self.overwrites_once(&s) && !spilled.contains(&s) && self.operands_fit(&s, &states) {
+                let key = s.without_repeated_views();
+                if !keys.contains(&key) && self.overwrites_once(&s) && self.operands_fit(&s, &states) {
+                    keys.insert(key);
                     spilled.push(s);
                 }
             }
@@ -677,7 +681,7 @@ impl Extractor {
                 break;
             }
             let (overrides, graph, used, fits) = pending[seq].clone();
-            if self.overwrites_once(&graph) && seen.insert(graph.clone()) {
+            if self.overwrites_once(&graph) && seen.insert(graph.without_repeated_views()) {
                 if fits {
                     out.push((count, seq, graph));
                 } else if unplaceable.len() < max {
@@ -719,7 +723,7 @@ impl Extractor {
         // same size.
         let next = pending.len();
         for (k, g) in spilled.into_iter().enumerate() {
-            if seen.insert(g.clone()) {
+            if seen.insert(g.without_repeated_views()) {
                 out.push((g.instruction_count(), next + k, g));
             }
         }

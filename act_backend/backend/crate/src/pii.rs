@@ -2,6 +2,7 @@
 //! from instruction selection to scheduling and memory allocation.
 
 use crate::lang::DType;
+use std::collections::HashMap;
 
 /// A candidate program. `nodes` is in topological order (operands before users); `root` is the
 /// node whose value is the kernel's output, which lives in HBM (d0).
@@ -104,6 +105,36 @@ impl PiiGraph {
         }
     }
 
+    /// The same program with each view that repeats an earlier one (the same part of the same
+    /// value) replaced by that one. Views run no instruction and two names of one region are
+    /// placed at the same addresses, so both graphs give the same assembly; selection reaches
+    /// such pairs through different classes of one value (a window of an input as a slice of
+    /// its bytes, and as rows of its matrix), and tells candidates apart by this form.
+    pub fn without_repeated_views(&self) -> PiiGraph {
+        let mut first: HashMap<PiiNode, usize> = HashMap::new();
+        let mut index = Vec::with_capacity(self.nodes.len());
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let mut node = node.clone();
+            match &mut node {
+                PiiNode::Instr { operands, .. } => operands.iter_mut().for_each(|o| *o = index[*o]),
+                PiiNode::View { of, .. } => *of = index[*of],
+                PiiNode::Concat { parts, .. } => parts.iter_mut().for_each(|p| *p = index[*p]),
+                PiiNode::Input { .. } | PiiNode::Constant { .. } | PiiNode::Uninit { .. } => {}
+            }
+            if matches!(node, PiiNode::View { .. }) {
+                if let Some(&earlier) = first.get(&node) {
+                    index.push(earlier);
+                    continue;
+                }
+                first.insert(node.clone(), nodes.len());
+            }
+            index.push(nodes.len());
+            nodes.push(node);
+        }
+        PiiGraph { nodes, root: index[self.root] }
+    }
+
     /// Checks the structural invariants: operands precede their users, the root exists.
     pub fn check(&self) -> Result<(), String> {
         if self.root >= self.nodes.len() {
@@ -115,5 +146,37 @@ impl PiiGraph {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(of: usize, offset: i64) -> PiiNode {
+        PiiNode::View { of, offset: vec![offset], size: vec![16] }
+    }
+
+    fn instr(operands: Vec<usize>) -> PiiNode {
+        PiiNode::Instr { instr: 0, comp: vec![16], operands }
+    }
+
+    #[test]
+    fn a_repeated_view_becomes_the_first_one() {
+        let input = PiiNode::Input { param: 0, bytes: 64 };
+        let g = PiiGraph { nodes: vec![input.clone(), view(0, 0), instr(vec![1]), view(0, 0), instr(vec![3, 2])], root: 4 };
+        let expected = PiiGraph { nodes: vec![input, view(0, 0), instr(vec![1]), instr(vec![1, 2])], root: 3 };
+        assert_eq!(g.without_repeated_views(), expected);
+    }
+
+    #[test]
+    fn views_of_other_parts_and_repeated_instructions_stay() {
+        let input = PiiNode::Input { param: 0, bytes: 64 };
+        // Two loads of one window compute twice: a different program, kept as it is.
+        let g = PiiGraph {
+            nodes: vec![input, view(0, 0), view(0, 16), instr(vec![1]), instr(vec![1]), instr(vec![2, 3, 4])],
+            root: 5,
+        };
+        assert_eq!(g.without_repeated_views(), g);
     }
 }
