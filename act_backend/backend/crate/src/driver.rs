@@ -2,8 +2,8 @@
 //! cost it, keeping the cheapest (ties to the earlier). The loop stops when every candidate
 //! was tried, or as soon as the best costs no more than a lower bound on every candidate's
 //! cost (`Config::lower_bound`: nothing after it can be cheaper), or when none improved on the
-//! best for as many candidates again as the best took (at least `min_patience`), or when the
-//! wall-clock safety net fires.
+//! best for as many candidates again as the best took (at least `min_patience`, fewer for a
+//! long program: [`PATIENCE_WORK`]), or when the wall-clock safety net fires.
 
 use crate::alloc::{self, Outcome, Prepared};
 use crate::cost::{self, CostError};
@@ -26,8 +26,17 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Config {
     pub alloc: alloc::Limits,
-    /// Candidates tried without improvement before stopping, at least.
+    /// Candidates tried without improvement before stopping, at least (but for long
+    /// programs, `patience_work`).
     pub min_patience: usize,
+    /// Instructions scheduled, allocated and emitted without improvement before stopping,
+    /// where that is fewer than `min_patience` candidates of the best one's length (at least
+    /// one candidate). Past some thousands of instructions each candidate takes seconds, and
+    /// the enumeration's next candidates differ from the best in a few tiles (the order of a
+    /// tile's accumulation, one load more): a 512^3 product on Gemmini (34,848 instructions)
+    /// tried nine, all of the same cost, 1.5 s each. Counted in instructions, not time, so
+    /// the program chosen never depends on the machine.
+    pub patience_work: usize,
     /// No candidate costs less than this under the cost model in use: a candidate that
     /// costs it ends the search. `None`: no bound is known (a user's cost model).
     pub lower_bound: Option<f64>,
@@ -39,7 +48,14 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { alloc: alloc::Limits::default(), min_patience: 8, lower_bound: None, deadline: None, first_index: 0 }
+        Config {
+            alloc: alloc::Limits::default(),
+            min_patience: 8,
+            patience_work: 100_000,
+            lower_bound: None,
+            deadline: None,
+            first_index: 0,
+        }
     }
 }
 
@@ -210,6 +226,7 @@ pub fn run(
     let mut best: Option<Best> = None;
     let mut phases = Phases::default();
     let mut stop = StopReason::AllTried;
+    let mut best_length = 0;
     for (k, graph) in candidates.iter().enumerate() {
         let index = config.first_index + k;
         if ctx.out_of_time() {
@@ -221,6 +238,7 @@ pub fn run(
         if let (Some(cost), Some((text, memory))) = (record.cost, assembly) {
             if best.as_ref().is_none_or(|b| cost < b.cost) {
                 best = Some(Best { index, cost, assembly: text, memory });
+                best_length = record.instructions;
             }
         }
         observe(&record, best.as_ref());
@@ -235,7 +253,8 @@ pub fn run(
                 stop = StopReason::LowerBound;
                 break;
             }
-            if index - b.index >= (b.index + 1).max(config.min_patience) {
+            let patience = config.min_patience.min(config.patience_work / best_length.max(1)).max(1);
+            if index - b.index >= (b.index + 1).max(patience) {
                 stop = StopReason::NoImprovement;
                 break;
             }

@@ -1,7 +1,8 @@
 //! The candidate loop on hand-made candidates, costed by the default model (one per
 //! instruction): the cheapest wins with ties to the earlier, the search stops as soon as the
 //! best meets the lower bound, or after as many candidates again as the best took (at least
-//! 8), failures are recorded per candidate.
+//! 8, or as many instructions as the patience work for long programs), failures are recorded
+//! per candidate.
 
 mod backend_support;
 
@@ -100,6 +101,25 @@ fn the_search_stops_after_as_many_candidates_again_as_the_best_took_at_least_eig
     assert_eq!(result.best.unwrap().index, 14);
     assert_eq!(result.records.len(), 30);
     assert_eq!(result.stop, StopReason::NoImprovement);
+}
+
+#[test]
+fn a_long_program_is_followed_by_as_many_instructions_again_as_the_patience_work() {
+    // Attention is 9 instructions: 30 of work is 3 candidates after the best, 5 still 1.
+    let isa = qkv();
+    let same: Vec<PiiGraph> = (0..20).map(|_| attention(&isa)).collect();
+    for (work, tried) in [(30, 4), (5, 2), (1_000, 9)] {
+        let config = Config { patience_work: work, ..Config::default() };
+        let result = go(&isa, &same, &config, "patience-work");
+        assert_eq!((result.records.len(), result.stop), (tried, StopReason::NoImprovement), "work {work}");
+    }
+    // Two candidates of 11 instructions, then attention: 30 of work is 2 candidates after
+    // the first and 3 after attention, which was found late and takes as many again.
+    let mut late: Vec<PiiGraph> = (0..2).map(|_| with_spill(&isa)).collect();
+    late.extend((2..20).map(|_| attention(&isa)));
+    let config = Config { patience_work: 30, ..Config::default() };
+    let result = go(&isa, &late, &config, "patience-work-late");
+    assert_eq!((result.best.unwrap().index, result.records.len()), (2, 6));
 }
 
 #[test]
