@@ -167,6 +167,13 @@ TILED = {
     "gemmini_batched_matmul_transposed_rhs_2x32x16x48": ("Gemmini", {"matmul32": 12,
                                                                      "matmul8": 6, "mac8": 90}),
     "gemmini_transpose_32x48": ("Gemmini", {"matmul8": 6, "mac8": 90, "mvout_strided": 6}),
+    # the transpose of a window of a product and of two products side by side
+    "gemmini_transposed_window_of_product_16x32x48": ("Gemmini", {"matmul32": 2, "mac32": 2,
+                                                                  "matmul8": 6, "mac8": 90}),
+    "gemmini_transposed_products_side_by_side_16x32x16": ("Gemmini", {"matmul32": 2,
+                                                                      "mac32": 2,
+                                                                      "matmul8": 6,
+                                                                      "mac8": 90}),
     # an int32 product's columns reversed: the product with B's columns reversed by the array
     "gemmini_reversed_matmul_16x32x32": ("Gemmini", {"matmul8": 4, "mac8": 4, "matmul32": 2,
                                                      "mac32": 2}),

@@ -3,8 +3,9 @@
 products, ReLUs of products, int32 addends written before or after the product, row and
 column biases, requantization to int8, wrapping int8 products, batched products with an
 addend and scales, two layers in sequence, sums of products, int8 residuals, row sums, ReLUs,
-products of vectors, windows of products (off the array's tile boundaries) and ReLUs written
-with ``jnp.where``, each with rows, contraction and columns drawn from 1 to 64
+products of vectors, windows of products (off the array's tile boundaries), ReLUs written
+with ``jnp.where``, and transposes (of an input, of a product, and products with a transposed
+operand), each with rows, contraction and columns drawn from 1 to 64
 (multiples of the 16x16 array and not), written with ``jax.numpy`` as a user writes them,
 compiled by the example's backend, simulated on its oracle and compared exactly with XLA's
 run of the same HLO text.
@@ -12,9 +13,8 @@ run of the same HLO text.
 Prints one line per kernel, then how many compiled, how many were wrong, the refusals grouped
 by message and the compile-and-check times. Exits 1 when any compiled kernel was wrong.
 
-Kernels this ISA cannot compute are not drawn: a product with a transposed operand (the
-array reads both operands row-major and nothing transposes) and an int32-to-int8 conversion
-that wraps (every store to int8 saturates). On another spec (``--spec FILE``, a spec file
+Kernels this ISA cannot compute are not drawn: an int32-to-int8 conversion that wraps
+(every store to int8 saturates). On another spec (``--spec FILE``, a spec file
 that generates its oracle and backend when run, such as the public ACT Gemmini spec), the
 same kinds are drawn: what it cannot compute is counted as refused, with its message.
 
@@ -99,6 +99,14 @@ KINDS = {
         [((m, k), I8), ((k, n), I8)]),
     "vector-matrix product + bias": lambda m, k, n: (lambda v, b, c: product(v, b) + c,
                                                      [((k,), I8), ((k, n), I8), ((n,), I32)]),
+    # Nothing on Gemmini transposes: each transpose is computed by one-element products.
+    "transpose": lambda m, k, n: (lambda x: x.T, [((m, n), I8)]),
+    "product with a transposed lhs": lambda m, k, n: (lambda a, b: product(a.T, b),
+                                                      [((k, m), I8), ((k, n), I8)]),
+    "product with a transposed rhs": lambda m, k, n: (lambda a, b: product(a, b.T),
+                                                      [((m, k), I8), ((n, k), I8)]),
+    "transposed relu(product)": lambda m, k, n: (lambda a, b: relu(product(a, b)).T,
+                                                 [((m, k), I8), ((k, n), I8)]),
 }
 
 

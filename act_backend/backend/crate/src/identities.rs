@@ -634,12 +634,20 @@ pub const MAX_RANK_ONE_PRODUCTS: i64 = 4096;
 /// runs of them, where some product contracts one element and takes `x`, within
 /// [`MAX_RANK_ONE_PRODUCTS`]; `None` elsewhere.
 pub fn transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id) -> Option<Term> {
+    let whole: Vec<(i64, i64, i64)> = eg[x].data.shape.iter().map(|&n| (0, n, 1)).collect();
+    window_transpose_by_products(eg, ids, tiles, x, &whole)
+}
+
+/// [`transpose_by_products`] of the window `ranges` (unit steps) of matrix `x`.
+pub fn window_transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id, ranges: &[(i64, i64, i64)]) -> Option<Term> {
     let x_ty = &eg[x].data;
+    let &[(r0, r1, 1), (c0, c1, 1)] = ranges else { return None };
     if x_ty.rank() != 2 || !unit_takes(eg, ids, x) {
         return None;
     }
     let (flat, start, strides) = input_layout(eg, x, 3)?;
-    transposed_window(ids, tiles, x_ty.dtype, [x_ty.shape[0], x_ty.shape[1]], &flat, start, [strides[0], strides[1]])
+    let start = start + r0 * strides[0] + c0 * strides[1];
+    transposed_window(ids, tiles, x_ty.dtype, [r1 - r0, c1 - c0], &flat, start, [strides[0], strides[1]])
 }
 
 /// [`transpose_by_products`] of item `i` of a batch of matrices `x` (`[batch, rows, columns]`).

@@ -1816,18 +1816,32 @@ fn flip(d: &[usize]) -> Vec<usize> {
     d.iter().map(|&x| 1 - x).collect()
 }
 
+/// A matrix operand of a product: a class, and the window of it the product takes (`None`:
+/// all of it).
+type Operand<'r> = (Id, Option<&'r [(i64, i64, i64)]>);
+
 /// `a . b : ty` as a unit that takes only `[m, k] . [k, n]` computes it, given the free
 /// dimension of each: `a`'s 0 and `b`'s 1 are taken as they are, the others transposed by
 /// [`identities::transpose_by_products`].
-fn standard_product(eg: &SelGraph, rules: &RuleSet, a: Id, a_free: &[usize], b: Id, b_free: &[usize], ty: &Ty) -> Option<Term> {
-    let transposed = |x: Id| identities::transpose_by_products(eg, &rules.identities, &rules.tiles, x);
+fn standard_product(eg: &SelGraph, rules: &RuleSet, a: Operand, a_free: &[usize], b: Operand, b_free: &[usize], ty: &Ty) -> Option<Term> {
+    let as_is = |(x, window): Operand| match window {
+        Some(ranges) => {
+            let shape = ranges.iter().map(|&(lo, hi, _)| hi - lo).collect();
+            Term::Node(Op::Slice(ranges.to_vec()), class_ty(eg, x).with_shape(shape), vec![Term::Class(x)])
+        }
+        None => Term::Class(x),
+    };
+    let transposed = |(x, window): Operand| match window {
+        Some(ranges) => identities::window_transpose_by_products(eg, &rules.identities, &rules.tiles, x, ranges),
+        None => identities::transpose_by_products(eg, &rules.identities, &rules.tiles, x),
+    };
     let lhs = match a_free {
-        [0] => Term::Class(a),
+        [0] => as_is(a),
         [1] => transposed(a)?,
         _ => return None,
     };
     let rhs = match b_free {
-        [1] => Term::Class(b),
+        [1] => as_is(b),
         [0] => transposed(b)?,
         _ => return None,
     };
@@ -1837,8 +1851,9 @@ fn standard_product(eg: &SelGraph, rules: &RuleSet, a: Id, a_free: &[usize], b: 
 
 /// The transpose of kernel matrix `k`, moved onto the kernel's inputs through the operations
 /// that do not care about layout (elementwise operations and converts apply to the
-/// transposed operands, a broadcast repeats along the other dimension, a literal folds) and
-/// through products (`(A . B)^T = B^T . A^T`), `depth` operations deep: each transposed input
+/// transposed operands, a broadcast repeats along the other dimension, a literal folds, a
+/// window and a concatenation swap their dimensions, a transpose cancels) and through
+/// products (`(A . B)^T = B^T . A^T`), `depth` operations deep: each transposed input
 /// computed by [`identities::transpose_by_products`]. `None` where some operand on the way is
 /// neither.
 fn transposed_value(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class: &[Id], rules: &RuleSet, k: usize, depth: usize) -> Option<Term> {
@@ -1860,7 +1875,37 @@ fn transposed_value(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class: &
             if class_ty(eg, a).rank() != 2 || class_ty(eg, b).rank() != 2 {
                 return None;
             }
-            standard_product(eg, rules, b, &flip(&dd.rhs_contracting), a, &flip(&dd.lhs_contracting), &t_ty)
+            standard_product(eg, rules, (b, None), &flip(&dd.rhs_contracting), (a, None), &flip(&dd.lhs_contracting), &t_ty)
+        }
+        // The transpose of a transpose is its operand; of a window, the window of the
+        // transpose with its ranges swapped; of a concatenation, the parts' transposes
+        // concatenated along the other dimension.
+        Op::Transpose(p) if p[..] == [1, 0] => Some(Term::Class(operand(0))),
+        Op::Slice(ranges) if class_ty(eg, operand(0)).rank() == 2 => {
+            // A window of a product is the product of its operands' windows, transposed as
+            // windows of inputs (a transposed product's window would be tiled from the whole).
+            let inner = &kernel.nodes[node.operands[0]];
+            if let Op::Dot(dd) = &inner.op {
+                let (a, b) = (eg.find(node_class[inner.operands[0]]), eg.find(node_class[inner.operands[1]]));
+                let (a_ty, b_ty) = (class_ty(eg, a), class_ty(eg, b));
+                let (&[lc], &[rc]) = (&dd.lhs_contracting[..], &dd.rhs_contracting[..]) else { return None };
+                if !dd.lhs_batch.is_empty() || a_ty.rank() != 2 || b_ty.rank() != 2 {
+                    return None;
+                }
+                let mut a_window = vec![(0, a_ty.shape[0], 1), (0, a_ty.shape[1], 1)];
+                a_window[1 - lc] = ranges[0];
+                let mut b_window = vec![(0, b_ty.shape[0], 1), (0, b_ty.shape[1], 1)];
+                b_window[1 - rc] = ranges[1];
+                return standard_product(eg, rules, (b, Some(&b_window)), &[1 - rc], (a, Some(&a_window)), &[1 - lc], &t_ty);
+            }
+            let x = transposed_value(eg, kernel, node_class, rules, node.operands[0], depth - 1)?;
+            Some(Term::Node(Op::Slice(vec![ranges[1], ranges[0]]), t_ty, vec![x]))
+        }
+        Op::Concatenate(d) if *d < 2 => {
+            let parts = (0..node.operands.len())
+                .map(|j| transposed_value(eg, kernel, node_class, rules, node.operands[j], depth - 1))
+                .collect::<Option<Vec<Term>>>()?;
+            Some(Term::Node(Op::Concatenate(1 - d), t_ty, parts))
         }
         Op::Broadcast(d) => match (class_ty(eg, operand(0)).rank(), d.as_slice()) {
             (0, _) => Some(Term::Node(Op::Broadcast(d.clone()), t_ty, vec![Term::Class(operand(0))])),
@@ -1946,7 +1991,7 @@ pub fn transposes_by_products(
                 }
                 let only_rhs_transposed = dd.lhs_contracting == [1] && dd.rhs_contracting == [1];
                 if (dd.lhs_contracting != [1] || dd.rhs_contracting != [0]) && !(only_rhs_transposed && short(node)) {
-                    if let Some(term) = standard_product(eg, rules, a, &flip(&dd.lhs_contracting), b, &flip(&dd.rhs_contracting), &node.ty) {
+                    if let Some(term) = standard_product(eg, rules, (a, None), &flip(&dd.lhs_contracting), (b, None), &flip(&dd.rhs_contracting), &node.ty) {
                         out.push(Rewrite { rule: "transposed-operand-by-products", class, term });
                     }
                 }

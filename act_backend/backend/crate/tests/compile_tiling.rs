@@ -550,8 +550,8 @@ fn transposes_where_nothing_transposes_are_products_that_contract_one_element() 
     // No Gemmini instruction transposes. A transposed input is computed a 16x16 tile at a
     // time, each tile 16 one-element products (a row of the input loaded as a column, times a
     // row of the identity) accumulated by the int8 array; the product then runs as the array
-    // takes it, each tile once: (A.B)^T = B^T.A^T (through a ReLU too), A^T.B, A.B^T,
-    // batched, and a transpose alone. Before, all but A.B^T were refused, and A.B^T of 64 rows ran 256 one-column
+    // takes it, each tile once: (A.B)^T = B^T.A^T (through a ReLU, a window and a
+    // concatenation too), A^T.B, A.B^T, batched, and a transpose alone. Before, all but A.B^T were refused, and A.B^T of 64 rows ran 256 one-column
     // products, one per row of A and tile of B.
     for (kernel, one_element, array) in [
         ("gemmini_transpose_32x48", 6 * 16, 0),
@@ -560,6 +560,10 @@ fn transposes_where_nothing_transposes_are_products_that_contract_one_element() 
         ("gemmini_matmul_transposed_lhs_16x32x48", 2 * 16, 2 * 3),
         ("gemmini_matmul_transposed_rhs_64x32x24", 2 * 24, 4 * 2 * 2),
         ("gemmini_batched_matmul_transposed_rhs_2x32x16x48", 2 * 48, 2 * 2 * 3),
+        // A window of a product transposed is the product of its operands' windows, transposed
+        // as windows of the inputs; two products side by side, each one's transpose, stacked.
+        ("gemmini_transposed_window_of_product_16x32x48", 4 * 16 + 2 * 16, 2 * 2),
+        ("gemmini_transposed_products_side_by_side_16x32x16", 2 * 16 + 2 * 16 + 2 * 16, 2 * 2),
     ] {
         let calls = compiled("gemmini_isa.json", kernel);
         assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), one_element, "{kernel}: {calls:?}");

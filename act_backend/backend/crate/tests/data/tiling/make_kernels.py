@@ -113,6 +113,14 @@ KERNELS = {
     # the transpose of a ReLU of a product: the ReLU of B^T.A^T
     "gemmini_transposed_relu_matmul_16x32x32": (lambda a, b: relu(int8_product(a, b)).T,
                                                 [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # the transpose of a window of a product, and of two products side by side: the window
+    # and the concatenation of transposes, B^T.A^T
+    "gemmini_transposed_window_of_product_16x32x48": (
+        lambda a, b: int8_product(a, b)[:, 8:40].T,
+        [shape(16, 32, dtype=I8), shape(32, 48, dtype=I8)]),
+    "gemmini_transposed_products_side_by_side_16x32x16": (
+        lambda a, b, c: jnp.concatenate([int8_product(a, b), int8_product(a, c)], axis=1).T,
+        [shape(16, 32, dtype=I8), shape(32, 16, dtype=I8), shape(32, 16, dtype=I8)]),
     # an int32 product with its columns reversed: (A.B)J = A.(BJ), B's columns reversed by
     # the int8 array (a product with the exchange matrix)
     "gemmini_reversed_matmul_16x32x32": (lambda a, b: jnp.flip(int8_product(a, b), axis=1),
