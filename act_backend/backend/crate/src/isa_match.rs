@@ -711,16 +711,18 @@ pub fn find(eg: &SelGraph, isa: &Isa, patterns: &Patterns) -> Vec<Match> {
 
 /// [`find`] for the patterns rooted at the canonical classes `ids`, in their order.
 pub fn find_in(eg: &SelGraph, isa: &Isa, patterns: &Patterns, ids: &[Id]) -> Vec<Match> {
-    let mut out = Vec::new();
-    for &id in ids {
-        for pat in &patterns.list {
-            let mut bind = vec![None; pat.ops.len()];
-            bind[pat.root] = Some(id);
-            let mut search = Search { eg, isa, pat, bind, eqs: Vec::new(), out: &mut out };
-            search.step(0);
+    crate::parallel::search_chunks(ids, |part| {
+        let mut out = Vec::new();
+        for &id in part {
+            for pat in &patterns.list {
+                let mut bind = vec![None; pat.ops.len()];
+                bind[pat.root] = Some(id);
+                let mut search = Search { eg, isa, pat, bind, eqs: Vec::new(), out: &mut out };
+                search.step(0);
+            }
         }
-    }
-    out
+        out
+    })
 }
 
 /// Adds the matched PIIs to their classes and rebuilds; returns whether anything was new.

@@ -29,6 +29,7 @@ pub mod layout;
 pub mod memory_map;
 pub mod memory_svg;
 pub mod output;
+pub mod parallel;
 pub mod pii;
 pub mod precision;
 pub mod provenance;

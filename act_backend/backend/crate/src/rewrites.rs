@@ -1679,12 +1679,15 @@ pub fn search(eg: &SelGraph, rules: &RuleSet) -> Vec<Rewrite> {
 
 /// The rewrites the rules find starting from the canonical classes `ids`, in their order.
 pub fn search_classes(eg: &SelGraph, rules: &RuleSet, ids: &[Id]) -> Vec<Rewrite> {
-    let mut finder = Finder { eg, rules, out: Vec::new() };
-    for &id in ids {
-        finder.class(id);
-    }
-    finder.out.extend(crate::precision::search_classes(eg, &rules.precision, ids));
-    finder.out
+    let mut out = crate::parallel::search_chunks(ids, |part| {
+        let mut finder = Finder { eg, rules, out: Vec::new() };
+        for &id in part {
+            finder.class(id);
+        }
+        finder.out
+    });
+    out.extend(crate::parallel::search_chunks(ids, |part| crate::precision::search_classes(eg, &rules.precision, part)));
+    out
 }
 
 /// Identity paths for the kernel's values (`node_class[k]` for kernel node `k`, constants
