@@ -498,7 +498,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        record.phases.allocate = clock.elapsed();
+        record.phases.allocate += clock.elapsed();
         if found.is_none() {
             record.status = ended.unwrap_or(if out_of_budget {
                 Status::OutOfBudget
