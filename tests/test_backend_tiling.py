@@ -2,7 +2,8 @@
 its operand's bytes and an output written tile by tile in place, and the simulated result is
 the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
-on QKV, Gemmini and the RowReduce, OnChipTranspose and FixedArray test accelerators and equal
+on QKV, Gemmini and the RowReduce, OnChipTranspose, FixedArray and WeightStationary test
+accelerators and equal
 XLA's run of the same HLO, and on the Contiguous test accelerator, without strided transfers,
 by rows read and written one by one, and on the TallQKV test accelerator, whose units take
 every row, whole; a dimension no instruction takes, or a float reduction too long for every
@@ -269,6 +270,23 @@ def test_an_addend_on_products_larger_than_a_fixed_array_is_added_in_their_tiles
                                                                                 tmp_path, name):
     assert_compiles_equal_to_xla_with(example_build("FixedArray"), name, tmp_path,
                                       FIXED_ARRAY[name])
+
+
+# kernel -> {instruction: count} on the WeightStationary test accelerator, whose array
+# multiplies in int32 only and whose activation unit narrows to int8, wrapping: an int8
+# product (refused before), and layers with a ReLU
+WEIGHT_STATIONARY = {
+    "weightstationary_int8_matmul_32x64x64": {"read": 1, "read_weights": 1, "matmul": 1,
+                                              "activate": 1, "write": 1},
+    "weightstationary_relu_layer_128x64x64": {"matmul": 1, "activate_relu": 1},
+    "weightstationary_two_layers_32x64": {"read_weights": 2, "matmul": 2, "activate_relu": 2},
+}
+
+
+@pytest.mark.parametrize("name", list(WEIGHT_STATIONARY))
+def test_int8_layers_on_an_array_that_multiplies_in_int32_only(example_build, tmp_path, name):
+    assert_compiles_equal_to_xla_with(example_build("WeightStationary"), name, tmp_path,
+                                      WEIGHT_STATIONARY[name])
 
 
 @pytest.mark.parametrize("name", list(ROW_BY_ROW))

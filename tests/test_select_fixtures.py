@@ -1,8 +1,8 @@
 """The ISA tables the backend crate's selection tests read agree with the table generator.
 
 The crate's tests carry their own copies of the example tables and of the RowReduce, TallQKV,
-OnChipTranspose and FixedArray test accelerators' (so that they run wherever the crate is
-copied); these must be what ``isa_table`` makes of the specs.
+OnChipTranspose, FixedArray and WeightStationary test accelerators' (so that they run wherever
+the crate is copied); these must be what ``isa_table`` makes of the specs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ FIXTURES = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data"
     ("tests/specs/TallQKV/TallQKV.py", "tallqkv_isa.json", "tall"),
     ("tests/specs/OnChipTranspose/OnChipTranspose.py", "onchiptranspose_isa.json", "acc"),
     ("tests/specs/FixedArray/FixedArray.py", "fixedarray_isa.json", "acc"),
+    ("tests/specs/WeightStationary/WeightStationary.py", "weightstationary_isa.json", "ws"),
 ])
 def test_selection_fixture_is_the_generated_table(spec, fixture, variable, monkeypatch):
     # The spec scripts end by generating; only their accelerator is wanted here.

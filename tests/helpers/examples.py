@@ -36,7 +36,8 @@ ATTENTION_EXAMPLES = [example for example, (_, _, count) in EXAMPLES.items()
 # Test accelerators under tests/specs/, built the same way (name -> spec file).
 TEST_SPECS = {"Vec": "Vec.py", "RowReduce": "RowReduce.py", "Contiguous": "Contiguous.py",
               "TallQKV": "TallQKV.py", "Lanes": "Lanes.py",
-              "OnChipTranspose": "OnChipTranspose.py", "FixedArray": "FixedArray.py"}
+              "OnChipTranspose": "OnChipTranspose.py", "FixedArray": "FixedArray.py",
+              "WeightStationary": "WeightStationary.py"}
 SPECS_DIR = ROOT / "tests" / "specs"
 
 

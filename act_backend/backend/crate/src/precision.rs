@@ -5,6 +5,8 @@
 //!   product `s32 dot(s8, s8)`, `f32 dot(bf16, bf16)`) is `dot(convert(a, W), convert(b, W))`:
 //!   both multiply the exact values and accumulate in `W`. The converse holds too, so a
 //!   product the kernel writes on widened operands meets a unit that takes the narrow ones.
+//! - An integer `dot` in `N`, where the units compute products in a wider `W` only, is the
+//!   product in `W` of the widened operands, converted back (wrapping, as below).
 //! - An integer `add`, `subtract` or `multiply` in `N` is the wide operator on widened
 //!   operands converted back (two's complement arithmetic wraps the same way in every
 //!   width); `maximum` and `minimum` are for floats too (their result is one of the
@@ -197,6 +199,18 @@ fn propose(eg: &SelGraph, rules: &Widenings, id: Id, node: &Node, out: &mut Vec<
             if ta.dtype == tb.dtype && rules.dots.contains(&ty.dtype) && exact(ta.dtype, ty.dtype, true) {
                 let widened = vec![convert(Term::Class(a), ta, ty.dtype), convert(Term::Class(b), tb, ty.dtype)];
                 push("dot-widen-operands", Term::Node(Op::Dot(dims.clone()), ty.clone(), widened));
+            }
+            // An integer dot(a, b) : N = convert(dot(convert(a, W), convert(b, W)) : W, N), for
+            // units that multiply and accumulate in W only (a weight-stationary array whose
+            // int32 results an activation unit narrows): two's complement products and sums
+            // wrap alike in every width, so the wide result's low bits are the narrow one's.
+            if ta.dtype == ty.dtype && tb.dtype == ty.dtype && !rules.dots.contains(&ty.dtype) {
+                for &wide in rules.dots.iter().filter(|&&w| exact(ty.dtype, w, false)) {
+                    let wide_ty = ty.with_dtype(wide);
+                    let widened = vec![convert(Term::Class(a), ta, wide), convert(Term::Class(b), tb, wide)];
+                    let product = Term::Node(Op::Dot(dims.clone()), wide_ty.clone(), widened);
+                    push("dot-wide-then-narrowed", convert(product, &wide_ty, ty.dtype));
+                }
             }
             // dot(convert(z1, W), convert(z2, W)) : W = dot(z1, z2) : W, for units that take
             // the narrow operands and accumulate wide; a constant operand counts as converted

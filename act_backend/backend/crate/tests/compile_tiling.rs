@@ -546,6 +546,17 @@ fn an_addend_on_a_product_of_fewer_rows_than_a_fixed_array_is_added_to_the_padde
 }
 
 #[test]
+fn an_int8_product_on_a_unit_that_multiplies_in_int32_only_is_narrowed_by_its_activation() {
+    // WeightStationary's array writes int32 products and its activation unit narrows them,
+    // wrapping: `jnp.matmul` of int8 matrices (an int8 product, wrapping) is the int32 product
+    // narrowed. Refused before: "no instruction computes `dot`".
+    let calls = compiled("weightstationary_isa.json", "weightstationary_int8_matmul_32x64x64");
+    assert_eq!((count(&calls, "matmul"), count(&calls, "activate")), (1, 1), "{calls:?}");
+    let calls = compiled("weightstationary_isa.json", "weightstationary_two_layers_32x64");
+    assert_eq!((count(&calls, "matmul"), count(&calls, "activate_relu")), (2, 2), "{calls:?}");
+}
+
+#[test]
 fn transposes_where_nothing_transposes_are_products_that_contract_one_element() {
     // No Gemmini instruction transposes. A transposed input is computed a 16x16 tile at a
     // time, each tile 16 one-element products (a row of the input loaded as a column, times a

@@ -253,6 +253,17 @@ KERNELS = {
     "fixedarray_linear_layer_8x16x16": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                         [shape(8, 16, dtype=I8), shape(16, 16, dtype=I8),
                                          shape(16, dtype=I32)]),
+    # on a weight-stationary array that multiplies and accumulates in int32 only: an int8
+    # product (wrapping) is the int32 product narrowed by the activation unit; layers with a
+    # ReLU, one and two
+    "weightstationary_int8_matmul_32x64x64": (jnp.matmul, [shape(32, 64, dtype=I8),
+                                                           shape(64, 64, dtype=I8)]),
+    "weightstationary_relu_layer_128x64x64": (
+        lambda a, w: relu(int8_product(a, w)).astype(I8),
+        [shape(128, 64, dtype=I8), shape(64, 64, dtype=I8)]),
+    "weightstationary_two_layers_32x64": (
+        lambda a, w, v: relu(int8_product(relu(int8_product(a, w)).astype(I8), v)).astype(I8),
+        [shape(32, 64, dtype=I8), shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
 }
 
 
