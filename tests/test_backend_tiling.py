@@ -168,6 +168,9 @@ TILED = {
     "gemmini_batched_matmul_transposed_rhs_2x32x16x48": ("Gemmini", {"matmul32": 12,
                                                                      "matmul8": 6, "mac8": 90}),
     "gemmini_transpose_32x48": ("Gemmini", {"matmul8": 6, "mac8": 90, "mvout_strided": 6}),
+    # the same ending in a one-row, one-column tile: refused before (its zero was a transpose)
+    "gemmini_transposed_relu_matmul_17x17x17": ("Gemmini", {"matmul32": 4, "mac32": 4,
+                                                            "matmul8": 6, "mac8": 45}),
     # the transpose of a window of a product and of two products side by side
     "gemmini_transposed_window_of_product_16x32x48": ("Gemmini", {"matmul32": 2, "mac32": 2,
                                                                   "matmul8": 6, "mac8": 90}),

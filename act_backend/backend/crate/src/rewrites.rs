@@ -1872,6 +1872,10 @@ fn transposed_value(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class: &
     let t_ty = ty.with_shape(vec![ty.shape[1], ty.shape[0]]);
     let operand = |j: usize| eg.find(node_class[node.operands[j]]);
     match &node.op {
+        // A literal of one value throughout is the same literal in the other shape (a
+        // transpose of it was a class of its own, which the ReLU route to a maximum with zero
+        // did not see as zero: `relu(a @ b).T` at 17x17x17 was refused).
+        Op::Constant(lit) if lit.splat().is_some() => Some(Term::Node(Op::Constant(lit.clone()), t_ty, vec![])),
         Op::Constant(_) => Some(Term::Node(Op::Transpose(vec![1, 0]), t_ty, vec![Term::Class(class)])),
         Op::Dot(dd) if dd.lhs_batch.is_empty() => {
             let (a, b) = (operand(0), operand(1));

@@ -113,6 +113,9 @@ KERNELS = {
     # the transpose of a ReLU of a product: the ReLU of B^T.A^T
     "gemmini_transposed_relu_matmul_16x32x32": (lambda a, b: relu(int8_product(a, b)).T,
                                                 [shape(16, 32, dtype=I8), shape(32, 32, dtype=I8)]),
+    # the same where rows and columns end in a one-row, one-column tile (found by the campaign)
+    "gemmini_transposed_relu_matmul_17x17x17": (lambda a, b: relu(int8_product(a, b)).T,
+                                                [shape(17, 17, dtype=I8), shape(17, 17, dtype=I8)]),
     # the transpose of a window of a product, and of two products side by side: the window
     # and the concatenation of transposes, B^T.A^T
     "gemmini_transposed_window_of_product_16x32x48": (
