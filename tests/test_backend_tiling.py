@@ -106,9 +106,10 @@ TILED = {
     # every dimension: (64/16)^3 products, each once
     "gemmini_matmul_64x64x64": ("Gemmini", {"matmul32": 16, "mac32": 48}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
-    # through the ReLU into its columns at once; 24 loads of operand blocks (32 before the
-    # search saturated)
-    "gemmini_relu_matmul_128x128": ("Gemmini", {"matmul32": 64, "mac32": 64, "mvin_strided": 24,
+    # through the ReLU into its columns at once; every operand element loaded once: A's two
+    # 128-row column windows, kept for every column, and B's eight column windows (24 loads
+    # of operand blocks before a window's rows were one window of the input)
+    "gemmini_relu_matmul_128x128": ("Gemmini", {"matmul32": 64, "mac32": 64, "mvin_strided": 10,
                                                 "mvout_acc_relu_strided": 8}),
     # rows 16+16+8, columns 16+8, contraction 16+4: shorter last tiles
     "gemmini_matmul_40x20x24": ("Gemmini", {"matmul32": 6, "mac32": 6}),
@@ -170,7 +171,7 @@ TILED = {
     "gemmini_transpose_32x48": ("Gemmini", {"matmul8": 6, "mac8": 90, "mvout_strided": 6}),
     # the same ending in a one-row, one-column tile: refused before (its zero was a transpose)
     "gemmini_transposed_relu_matmul_17x17x17": ("Gemmini", {"matmul32": 4, "mac32": 4,
-                                                            "matmul8": 6, "mac8": 45}),
+                                                            "matmul8": 3, "mac8": 45}),
     # the transpose of a window of a product and of two products side by side
     "gemmini_transposed_window_of_product_16x32x48": ("Gemmini", {"matmul32": 2, "mac32": 2,
                                                                   "matmul8": 6, "mac8": 90}),
@@ -257,7 +258,8 @@ ROW_BY_ROW = {
 # kernel -> {instruction: count} on the FixedArray test accelerator: an addend on products
 # taller and wider than its fixed 16x16 array, whose add of the most rows takes int8 rows from
 # HBM only, is added in the products' 16x16 tiles by the array's accumulating form (refused
-# before as "no instruction computes `add`")
+# before as "no instruction computes `add`"); sizes that are no multiple of the array's
+# (refused before)
 FIXED_ARRAY = {
     "fixedarray_matmul_plus_32x16x32": {"matmul": 0, "matmul_acc": 4},
     "fixedarray_linear_layer_32x32x32": {"matmul": 0, "matmul_acc": 8},
@@ -265,12 +267,19 @@ FIXED_ARRAY = {
     # fewer rows than the array: the product padded with zero rows, the addend added there
     "fixedarray_linear_layer_8x16x16": {"matmul": 0, "matmul_acc": 1},
     "gemmini_vector_matrix_bias_16x64": {"matmul": 0, "matmul_acc": 4},
+    # a contraction that is no multiple of the array's 16: its last elements contracted as
+    # the window of A's last 16 columns against zero rows and B's last rows
+    "fixedarray_matmul_16x20x16": {"matmul": 1, "matmul_acc": 1},
+    # rows 16+16+8 (the last tile overlapping the one before), columns 16+16, contraction
+    # 16+16+4: 3 x 2 x 3 products, each once
+    "fixedarray_matmul_40x36x32": {"matmul": 6, "matmul_acc": 12},
+    "fixedarray_linear_layer_40x24x32": {"matmul": 0, "matmul_acc": 12},
 }
 
 
 @pytest.mark.parametrize("name", list(FIXED_ARRAY))
-def test_an_addend_on_products_larger_than_a_fixed_array_is_added_in_their_tiles(example_build,
-                                                                                tmp_path, name):
+def test_products_larger_than_a_fixed_array_are_computed_in_its_tiles(example_build, tmp_path,
+                                                                    name):
     assert_compiles_equal_to_xla_with(example_build("FixedArray"), name, tmp_path,
                                       FIXED_ARRAY[name])
 

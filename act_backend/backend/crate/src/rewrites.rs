@@ -776,6 +776,12 @@ impl<'a> Finder<'a> {
             }
             Op::Add if self.rules.dot => self.accumulate(id, node),
             Op::Concatenate(d) if node.ty.dtype == DType::U8 && node.ty.rank() == 1 => self.flatten_concat(id, node, *d),
+            // Rows padded with constant rows (a contraction or a row count padded with zeros)
+            // are placed part by part in one buffer, and a part read row by row is itself a
+            // concatenation: its rows are the parts.
+            Op::Concatenate(0) if node.children.iter().any(|&c| constant_valued(eg, c, 3)) => {
+                self.flatten_concat(id, node, 0)
+            }
             Op::Concatenate(1) => {
                 if let Some(term) = one_row_as_rows(eg, node) {
                     self.push("one-row-as-rows", id, term);
@@ -890,7 +896,8 @@ impl<'a> Finder<'a> {
                 Op::Slice(inner_ranges)
                     if ranges.iter().all(|&(l, h, _)| h > l)
                         && inner_ranges.iter().zip(&y_ty.shape).skip(1).any(|(r, &n)| *r != (0, n, 1))
-                        && ranges.iter().zip(&inner.ty.shape).skip(1).any(|(r, &n)| *r != (0, n, 1))
+                        && (ranges.iter().zip(&inner.ty.shape).skip(1).any(|(r, &n)| *r != (0, n, 1))
+                            || tiling::read_as_is(eg, y))
                         && !self.computed(y)
                         && !constant_valued(eg, y, 2) =>
                 {
@@ -904,6 +911,17 @@ impl<'a> Finder<'a> {
                         })
                         .collect();
                     self.push("slice-compose", id, Term::Node(Op::Slice(composed), node.ty.clone(), vec![Term::Class(y)]));
+                }
+                // Rows of rows of a value are rows of it: a row of the last rows kept of a tile
+                // that overlaps the one before (written a row at a time) is a row of the tile,
+                // which lies where the tile was computed.
+                Op::Slice(inner_ranges)
+                    if only_rows(ranges, &inner.ty) && only_rows(inner_ranges, y_ty) && !constant_valued(eg, y, 2) =>
+                {
+                    let (lo, hi) = (inner_ranges[0].0 + ranges[0].0, inner_ranges[0].0 + ranges[0].1);
+                    let mut composed = inner_ranges.clone();
+                    composed[0] = (lo, hi, 1);
+                    self.push("slice-compose-rows", id, Term::Node(Op::Slice(composed), node.ty.clone(), vec![Term::Class(y)]));
                 }
                 Op::Concatenate(dim) => {
                     if let Some(term) = tiling::slice_of_concat(eg, ranges, &node.ty, *dim, &inner.children) {
@@ -2046,6 +2064,12 @@ pub fn transposes_by_products(
 
 /// Whether class `c` holds a constant, or within `depth` steps a slice, reshape, broadcast,
 /// transpose or conversion of one (a tile of a zero matrix is not folded to a literal).
+/// Whether `ranges` take a window of consecutive rows of a value of type `ty` and every
+/// element of each.
+fn only_rows(ranges: &[(i64, i64, i64)], ty: &Ty) -> bool {
+    ranges.first().is_some_and(|r| r.2 == 1) && ranges.iter().zip(&ty.shape).skip(1).all(|(r, &n)| *r == (0, n, 1))
+}
+
 pub(crate) fn constant_valued(eg: &SelGraph, c: Id, depth: usize) -> bool {
     eg[c].nodes.iter().any(|n| match n.op {
         Op::Constant(_) => true,

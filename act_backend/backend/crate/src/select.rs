@@ -428,19 +428,34 @@ fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<I
     produced
 }
 
-/// Why a row-major value of type `ty` cannot be loaded whole or in windows, where every
-/// instruction that reads HBM writes whole units of a fixed number of elements on chip (QKV
-/// writes rows of 64 into `d1`) and the value's rows are no multiple of any of them: the
-/// dimension that does not divide, as a clause for the refusal; `None` otherwise.
-fn unit_rows(isa: &Isa, ty: &Ty) -> Option<String> {
+/// Which way a value crosses between HBM and the buffers ([`unit_rows`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Transfer {
+    Load,
+    Store,
+}
+
+/// Why a row-major value of type `ty` cannot be loaded (stored) whole or in windows, where
+/// every instruction that reads (writes) HBM writes (reads) whole units of a fixed number of
+/// elements on chip (QKV writes rows of 64 into `d1`) and the value's rows are no multiple of
+/// any of them: the dimension that does not divide, as a clause for the refusal; `None`
+/// otherwise.
+fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
     let n = *ty.shape.last()?;
-    let reads_hbm = |i: &&Instruction| i.inputs.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
-    let loads: Vec<&Instruction> =
-        isa.instructions.iter().filter(reads_hbm).filter(|i| i.outputs.iter().all(|s| !isa.buffer(&s.buffer).is_hbm())).collect();
+    let in_hbm = |slices: &[crate::isa::Slice]| slices.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
+    let moves = |i: &&Instruction| match transfer {
+        Transfer::Load => in_hbm(&i.inputs) && !in_hbm(&i.outputs),
+        Transfer::Store => in_hbm(&i.outputs) && i.inputs.iter().any(|s| !isa.buffer(&s.buffer).is_hbm()),
+    };
+    let transfers: Vec<&Instruction> = isa.instructions.iter().filter(moves).collect();
     let mut units: Vec<(i64, &str)> = Vec::new();
-    for load in &loads {
-        for out in &load.outputs {
-            let buffer = isa.buffer(&out.buffer);
+    for instr in &transfers {
+        let on_chip = match transfer {
+            Transfer::Load => &instr.outputs,
+            Transfer::Store => &instr.inputs,
+        };
+        for slice in on_chip.iter().filter(|s| !isa.buffer(&s.buffer).is_hbm()) {
+            let buffer = isa.buffer(&slice.buffer);
             let unit: i64 = buffer.unit_dims.iter().product();
             if buffer.unit_dims.len() != 1 || n % unit == 0 {
                 return None;
@@ -450,11 +465,15 @@ fn unit_rows(isa: &Isa, ty: &Ty) -> Option<String> {
             }
         }
     }
-    let names: Vec<String> = loads.iter().map(|i| format!("`{}`", i.name)).collect();
-    let units: Vec<String> = units.iter().map(|(u, b)| format!("rows of {u} elements into `{b}`")).collect();
-    (!names.is_empty()).then(|| {
+    let names: Vec<String> = transfers.iter().map(|i| format!("`{}`", i.name)).collect();
+    let (verb, what, preposition) = match transfer {
+        Transfer::Load => ("reads", "writes", "into"),
+        Transfer::Store => ("writes", "reads", "from"),
+    };
+    let units: Vec<String> = units.iter().map(|(u, b)| format!("rows of {u} elements {preposition} `{b}`")).collect();
+    (!units.is_empty()).then(|| {
         format!(
-            ": every instruction that reads HBM ({}) writes {}, and its dimension {} ({n}) is no multiple of that",
+            ": every instruction that {verb} HBM ({}) {what} {}, and its dimension {} ({n}) is no multiple of that",
             names.join(", "),
             units.join(" or "),
             ty.rank() - 1
@@ -520,7 +539,8 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     let not_in_hbm = |k: usize| {
         // The value exists somewhere but cannot reach HBM (or only as a kernel input).
         let verb = if ex.computed(eg.find(kg.node_class[k])) { "stores" } else { "copies" };
-        error(k, format!("{verb} the result of `{}` to HBM", kernel.nodes[k].op.hlo_name()))
+        let why = unit_rows(isa, &kernel.nodes[k].ty, Transfer::Store).unwrap_or_default();
+        error(k, format!("{verb} the result of `{}` to HBM{why}", kernel.nodes[k].op.hlo_name()))
     };
     if ok(root) {
         return not_in_hbm(root);
@@ -614,7 +634,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
                     ty = user.ty,
                     n = user.ty.shape[dim]
                 ),
-                None => unit_rows(isa, &node.ty).unwrap_or_default(),
+                None => unit_rows(isa, &node.ty, Transfer::Load).unwrap_or_default(),
             };
             format!("loads parameter {i} (`{}`, {}){windows}", node.name, node.ty)
         }

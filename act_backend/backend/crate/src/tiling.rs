@@ -44,9 +44,9 @@ pub struct Extents {
     /// bounds of those whose contraction is an attribute (`None`: unbounded).
     fixed_contractions: BTreeSet<i64>,
     flexible_contractions: Vec<Option<i64>>,
-    /// (operator, rank) of semantics whose leading extent is not a constant (an attribute, or
-    /// unbounded): they may take a smaller leading extent than the largest.
-    flexible_leading: BTreeSet<(OpCode, usize)>,
+    /// (operator, rank, dimension) of semantics whose extent along that dimension is not a
+    /// constant (an attribute, or unbounded): they may take a smaller extent than the largest.
+    flexible: BTreeSet<(OpCode, usize, usize)>,
     /// Per operator, the entries of [`Extents::by_op`] whose leading extent is a constant in
     /// some semantics (a unit of a fixed number of rows).
     fixed_leading: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
@@ -170,7 +170,7 @@ impl Extents {
         let mut contraction = Vec::new();
         let mut fixed_contractions = BTreeSet::new();
         let mut flexible_contractions = Vec::new();
-        let mut flexible_leading = BTreeSet::new();
+        let mut flexible = BTreeSet::new();
         let mut fixed_leading: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         for instr in &isa.instructions {
@@ -209,9 +209,12 @@ impl Extents {
                     continue;
                 }
                 let dims: Vec<Option<i64>> = op.shape.iter().map(|e| largest(isa, instr, e)).collect();
-                if op.shape[0].eval(&BTreeMap::new()).is_err() {
-                    flexible_leading.insert((op.op, op.shape.len()));
-                } else {
+                for (d, extent) in op.shape.iter().enumerate() {
+                    if extent.eval(&BTreeMap::new()).is_err() {
+                        flexible.insert((op.op, op.shape.len(), d));
+                    }
+                }
+                if op.shape[0].eval(&BTreeMap::new()).is_ok() {
                     let fixed = fixed_leading.entry(op.op).or_default();
                     if !fixed.contains(&dims) {
                         fixed.push(dims.clone());
@@ -223,7 +226,7 @@ impl Extents {
                 }
             }
         }
-        Extents { by_op, contraction, fixed_contractions, flexible_contractions, flexible_leading, fixed_leading, reductions }
+        Extents { by_op, contraction, fixed_contractions, flexible_contractions, flexible, fixed_leading, reductions }
     }
 
     /// Extents from explicit entries (for tests).
@@ -237,7 +240,7 @@ impl Extents {
             contraction: Vec::new(),
             fixed_contractions: BTreeSet::new(),
             flexible_contractions: Vec::new(),
-            flexible_leading: BTreeSet::new(),
+            flexible: BTreeSet::new(),
             fixed_leading: BTreeMap::new(),
             reductions: BTreeMap::new(),
         }
@@ -288,8 +291,14 @@ impl Extents {
     /// Whether some semantics of operator `op` and rank `rank` computes a leading extent of
     /// `n`: one whose leading extent is that constant, or not a constant.
     pub fn takes_leading(&self, op: OpCode, rank: usize, n: i64) -> bool {
-        self.flexible_leading.contains(&(op, rank))
-            || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[0] == Some(n)))
+        self.takes_extent(op, rank, 0, n)
+    }
+
+    /// Whether some semantics of operator `op` and rank `rank` computes an extent of `n`
+    /// along dimension `dim`: one whose extent there is that constant, or not a constant.
+    pub fn takes_extent(&self, op: OpCode, rank: usize, dim: usize, n: i64) -> bool {
+        self.flexible.contains(&(op, rank, dim))
+            || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[dim] == Some(n)))
     }
 
     /// The leading extent to pad an operation of operator `op` and type `ty` to: among the
@@ -760,11 +769,15 @@ fn tiles(n: i64, t: i64) -> Vec<(i64, i64)> {
 
 /// Splits of a matrix product `[m, k] . [k, n]` (no batch) wider than every product the ISA
 /// computes: along its result columns, `concatenate_1(dot(a, b[:, tile]) ...)`, exact for
-/// every type; and along its contraction, for integers only (their sums wrap and do not
+/// every type (a last tile narrower than every unit takes is the last columns of a full tile
+/// overlapping the one before); and along its contraction, for integers only (their sums wrap and do not
 /// depend on the order), `add(dot(a[:, tile_j], b[tile_j, :]), ... add(dot(a[:, tile_1],
 /// b[tile_1, :]), dot(a[:, tile_0], b[tile_0, :])))`, the partial product first in each add
-/// as multiply-accumulate semantics write it. A float contraction is never split: it would
-/// change the rounding.
+/// as multiply-accumulate semantics write it. A last tile shorter than every contraction the
+/// units take (a unit of a fixed 16) is the window of the last `t` elements of one operand
+/// against the other's last rows after `t - r` zero rows: the window's first `t - r` elements
+/// meet zeros, so it adds the last `r` products alone, and every window stays inside its
+/// matrix. A float contraction is never split: it would change the rounding.
 pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'static str, Term)> {
     let mut out = Vec::new();
     let Op::Dot(dd) = &node.op else { return out };
@@ -777,11 +790,22 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
     let rf = 1 - rc;
     let n = node.ty.shape[1];
     if let Some(t) = widest(extents, OpCode::Dot, 2, 1).filter(|&t| t > 0 && n > t) {
+        let columns = |lo: i64, hi: i64| {
+            let cols = slice_along(b, b_ty, rf, lo, hi);
+            Term::Node(node.op.clone(), node.ty.with_shape(vec![node.ty.shape[0], hi - lo]), vec![Term::Class(a), cols])
+        };
         let parts = tiles(n, t)
             .into_iter()
             .map(|(lo, hi)| {
-                let cols = slice_along(b, b_ty, rf, lo, hi);
-                Term::Node(node.op.clone(), node.ty.with_shape(vec![node.ty.shape[0], hi - lo]), vec![Term::Class(a), cols])
+                if hi - lo == t || extents.takes_extent(OpCode::Dot, 2, 1, hi - lo) {
+                    columns(lo, hi)
+                } else {
+                    // No unit computes so few columns: the last full tile, overlapping the one
+                    // before, computes them (columns are independent), and its last ones are
+                    // kept.
+                    let full = node.ty.with_shape(vec![node.ty.shape[0], t]);
+                    slice_of(columns(n - t, n), &full, 1, t - (hi - lo), t)
+                }
             })
             .collect();
         out.push(("split-columns", Term::Node(Op::Concatenate(1), node.ty.clone(), parts)));
@@ -790,21 +814,65 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
     let integers = [&node.ty, a_ty, b_ty].iter().all(|t| t.dtype.is_int());
     let largest = extents.contraction.iter().try_fold(0i64, |acc, x| x.map(|x| acc.max(x)));
     if let (true, Some(t)) = (integers, largest.filter(|&t| t > 0 && k > t)) {
-        let mut sum: Option<Term> = None;
-        for (lo, hi) in tiles(k, t) {
-            let part = Term::Node(
-                node.op.clone(),
-                node.ty.clone(),
-                vec![slice_along(a, a_ty, lc, lo, hi), slice_along(b, b_ty, rc, lo, hi)],
-            );
-            sum = Some(match sum {
-                None => part,
-                Some(acc) => Term::Node(Op::Add, node.ty.clone(), vec![part, acc]),
-            });
+        let (last_lo, last_hi) = *tiles(k, t).last().expect("k > t > 0 makes tiles");
+        // The last tile's contraction is one the units take, or (`None`) it is contracted as
+        // the window `[k - t, k)` of one operand against the other's rows padded with zeros
+        // before it (the one variant for either operand).
+        let zeros_before = |x: Id, x_ty: &Ty, d: usize| {
+            let r = last_hi - last_lo;
+            let mut zeros = x_ty.shape.clone();
+            zeros[d] = t - r;
+            let zeros = Term::Node(Op::Constant(Literal::from_values(&[0.0])), x_ty.with_shape(zeros), vec![]);
+            let mut padded = x_ty.shape.clone();
+            padded[d] = t;
+            Term::Node(Op::Concatenate(d), x_ty.with_shape(padded), vec![zeros, window_to_place(eg, x, x_ty, d, last_lo, last_hi)])
+        };
+        let last_parts: Vec<Option<Term>> = if last_hi - last_lo == t || extents.takes_contraction(last_hi - last_lo) {
+            vec![None]
+        } else {
+            let product = |x: Term, y: Term| Some(Term::Node(node.op.clone(), node.ty.clone(), vec![x, y]));
+            vec![
+                product(slice_along(a, a_ty, lc, k - t, k), zeros_before(b, b_ty, rc)),
+                product(zeros_before(a, a_ty, lc), slice_along(b, b_ty, rc, k - t, k)),
+            ]
+        };
+        for last in last_parts {
+            let mut sum: Option<Term> = None;
+            for (lo, hi) in tiles(k, t) {
+                let part = match &last {
+                    Some(part) if lo == last_lo => part.clone(),
+                    _ => Term::Node(
+                        node.op.clone(),
+                        node.ty.clone(),
+                        vec![slice_along(a, a_ty, lc, lo, hi), slice_along(b, b_ty, rc, lo, hi)],
+                    ),
+                };
+                sum = Some(match sum {
+                    None => part,
+                    Some(acc) => Term::Node(Op::Add, node.ty.clone(), vec![part, acc]),
+                });
+            }
+            out.extend(sum.map(|s| ("split-contraction", s)));
         }
-        out.extend(sum.map(|s| ("split-contraction", s)));
     }
     out
+}
+
+/// `x[lo, hi)` along `d` as a part placed beside others in one buffer (after zero rows): where
+/// `x` is a window of a kernel input, the one window of the input it is. Rows of a loaded
+/// window are a view of the window where it lies, but a part must be written in its place,
+/// which the window of the input is (row by row where the ISA reads contiguous runs only).
+fn window_to_place(eg: &SelGraph, x: Id, x_ty: &Ty, d: usize, lo: i64, hi: i64) -> Term {
+    let window = eg[x].nodes.iter().find_map(|n| match &n.op {
+        Op::Slice(ranges) if read_as_is(eg, n.children[0]) && ranges.iter().all(|r| r.2 == 1) => Some((n.children[0], ranges)),
+        _ => None,
+    });
+    let Some((y, ranges)) = window else { return slice_along(x, x_ty, d, lo, hi) };
+    let mut composed = ranges.clone();
+    composed[d] = (ranges[d].0 + lo, ranges[d].0 + hi, 1);
+    let mut shape = x_ty.shape.clone();
+    shape[d] = hi - lo;
+    Term::Node(Op::Slice(composed), x_ty.with_shape(shape), vec![Term::Class(y)])
 }
 
 /// For each operand of `node`, the dimension that feeds the result's dimension `dim` (`None`:
@@ -1511,6 +1579,43 @@ mod tests {
         let b_cols = Term::Node(Op::Slice(vec![(0, 32, 1), (0, 20, 1)]), Ty::new(DType::S8, vec![32, 20]), vec![Term::Class(b)]);
         let expected = Term::Node(Op::Dot(dd), sliced.clone(), vec![Term::Class(a), b_cols]);
         assert_eq!(slice_through_columns(&eg, &[(0, 16, 1), (0, 20, 1)], &sliced, &dot, false), Some(expected));
+    }
+
+    #[test]
+    fn a_last_contraction_tile_no_unit_takes_is_a_full_window_against_zero_rows() {
+        // A unit that contracts exactly 16: 20 = 16 + 4, the last 4 contracted as A's last 16
+        // columns against 12 zero rows and B's last 4 (or the converse), never a window
+        // outside A or B.
+        let ex = Extents::from_entries([(OpCode::Dot, vec![Some(16), Some(16)])]).with_fixed_contractions(&[16]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let (a_ty, b_ty) = (Ty::new(DType::S8, vec![16, 20]), Ty::new(DType::S8, vec![20, 16]));
+        let a = input(&mut eg, 0, a_ty.clone());
+        let b = input(&mut eg, 1, b_ty.clone());
+        let dd = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], lhs_batch: vec![], rhs_batch: vec![] };
+        let dot = |x: Term, y: Term| Term::Node(Op::Dot(dd.clone()), int(&[16, 16]), vec![x, y]);
+        let zeros = |shape: &[i64]| Term::Node(Op::Constant(Literal::from_values(&[0.0])), Ty::new(DType::S8, shape.to_vec()), vec![]);
+        let first = dot(slice_along(a, &a_ty, 1, 0, 16), slice_along(b, &b_ty, 0, 0, 16));
+        let b_padded = Term::Node(
+            Op::Concatenate(0),
+            Ty::new(DType::S8, vec![16, 16]),
+            vec![zeros(&[12, 16]), slice_along(b, &b_ty, 0, 16, 20)],
+        );
+        let a_padded = Term::Node(
+            Op::Concatenate(1),
+            Ty::new(DType::S8, vec![16, 16]),
+            vec![zeros(&[16, 12]), slice_along(a, &a_ty, 1, 16, 20)],
+        );
+        let sum = |last: Term| Term::Node(Op::Add, int(&[16, 16]), vec![last, first.clone()]);
+        let expected = vec![
+            ("split-contraction", sum(dot(slice_along(a, &a_ty, 1, 4, 20), b_padded))),
+            ("split-contraction", sum(dot(a_padded, slice_along(b, &b_ty, 0, 4, 20)))),
+        ];
+        let node = Node::new(Op::Dot(dd.clone()), int(&[16, 16]), vec![a, b]);
+        assert_eq!(split_product(&eg, &ex, &node), expected);
+        // Where the units take a contraction of 4, the last tile is that.
+        let flexible = Extents::from_entries([(OpCode::Dot, vec![Some(16), Some(16)])]).with_contractions(&[16]);
+        let last = dot(slice_along(a, &a_ty, 1, 16, 20), slice_along(b, &b_ty, 0, 16, 20));
+        assert_eq!(split_product(&eg, &flexible, &node), vec![("split-contraction", sum(last))]);
     }
 
     #[test]

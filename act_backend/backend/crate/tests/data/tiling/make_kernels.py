@@ -256,6 +256,16 @@ KERNELS = {
     "fixedarray_linear_layer_8x16x16": (lambda a, b, c: int8_product(a, b) + c[None, :],
                                         [shape(8, 16, dtype=I8), shape(16, 16, dtype=I8),
                                          shape(16, dtype=I32)]),
+    # a contraction that is no multiple of the array's 16: the last 4 (8) elements as the
+    # window of A's last 16 columns against 12 (8) zero rows and B's last rows; 40 rows as
+    # tiles of 16, the last overlapping the one before
+    "fixedarray_matmul_16x20x16": (int8_product, [shape(16, 20, dtype=I8),
+                                                  shape(20, 16, dtype=I8)]),
+    "fixedarray_matmul_40x36x32": (int8_product, [shape(40, 36, dtype=I8),
+                                                  shape(36, 32, dtype=I8)]),
+    "fixedarray_linear_layer_40x24x32": (lambda a, b, c: int8_product(a, b) + c[None, :],
+                                         [shape(40, 24, dtype=I8), shape(24, 32, dtype=I8),
+                                          shape(32, dtype=I32)]),
     # on a weight-stationary array that multiplies and accumulates in int32 only: an int8
     # product (wrapping) is the int32 product narrowed by the activation unit; layers with a
     # ReLU, one and two
