@@ -409,20 +409,20 @@ fn select_once(
     }
 }
 
-/// Whether class `c` is a concatenation of parts that are each produced, or concatenations of
-/// such parts in turn (memoized in `memo`).
+/// Whether class `c` is a concatenation of parts that are each produced, or a window of a
+/// produced value (the last columns kept of a tile overlapping the one before, the real rows
+/// of a padded product), each in turn possibly such (memoized in `memo`).
 fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<Id, bool>) -> bool {
     if let Some(&known) = memo.get(&c) {
         return known;
     }
     // A cycle through concatenations produces nothing.
     memo.insert(c, false);
-    let produced = eg[c].nodes.iter().any(|n| {
-        matches!(n.op, Op::Concatenate(_))
-            && n.children.iter().all(|&p| {
-                let p = eg.find(p);
-                ex.reachable(p) || produced_in_tiles(eg, ex, p, memo)
-            })
+    let mut placed = |p: Id, memo: &mut BTreeMap<Id, bool>| ex.reachable(p) || produced_in_tiles(eg, ex, p, memo);
+    let produced = eg[c].nodes.iter().any(|n| match n.op {
+        Op::Concatenate(_) => n.children.iter().all(|&p| placed(eg.find(p), memo)),
+        Op::Slice(_) => placed(eg.find(n.children[0]), memo),
+        _ => false,
     });
     memo.insert(c, produced);
     produced

@@ -178,6 +178,18 @@ fn a_parameter_whose_rows_no_load_writes_names_the_dimension_that_does_not_divid
 }
 
 #[test]
+fn a_result_whose_rows_no_store_reads_names_the_dimension_that_does_not_divide() {
+    // FixedArray computes a 16x24 product (its last column tile overlapping the one before),
+    // but its only store writes whole accumulator rows of 16.
+    let message = refusal("fixedarray_isa.json", "fixedarray_matmul_16x16x24");
+    assert!(message.contains("no instruction of FixedArray stores the result of `dot` to HBM"), "{message}");
+    assert!(
+        message.contains("(`store_acc`) reads rows of 16 elements from `acc`, and its dimension 1 (24) is no multiple"),
+        "{message}"
+    );
+}
+
+#[test]
 fn an_operation_on_a_batch_read_item_by_item_is_blamed_rather_than_the_batch() {
     // Each 64-row window of each item of the batch loads (a window of an item squeezed out
     // of the batch); what no instruction does is an exponential outside a softmax.
