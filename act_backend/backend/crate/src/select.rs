@@ -418,7 +418,7 @@ fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<I
     }
     // A cycle through concatenations produces nothing.
     memo.insert(c, false);
-    let mut placed = |p: Id, memo: &mut BTreeMap<Id, bool>| ex.reachable(p) || produced_in_tiles(eg, ex, p, memo);
+    let placed = |p: Id, memo: &mut BTreeMap<Id, bool>| ex.reachable(p) || produced_in_tiles(eg, ex, p, memo);
     let produced = eg[c].nodes.iter().any(|n| match n.op {
         Op::Concatenate(_) => n.children.iter().all(|&p| placed(eg.find(p), memo)),
         Op::Slice(_) => placed(eg.find(n.children[0]), memo),

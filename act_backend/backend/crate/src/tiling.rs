@@ -254,6 +254,13 @@ impl Extents {
         self
     }
 
+    /// The same extents, with semantics of `op` and rank `rank` whose extent along `dim` is an
+    /// attribute (for tests).
+    pub fn with_flexible(mut self, op: OpCode, rank: usize, dim: usize) -> Extents {
+        self.flexible.insert((op, rank, dim));
+        self
+    }
+
     /// The same extents, with reductions by `reducer` of operands as large as `dims` (for
     /// tests).
     pub fn with_reduction(mut self, reducer: Reducer, dims: Vec<Option<i64>>) -> Extents {
@@ -930,8 +937,10 @@ fn on_tile(eg: &SelGraph, node: &Node, sources: &[Option<usize>], dim: usize, lo
 /// elementwise operation, a convert or copy, a broadcast, a transpose, or a reduction, whose
 /// dimension `d` (after the leading one, which [`split_leading`] splits; the leading one too
 /// for a reduction over it) is wider than every instruction of its operator takes: tiles of
-/// the widest extent, the last one shorter where the sizes do not divide. Exact for every type:
-/// each result element depends on the operand elements of the same index along `d` only.
+/// the widest extent, the last one shorter where the sizes do not divide (or, where no
+/// instruction takes so few, the last ones of a full tile overlapping the one before). Exact
+/// for every type: each result element depends on the operand elements of the same index
+/// along `d` only.
 pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
     if !splits_columns(&node.op) || node.ty.rank() == 0 {
         return None;
@@ -947,7 +956,22 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
         Op::Transpose(_) => return None,
         _ => column_sources(eg, node, dim)?,
     };
-    let parts = tiles(node.ty.shape[dim], tile).into_iter().map(|(lo, hi)| on_tile(eg, node, &sources, dim, lo, hi)).collect();
+    let (n, rank) = (node.ty.shape[dim], node.ty.rank());
+    let takes = |w: i64| w == tile || opcode(&node.op).is_none_or(|code| extents.takes_extent(code, rank, dim, w));
+    let parts = tiles(n, tile)
+        .into_iter()
+        .map(|(lo, hi)| {
+            if takes(hi - lo) {
+                on_tile(eg, node, &sources, dim, lo, hi)
+            } else {
+                // No instruction computes so few: the last full tile, overlapping the one
+                // before, computes them (independent along `dim`), and its last ones are kept.
+                let mut full = node.ty.shape.clone();
+                full[dim] = tile;
+                slice_of(on_tile(eg, node, &sources, dim, n - tile, n), &node.ty.with_shape(full), dim, tile - (hi - lo), tile)
+            }
+        })
+        .collect();
     Some(Term::Node(Op::Concatenate(dim), node.ty.clone(), parts))
 }
 
@@ -1440,7 +1464,13 @@ mod tests {
             let t = int(&[16, 40]);
             Term::Node(Op::Maximum, int(&[16, hi - lo]), vec![cols(a, &t, lo, hi), cols(b, &t, lo, hi)])
         };
+        let flexible = ex.clone().with_flexible(OpCode::Maximum, 2, 1);
         let expected = Term::Node(Op::Concatenate(1), int(&[16, 40]), vec![tile(0, 16), tile(16, 32), tile(32, 40)]);
+        assert_eq!(split_columns(&eg, &flexible, &node), Some(expected));
+        // Where every instruction takes exactly 16 columns, the last 8 are those of the last
+        // 16, a tile overlapping the one before.
+        let last = slice_of(tile(24, 40), &int(&[16, 16]), 1, 8, 16);
+        let expected = Term::Node(Op::Concatenate(1), int(&[16, 40]), vec![tile(0, 16), tile(16, 32), last]);
         assert_eq!(split_columns(&eg, &ex, &node), Some(expected));
         // Columns that fit, an operator no semantics computes: nothing to split.
         assert_eq!(split_columns(&eg, &ex, &Node::new(Op::Maximum, int(&[16, 16]), vec![a, a])), None);
