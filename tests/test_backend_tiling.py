@@ -2,8 +2,8 @@
 its operand's bytes and an output written tile by tile in place, and the simulated result is
 the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
-on QKV, Gemmini and the RowReduce, OnChipTranspose, FixedArray and WeightStationary test
-accelerators and equal
+on QKV, Gemmini and the RowReduce, OnChipTranspose, FixedArray, WeightStationary and Registers
+test accelerators and equal
 XLA's run of the same HLO, and on the Contiguous test accelerator, without strided transfers,
 by rows read and written one by one, and on the TallQKV test accelerator, whose units take
 every row, whole; a dimension no instruction takes, or a float reduction too long for every
@@ -306,6 +306,30 @@ def test_without_strided_transfers_tiles_are_read_and_written_row_by_row(example
                                                                          name):
     assert_compiles_equal_to_xla_with(example_build("Contiguous"), name, tmp_path,
                                       ROW_BY_ROW[name])
+
+
+# kernel -> {instruction: count} on the Registers test accelerator: float32 vector registers
+# of 16 lanes beside int32 16x16 tile registers, one register per instruction. A float add of
+# two rows is two vector adds (refused before: tiled by the tile unit's 16-row int32 add, which
+# no float instruction computes); a vector is rows of one register (refused before); a multiply
+# and an add into a third register are one fused instruction per register
+REGISTERS = {
+    "registers_add_2x16": {"vadd": 2, "vload": 4, "vstore": 2},
+    "registers_add_64": {"vadd": 4, "vload": 8, "vstore": 4},
+    "registers_fma_32x16": {"vfmadd": 32, "vload": 96, "vstore": 32},
+    "registers_clamp_48": {"vmax": 3, "vmin": 3, "vload": 9, "vstore": 3},
+    # the zero vector is a constant in HBM, loaded once
+    "registers_relu_32x32": {"vmax": 64, "vload": 65, "vstore": 64},
+    # the row of scales is two registers, loaded once for all eight rows
+    "registers_scale_rows_8x32": {"vmul": 16, "vload": 18, "vstore": 16},
+}
+
+
+@pytest.mark.parametrize("name", list(REGISTERS))
+def test_register_sized_instructions_compute_vectors_and_rows_of_their_type(example_build,
+                                                                           tmp_path, name):
+    assert_compiles_equal_to_xla_with(example_build("Registers"), name, tmp_path,
+                                      REGISTERS[name])
 
 
 # kernel -> {instruction: count} on the TallQKV test accelerator, whose buffers hold 4,096 rows

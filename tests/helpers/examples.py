@@ -37,7 +37,7 @@ ATTENTION_EXAMPLES = [example for example, (_, _, count) in EXAMPLES.items()
 TEST_SPECS = {"Vec": "Vec.py", "RowReduce": "RowReduce.py", "Contiguous": "Contiguous.py",
               "TallQKV": "TallQKV.py", "Lanes": "Lanes.py",
               "OnChipTranspose": "OnChipTranspose.py", "FixedArray": "FixedArray.py",
-              "WeightStationary": "WeightStationary.py"}
+              "WeightStationary": "WeightStationary.py", "Registers": "Registers.py"}
 SPECS_DIR = ROOT / "tests" / "specs"
 
 

@@ -535,6 +535,9 @@ impl<'a> Finder<'a> {
             } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {
                 self.push("split-reduction", id, term);
             }
+            if let Some(term) = computing().find_map(|n| tiling::vector_as_rows(eg, tiles, n)) {
+                self.push("vector-as-rows", id, term);
+            }
             if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::sum_of_items(eg, n)) {
                 self.push("sum-of-items", id, term);
             }

@@ -38,6 +38,10 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Extents {
     by_op: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
+    /// The same entries per operator and element type: an operation of a type some semantics
+    /// compute its operator in is tiled by those alone (an f32 add by the vector unit's 16
+    /// lanes, not by the 16x16 int32 accumulation of a matrix unit beside it).
+    by_op_type: BTreeMap<(OpCode, DType), Vec<Vec<Option<i64>>>>,
     /// The largest contraction of each product the semantics compute.
     contraction: Vec<Option<i64>>,
     /// The contractions of products that contract a constant number of elements, and the
@@ -47,6 +51,8 @@ pub struct Extents {
     /// (operator, rank, dimension) of semantics whose extent along that dimension is not a
     /// constant (an attribute, or unbounded): they may take a smaller extent than the largest.
     flexible: BTreeSet<(OpCode, usize, usize)>,
+    /// [`Extents::flexible`] per element type.
+    flexible_type: BTreeSet<(OpCode, DType, usize, usize)>,
     /// Per operator, the entries of [`Extents::by_op`] whose leading extent is a constant in
     /// some semantics (a unit of a fixed number of rows).
     fixed_leading: BTreeMap<OpCode, Vec<Vec<Option<i64>>>>,
@@ -171,6 +177,8 @@ impl Extents {
         let mut fixed_contractions = BTreeSet::new();
         let mut flexible_contractions = Vec::new();
         let mut flexible = BTreeSet::new();
+        let mut flexible_type = BTreeSet::new();
+        let mut by_op_type: BTreeMap<(OpCode, DType), Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut fixed_leading: BTreeMap<OpCode, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         let mut reductions: BTreeMap<Reducer, Vec<Vec<Option<i64>>>> = BTreeMap::new();
         for instr in &isa.instructions {
@@ -212,6 +220,7 @@ impl Extents {
                 for (d, extent) in op.shape.iter().enumerate() {
                     if extent.eval(&BTreeMap::new()).is_err() {
                         flexible.insert((op.op, op.shape.len(), d));
+                        flexible_type.insert((op.op, op.dtype, op.shape.len(), d));
                     }
                 }
                 if op.shape[0].eval(&BTreeMap::new()).is_ok() {
@@ -220,13 +229,27 @@ impl Extents {
                         fixed.push(dims.clone());
                     }
                 }
+                let typed = by_op_type.entry((op.op, op.dtype)).or_default();
+                if !typed.contains(&dims) {
+                    typed.push(dims.clone());
+                }
                 let entry = by_op.entry(op.op).or_default();
                 if !entry.contains(&dims) {
                     entry.push(dims);
                 }
             }
         }
-        Extents { by_op, contraction, fixed_contractions, flexible_contractions, flexible, fixed_leading, reductions }
+        Extents {
+            by_op,
+            by_op_type,
+            contraction,
+            fixed_contractions,
+            flexible_contractions,
+            flexible,
+            flexible_type,
+            fixed_leading,
+            reductions,
+        }
     }
 
     /// Extents from explicit entries (for tests).
@@ -237,10 +260,12 @@ impl Extents {
         }
         Extents {
             by_op,
+            by_op_type: BTreeMap::new(),
             contraction: Vec::new(),
             fixed_contractions: BTreeSet::new(),
             flexible_contractions: Vec::new(),
             flexible: BTreeSet::new(),
+            flexible_type: BTreeSet::new(),
             fixed_leading: BTreeMap::new(),
             reductions: BTreeMap::new(),
         }
@@ -251,6 +276,14 @@ impl Extents {
     pub fn with_fixed_unit(mut self, op: OpCode, dims: Vec<Option<i64>>) -> Extents {
         self.by_op.entry(op).or_default().push(dims.clone());
         self.fixed_leading.entry(op).or_default().push(dims);
+        self
+    }
+
+    /// The same extents, with semantics computing `op` in `dtype` as large as `dims` (for
+    /// tests).
+    pub fn with_typed(mut self, op: OpCode, dtype: DType, dims: Vec<Option<i64>>) -> Extents {
+        self.by_op.entry(op).or_default().push(dims.clone());
+        self.by_op_type.entry((op, dtype)).or_default().push(dims);
         self
     }
 
@@ -283,6 +316,23 @@ impl Extents {
         self
     }
 
+    /// The entries of operator `op` for operations of element type `dtype`: those of semantics
+    /// computing it in that type where some do, else those of every type (a kernel type no
+    /// semantics names may still be computed through a conversion).
+    fn entries(&self, op: OpCode, dtype: DType) -> Option<&Vec<Vec<Option<i64>>>> {
+        self.by_op_type.get(&(op, dtype)).or_else(|| self.by_op.get(&op))
+    }
+
+    /// Whether semantics of `op` computing rank `rank` in `dtype` (as [`Extents::entries`]
+    /// chooses them) have an extent along `dim` that is not a constant.
+    fn is_flexible(&self, op: OpCode, dtype: DType, rank: usize, dim: usize) -> bool {
+        if self.by_op_type.contains_key(&(op, dtype)) {
+            self.flexible_type.contains(&(op, dtype, rank, dim))
+        } else {
+            self.flexible.contains(&(op, rank, dim))
+        }
+    }
+
     /// The contraction to pad a product contracting `k` elements to, where no product the
     /// semantics compute contracts `k` (each contracts a constant number of elements, none
     /// `k`): the smallest constant contraction above `k`. Zero columns against zero rows add
@@ -295,17 +345,19 @@ impl Extents {
         self.fixed_contractions.range(k + 1..).next().copied()
     }
 
-    /// Whether some semantics of operator `op` and rank `rank` computes a leading extent of
-    /// `n`: one whose leading extent is that constant, or not a constant.
-    pub fn takes_leading(&self, op: OpCode, rank: usize, n: i64) -> bool {
-        self.takes_extent(op, rank, 0, n)
+    /// Whether some semantics of operator `op` of the rank and element type of `ty` computes
+    /// a leading extent of `n`: one whose leading extent is that constant, or not a constant.
+    pub fn takes_leading(&self, op: OpCode, ty: &Ty, n: i64) -> bool {
+        self.takes_extent(op, ty, 0, n)
     }
 
-    /// Whether some semantics of operator `op` and rank `rank` computes an extent of `n`
-    /// along dimension `dim`: one whose extent there is that constant, or not a constant.
-    pub fn takes_extent(&self, op: OpCode, rank: usize, dim: usize, n: i64) -> bool {
-        self.flexible.contains(&(op, rank, dim))
-            || self.by_op.get(&op).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[dim] == Some(n)))
+    /// Whether some semantics of operator `op` of the rank and element type of `ty` computes
+    /// an extent of `n` along dimension `dim`: one whose extent there is that constant, or not
+    /// a constant.
+    pub fn takes_extent(&self, op: OpCode, ty: &Ty, dim: usize, n: i64) -> bool {
+        let rank = ty.rank();
+        self.is_flexible(op, ty.dtype, rank, dim)
+            || self.entries(op, ty.dtype).is_some_and(|e| e.iter().any(|d| d.len() == rank && d[dim] == Some(n)))
     }
 
     /// The leading extent to pad an operation of operator `op` and type `ty` to: among the
@@ -313,12 +365,12 @@ impl Extents {
     /// constant leading extent above `ty`'s (so no tiling computes it), the smallest.
     pub fn padded_leading(&self, op: OpCode, ty: &Ty) -> Option<i64> {
         let (&n, rest) = ty.shape.split_first()?;
-        if self.takes_leading(op, ty.rank(), n) {
+        if self.takes_leading(op, ty, n) {
             return None;
         }
         let fits = |d: &[Option<i64>]| d[1..].iter().zip(rest).all(|(e, &m)| e.is_none_or(|e| m <= e));
         let fitting: Vec<Option<i64>> =
-            self.by_op.get(&op)?.iter().filter(|d| d.len() == ty.rank() && fits(d)).map(|d| d[0]).collect();
+            self.entries(op, ty.dtype)?.iter().filter(|d| d.len() == ty.rank() && fits(d)).map(|d| d[0]).collect();
         let above: Option<Vec<i64>> = fitting.iter().map(|t| t.filter(|&t| t > n)).collect();
         above?.into_iter().min()
     }
@@ -358,12 +410,12 @@ impl Extents {
 
     /// The most columns a matrix product of the semantics computes, when every one is bounded.
     pub fn product_columns(&self) -> Option<i64> {
-        widest(self, OpCode::Dot, 2, 1)
+        widest_of(self.by_op.get(&OpCode::Dot)?, 2, 1)
     }
 
     /// The most rows a matrix product of the semantics computes, when every one is bounded.
     pub fn product_rows(&self) -> Option<i64> {
-        widest(self, OpCode::Dot, 2, 0)
+        widest_of(self.by_op.get(&OpCode::Dot)?, 2, 0)
     }
 
     /// Whether some product the semantics compute contracts `k` elements: a constant
@@ -380,7 +432,7 @@ impl Extents {
 /// operators only), else the
     /// largest leading extent any semantics of `op` of that rank gives, when `ty`'s is larger.
     pub fn leading_tile(&self, op: OpCode, ty: &Ty) -> Option<i64> {
-        let entries = self.by_op.get(&op)?;
+        let entries = self.entries(op, ty.dtype)?;
         let rank = ty.rank();
         let lead = *ty.shape.first()?;
         if lead <= 1 {
@@ -407,7 +459,7 @@ impl Extents {
         if !splits_columns(op) {
             return None;
         }
-        let entries = self.by_op.get(&opcode(op)?)?;
+        let entries = self.entries(opcode(op)?, ty.dtype)?;
         (first..ty.rank()).find_map(|d| {
             let widest = widest_of(entries, ty.rank(), d).filter(|&w| w > 0)?;
             (ty.shape[d] > widest).then_some((d, widest))
@@ -466,10 +518,10 @@ impl Extents {
                         // An outer product contracts nothing.
                         let k = dd.lhs_contracting.first().and_then(|&d| kernel.nodes[node.operands[0]].ty.shape.get(d)).copied();
                         let split_k = node.ty.dtype.is_int().then(|| self.longest_contraction()).flatten();
-                        ceil(node.ty.shape[1], widest(self, OpCode::Dot, 2, 1)) * k.map_or(1, |k| ceil(k, split_k))
+                        ceil(node.ty.shape[1], widest(self, OpCode::Dot, &node.ty, 1)) * k.map_or(1, |k| ceil(k, split_k))
                     }
                     (op, rank) if splits_columns(op) => {
-                        let entries = self.by_op.get(&code).map_or(&[][..], Vec::as_slice);
+                        let entries = self.entries(code, node.ty.dtype).map_or(&[][..], Vec::as_slice);
                         let columns: i64 = (1..rank).map(|d| ceil(node.ty.shape[d], widest_of(entries, rank, d))).product();
                         let reduced = match (reduction(op), node.operands.first()) {
                             (Some((reducer, dims)), Some(&x)) if splits_reduction(&kernel.nodes[x].ty, &node.ty) => {
@@ -510,7 +562,7 @@ impl Extents {
 
     fn wider_from(&self, op: &Op, ty: &Ty, first: usize) -> Option<(usize, i64)> {
         let entries: Vec<&Vec<Option<i64>>> =
-            self.by_op.get(&opcode(op)?)?.iter().filter(|d| d.len() == ty.rank()).collect();
+            self.entries(opcode(op)?, ty.dtype)?.iter().filter(|d| d.len() == ty.rank()).collect();
         if entries.is_empty() {
             return None;
         }
@@ -589,7 +641,7 @@ pub fn split_leading_divided(eg: &SelGraph, extents: &Extents, node: &Node, divi
     let code = opcode(&node.op)?;
     let tile = extents.leading_tile(code, &node.ty)?;
     let part = tile / divisor;
-    let takes = tile % divisor == 0 && part >= 1 && extents.takes_leading(code, node.ty.rank(), part);
+    let takes = tile % divisor == 0 && part >= 1 && extents.takes_leading(code, &node.ty, part);
     takes.then(|| split_leading_by(eg, extents, node, code, part)).flatten()
 }
 
@@ -600,7 +652,7 @@ fn split_leading_by(eg: &SelGraph, extents: &Extents, node: &Node, code: OpCode,
     let parts = tiles(lead, tile)
         .into_iter()
         .map(|(lo, hi)| {
-            if hi - lo == tile || extents.takes_leading(code, node.ty.rank(), hi - lo) {
+            if hi - lo == tile || extents.takes_leading(code, &node.ty, hi - lo) {
                 rows(lo, hi)
             } else {
                 // No instruction computes so few rows: the last full tile, overlapping the one
@@ -763,10 +815,10 @@ pub fn pad_rows_through_products(eg: &SelGraph, extents: &Extents, node: &Node) 
         .collect()
 }
 
-/// The largest extent semantics of operator `op` and rank `rank` give dimension `dim`, when
-/// every one is bounded.
-fn widest(extents: &Extents, op: OpCode, rank: usize, dim: usize) -> Option<i64> {
-    widest_of(extents.by_op.get(&op)?, rank, dim)
+/// The largest extent semantics of operator `op` of the rank and element type of `ty` give
+/// dimension `dim`, when every one is bounded.
+fn widest(extents: &Extents, op: OpCode, ty: &Ty, dim: usize) -> Option<i64> {
+    widest_of(extents.entries(op, ty.dtype)?, ty.rank(), dim)
 }
 
 /// Tiles `[0, t), [t, 2t), ...` of `0..n` (the last one shorter where `t` does not divide).
@@ -796,7 +848,7 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
     let (lc, rc) = (dd.lhs_contracting[0], dd.rhs_contracting[0]);
     let rf = 1 - rc;
     let n = node.ty.shape[1];
-    if let Some(t) = widest(extents, OpCode::Dot, 2, 1).filter(|&t| t > 0 && n > t) {
+    if let Some(t) = widest(extents, OpCode::Dot, &node.ty, 1).filter(|&t| t > 0 && n > t) {
         let columns = |lo: i64, hi: i64| {
             let cols = slice_along(b, b_ty, rf, lo, hi);
             Term::Node(node.op.clone(), node.ty.with_shape(vec![node.ty.shape[0], hi - lo]), vec![Term::Class(a), cols])
@@ -804,7 +856,7 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
         let parts = tiles(n, t)
             .into_iter()
             .map(|(lo, hi)| {
-                if hi - lo == t || extents.takes_extent(OpCode::Dot, 2, 1, hi - lo) {
+                if hi - lo == t || extents.takes_extent(OpCode::Dot, &node.ty, 1, hi - lo) {
                     columns(lo, hi)
                 } else {
                     // No unit computes so few columns: the last full tile, overlapping the one
@@ -956,8 +1008,8 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
         Op::Transpose(_) => return None,
         _ => column_sources(eg, node, dim)?,
     };
-    let (n, rank) = (node.ty.shape[dim], node.ty.rank());
-    let takes = |w: i64| w == tile || opcode(&node.op).is_none_or(|code| extents.takes_extent(code, rank, dim, w));
+    let n = node.ty.shape[dim];
+    let takes = |w: i64| w == tile || opcode(&node.op).is_none_or(|code| extents.takes_extent(code, &node.ty, dim, w));
     let parts = tiles(n, tile)
         .into_iter()
         .map(|(lo, hi)| {
@@ -1240,7 +1292,7 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
         return None;
     }
     let (m, n) = (node.ty.shape[0], node.ty.shape[1]);
-    let w = widest(extents, opcode(&node.op)?, 2, 1).filter(|&w| w > 0 && n > w && (m * n) % w == 0)?;
+    let w = widest(extents, opcode(&node.op)?, &node.ty, 1).filter(|&w| w > 0 && n > w && (m * n) % w == 0)?;
     if node.children.iter().any(|&c| eg[c].data.shape != node.ty.shape) {
         return None;
     }
@@ -1255,6 +1307,31 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
     }
     let operands =
         node.children.iter().map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)])).collect();
+    let inner = Term::Node(node.op.clone(), node.ty.with_shape(rows), operands);
+    Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
+}
+
+/// An elementwise operation (or convert) on vectors where every instruction of its operator
+/// (in its element type) computes matrices: the same operation on the vectors seen as rows
+/// of the widest width `w` those take (`reshape` to `[n / w, w]`), reshaped back; then tiled
+/// like any matrix. Exact for every type: an elementwise operation does not depend on the
+/// layout. A vector no multiple of `w` long is left alone (its last row would need padding).
+pub fn vector_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
+    if !(node.op.is_elementwise() || node.op == Op::Convert) || node.ty.rank() != 1 {
+        return None;
+    }
+    let entries = extents.entries(opcode(&node.op)?, node.ty.dtype)?;
+    if entries.iter().any(|d| d.len() == 1) {
+        return None;
+    }
+    let n = node.ty.shape[0];
+    let w = widest_of(entries, 2, 1).filter(|&w| w > 0 && n % w == 0)?;
+    let rows = vec![n / w, w];
+    let operands = node
+        .children
+        .iter()
+        .map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)]))
+        .collect();
     let inner = Term::Node(node.op.clone(), node.ty.with_shape(rows), operands);
     Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
 }
@@ -1438,6 +1515,23 @@ mod tests {
         assert_eq!(ex.too_large(&Op::Transpose(vec![1, 0]), &ty(&[64, 128])), None);
     }
 
+    #[test]
+    fn an_operation_is_tiled_by_the_instructions_of_its_own_element_type() {
+        // A vector unit adding 16 float lanes beside a matrix unit adding 16x16 int32 blocks.
+        let ex = Extents::default()
+            .with_typed(OpCode::Add, DType::F32, vec![Some(1), Some(16)])
+            .with_typed(OpCode::Add, DType::S32, vec![Some(16), Some(16)]);
+        let f32s = |shape: &[i64]| Ty::new(DType::F32, shape.to_vec());
+        assert_eq!(ex.leading_tile(OpCode::Add, &f32s(&[2, 16])), Some(1));
+        assert_eq!(ex.leading_tile(OpCode::Add, &Ty::new(DType::S32, vec![2, 16])), None);
+        assert_eq!(ex.leading_tile(OpCode::Add, &Ty::new(DType::S32, vec![32, 16])), Some(16));
+        assert!(ex.takes_leading(OpCode::Add, &f32s(&[2, 16]), 1));
+        assert!(!ex.takes_leading(OpCode::Add, &f32s(&[2, 16]), 2));
+        // A type no semantics computes the operator in is tiled by them all.
+        assert_eq!(ex.leading_tile(OpCode::Add, &ty(&[2, 16])), None);
+        assert_eq!(ex.leading_tile(OpCode::Add, &ty(&[32, 16])), Some(16));
+    }
+
     use crate::egraph::TypeAnalysis;
 
     fn int(shape: &[i64]) -> Ty {
@@ -1451,6 +1545,24 @@ mod tests {
     /// `x[:, lo..hi]` (rank 2) as the rules write it.
     fn cols(x: Id, x_ty: &Ty, lo: i64, hi: i64) -> Term {
         slice_along(x, x_ty, 1, lo, hi)
+    }
+
+    #[test]
+    fn a_vector_where_every_instruction_takes_rows_is_computed_as_rows_of_the_widest() {
+        let ex = Extents::default().with_typed(OpCode::Add, DType::F32, vec![Some(1), Some(16)]);
+        let f32s = |shape: &[i64]| Ty::new(DType::F32, shape.to_vec());
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let (a, b) = (input(&mut eg, 0, f32s(&[64])), input(&mut eg, 1, f32s(&[64])));
+        let rows = |c: Id| Term::Node(Op::Reshape, f32s(&[4, 16]), vec![Term::Class(c)]);
+        let sum = Term::Node(Op::Add, f32s(&[4, 16]), vec![rows(a), rows(b)]);
+        let expected = Term::Node(Op::Reshape, f32s(&[64]), vec![sum]);
+        assert_eq!(vector_as_rows(&eg, &ex, &Node::new(Op::Add, f32s(&[64]), vec![a, b])), Some(expected));
+        // No multiple of the rows' width: its last row would need padding.
+        let (c, d) = (input(&mut eg, 2, f32s(&[40])), input(&mut eg, 3, f32s(&[40])));
+        assert_eq!(vector_as_rows(&eg, &ex, &Node::new(Op::Add, f32s(&[40]), vec![c, d])), None);
+        // Where an instruction computes vectors, they are tiled as they are.
+        let vectors = ex.with_typed(OpCode::Add, DType::F32, vec![Some(16)]);
+        assert_eq!(vector_as_rows(&eg, &vectors, &Node::new(Op::Add, f32s(&[64]), vec![a, b])), None);
     }
 
     #[test]
@@ -1732,10 +1844,11 @@ mod tests {
     #[test]
     fn a_unit_whose_rows_are_an_attribute_takes_fewer_rows_without_padding() {
         let ex = Extents::of(&table("gemmini_isa.json"));
-        assert!(ex.takes_leading(OpCode::Dot, 2, 5));
-        assert_eq!(ex.padded_leading(OpCode::Dot, &Ty::new(DType::S32, vec![5, 16])), None);
+        let product = Ty::new(DType::S32, vec![5, 16]);
+        assert!(ex.takes_leading(OpCode::Dot, &product, 5));
+        assert_eq!(ex.padded_leading(OpCode::Dot, &product), None);
         let qkv = Extents::of(&table("qkv_isa.json"));
-        assert!(!qkv.takes_leading(OpCode::Dot, 2, 32));
+        assert!(!qkv.takes_leading(OpCode::Dot, &ty(&[32, 64]), 32));
         assert_eq!(qkv.padded_leading(OpCode::Dot, &ty(&[32, 64])), Some(64));
     }
 

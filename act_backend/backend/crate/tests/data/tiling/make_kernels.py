@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 HERE = Path(__file__).resolve().parent
-BF16, I8, I32 = jnp.bfloat16, jnp.int8, jnp.int32
+BF16, F32, I8, I32 = jnp.bfloat16, jnp.float32, jnp.int8, jnp.int32
 
 
 def shape(*dims: int, dtype=BF16) -> jax.ShapeDtypeStruct:
@@ -280,6 +280,17 @@ KERNELS = {
     "weightstationary_two_layers_32x64": (
         lambda a, w, v: relu(int8_product(relu(int8_product(a, w)).astype(I8), v)).astype(I8),
         [shape(32, 64, dtype=I8), shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
+    # on a register file of 16-lane float32 vectors beside int32 16x16 tiles: a float add of
+    # two rows is two vector adds (not one tile add, which takes int32 only); vectors are rows
+    # of one register; a multiply and an add into a third register are one fused instruction
+    "registers_add_2x16": (jnp.add, [shape(2, 16, dtype=F32)] * 2),
+    "registers_add_64": (jnp.add, [shape(64, dtype=F32)] * 2),
+    "registers_fma_32x16": (lambda a, b, c: a * b + c, [shape(32, 16, dtype=F32)] * 3),
+    "registers_clamp_48": (lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi),
+                           [shape(48, dtype=F32)] * 3),
+    "registers_relu_32x32": (relu, [shape(32, 32, dtype=F32)]),
+    "registers_scale_rows_8x32": (lambda x, v: x * v[None, :],
+                                  [shape(8, 32, dtype=F32), shape(32, dtype=F32)]),
 }
 
 
