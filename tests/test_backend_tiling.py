@@ -312,7 +312,8 @@ def test_without_strided_transfers_tiles_are_read_and_written_row_by_row(example
 # of 16 lanes beside int32 16x16 tile registers, one register per instruction. A float add of
 # two rows is two vector adds (refused before: tiled by the tile unit's 16-row int32 add, which
 # no float instruction computes); a vector is rows of one register (refused before); a multiply
-# and an add into a third register are one fused instruction per register
+# and an add into a third register are one fused instruction per register; a register whose
+# semantics add dimensions of one holds the kernel's value of the same bytes (refused before)
 REGISTERS = {
     "registers_add_2x16": {"vadd": 2, "vload": 4, "vstore": 2},
     "registers_add_64": {"vadd": 4, "vload": 8, "vstore": 4},
@@ -322,6 +323,13 @@ REGISTERS = {
     "registers_relu_32x32": {"vmax": 64, "vload": 65, "vstore": 64},
     # the row of scales is two registers, loaded once for all eight rows
     "registers_scale_rows_8x32": {"vmul": 16, "vload": 18, "vstore": 16},
+    # the scalar read into every lane once, then one fused multiply-add per row
+    "registers_axpy_128": {"vbroadcast": 1, "vfmadd": 8, "vload": 16, "vstore": 8},
+    # tiles are [1, 16, 16] to their semantics, the kernel's [16, 16] the same bytes
+    "registers_int32_matmul_16x16x16": {"tzero": 1, "tmac": 1, "tload": 2, "tstore": 1},
+    "registers_int32_linear_16x16x16": {"tzero": 0, "tmac": 1, "tload": 3, "tstore": 1},
+    # A + B on a unit that only multiplies and accumulates: A.I + B, I a constant in HBM
+    "registers_int32_add_16x16": {"tmac": 1, "tload": 3, "tstore": 1},
 }
 
 

@@ -9,6 +9,13 @@
 //! solved for the computational attributes (`solve.rs`), and every slice the instruction
 //! touches must then be non-empty, fit its buffer, and hold exactly its value's bytes.
 //!
+//! A register the semantics see as `s32[1,16,16]` holds the same bytes as a kernel value of
+//! `s32[16,16]`: a parameter, constant, elementwise operation, conversion, copy or reshape
+//! also matches a class whose shape is its own with dimensions of one added or dropped, and
+//! a reshape that only adds or drops such dimensions matches its operand's class itself.
+//! Operators with dimension attributes (products, transposes, broadcasts, reductions,
+//! slices, concatenations) match only the shapes their semantics give.
+//!
 //! A constant whose value is an attribute expression (TAIDL's ``constant(`@c.scale`)``) is a
 //! splat that matches a kernel splat of an integral value, binding the expression to it (an
 //! attribute that only such constants mention may be negative). Constant sub-patterns fold:
@@ -532,6 +539,26 @@ struct Search<'a> {
     out: &'a mut Vec<Match>,
 }
 
+/// A pattern shape without its constant dimensions of one.
+fn without_units(shape: &[Expr]) -> Vec<Expr> {
+    shape.iter().filter(|e| !matches!(e, Expr::Int(1))).cloned().collect()
+}
+
+/// Whether a pattern node computes the same row-major bytes whatever dimensions of one its
+/// value and operands have: a parameter (bytes in a buffer), a constant, an elementwise
+/// operation, a conversion, a copy and a reshape. An operator with dimension attributes
+/// (a product, transpose, broadcast, reduction, slice or concatenation) is matched as the
+/// semantics shape it.
+fn ignores_unit_dims(kind: &PKind) -> bool {
+    match kind {
+        PKind::Param | PKind::Const(_) | PKind::ConstExpr(_) => true,
+        PKind::Plain(op) => {
+            op.is_elementwise() || matches!(op, Op::Convert | Op::BitcastConvert | Op::Copy | Op::Reshape)
+        }
+        _ => false,
+    }
+}
+
 /// Whether the operands of `node` may be swapped bit for bit: integer and IEEE addition and
 /// multiplication (a NaN operand gives a NaN either way), `xor`, and integer maximum and
 /// minimum (a float one may return `-0` or `+0` depending on the order).
@@ -555,6 +582,14 @@ impl<'a> Search<'a> {
 
     fn equate_all(&mut self, es: &[Expr], vs: impl ExactSizeIterator<Item = i64>) -> bool {
         es.len() == vs.len() && es.iter().zip(vs).all(|(e, v)| self.equate(e, v))
+    }
+
+    /// [`Search::equate_all`] of a pattern shape and a class shape with every dimension of
+    /// one left out of both (constant ones only, on the pattern's side).
+    fn equate_but_units(&mut self, es: &[Expr], vs: &[i64]) -> bool {
+        let es = without_units(es);
+        let vs: Vec<i64> = vs.iter().copied().filter(|&v| v != 1).collect();
+        self.equate_all(&es, vs.into_iter())
     }
 
     fn kind_matches(&mut self, kind: &PKind, op: &Op) -> bool {
@@ -604,7 +639,21 @@ impl<'a> Search<'a> {
         let class = self.bind[o].expect("bound by a user earlier in the order");
         let ty = &eg[class].data;
         let mark = self.eqs.len();
-        if ty.dtype == pop.dtype && self.equate_all(&pop.shape, ty.shape.iter().copied()) {
+        let exact = ty.dtype == pop.dtype && self.equate_all(&pop.shape, ty.shape.iter().copied());
+        if !exact {
+            self.eqs.truncate(mark);
+        }
+        // The same bytes seen with dimensions of one added or dropped (`s32[1,16,16]` for a
+        // register of `s32[16,16]`): an operation that does not look at its dimensions
+        // computes them alike.
+        let shaped = exact || (ty.dtype == pop.dtype && ignores_unit_dims(&pop.kind) && self.equate_but_units(&pop.shape, &ty.shape));
+        if shaped {
+            // A reshape that only adds or drops dimensions of one is the value itself.
+            if let (PKind::Plain(Op::Reshape), &[q]) = (&pop.kind, &pop.operands[..]) {
+                if without_units(&pop.shape) == without_units(&pat.ops[q].shape) {
+                    self.bind_operands(pos, &pop.operands, &[class]);
+                }
+            }
             if let PKind::Param = pop.kind {
                 self.step(pos + 1);
             } else {

@@ -696,3 +696,28 @@ fn a_relu_clipped_to_the_int8_range_is_saturated_by_the_int8_store() {
     assert_eq!(count(&calls, "mvout_acc_s8_strided"), 2, "{calls:?}");
 }
 
+
+#[test]
+fn a_register_whose_semantics_add_dimensions_of_one_holds_the_kernels_value() {
+    // Registers' tiles are `s32[1,16,16]` to their semantics and its vectors `f32[1,16]`: the
+    // same bytes as the kernel's `s32[16,16]` and a row of its vectors. A reshape that only
+    // adds or drops dimensions of one is the value itself (refused before: "no instruction
+    // loads parameter 0").
+    let calls = compiled("registers_isa.json", "registers_int32_linear_16x16x16");
+    assert_eq!((count(&calls, "tload"), count(&calls, "tmac"), count(&calls, "tstore")), (3, 1, 1), "{calls:?}");
+    // A scalar parameter is read into every lane once; a multiply and an add into a third
+    // register are one fused instruction per row.
+    let calls = compiled("registers_isa.json", "registers_axpy_128");
+    assert_eq!((count(&calls, "vbroadcast"), count(&calls, "vfmadd")), (1, 8), "{calls:?}");
+}
+
+#[test]
+fn an_operation_of_one_type_is_tiled_by_the_instructions_of_that_type() {
+    // A float add of two rows of 16 is two vector adds: the int32 tile add takes 16 rows, but
+    // no float instruction does (refused before, tiled by the tile's 16 rows).
+    let calls = compiled("registers_isa.json", "registers_add_2x16");
+    assert_eq!(count(&calls, "vadd"), 2, "{calls:?}");
+    // A vector of 64 is four rows of one register each.
+    let calls = compiled("registers_isa.json", "registers_add_64");
+    assert_eq!(count(&calls, "vadd"), 4, "{calls:?}");
+}

@@ -291,6 +291,15 @@ KERNELS = {
     "registers_relu_32x32": (relu, [shape(32, 32, dtype=F32)]),
     "registers_scale_rows_8x32": (lambda x, v: x * v[None, :],
                                   [shape(8, 32, dtype=F32), shape(32, dtype=F32)]),
+    # a register's semantics see it as [1, 16, 16] (or [1, 16]): the same bytes as the
+    # kernel's [16, 16] (or [16]); a scalar read into every lane
+    "registers_axpy_128": (lambda a, x, y: a * x + y,
+                           [shape(dtype=F32), shape(128, dtype=F32), shape(128, dtype=F32)]),
+    "registers_int32_matmul_16x16x16": (jnp.matmul, [shape(16, 16, dtype=I32)] * 2),
+    "registers_int32_linear_16x16x16": (lambda a, b, c: jnp.matmul(a, b) + c,
+                                        [shape(16, 16, dtype=I32)] * 3),
+    # an int32 sum on a unit that only multiplies and accumulates: A.I + B
+    "registers_int32_add_16x16": (jnp.add, [shape(16, 16, dtype=I32)] * 2),
 }
 
 
