@@ -61,11 +61,13 @@ def test_the_tiled_product_matches_the_reference(compiled):
 
 TILING = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data" / "tiling"
 
-def assert_compiles_equal_to_xla_with(build, name, tmp_path, counts):
+def assert_compiles_equal_to_xla_with(build, name, tmp_path, counts, exact=False):
     """Kernel `name` of the tiling kernels compiles on `build`, its simulated result equals
-    XLA's, and its assembly calls each instruction of `counts` that many times."""
+    XLA's (bit for bit where `exact`), and its assembly calls each instruction of `counts`
+    that many times."""
     path = TILING / f"{name}.hlo"
-    outcome = check_kernel(build, path.read_text(), kernel_inputs(path, 7), tmp_path, name)
+    outcome = check_kernel(build, path.read_text(), kernel_inputs(path, 7), tmp_path, name,
+                           exact)
     assert outcome.compiled, outcome.refusal
     assert not outcome.wrong, outcome.summary
     calls = instruction_calls(tmp_path / f"{name}.py")
@@ -323,6 +325,10 @@ REGISTERS = {
     "registers_relu_32x32": {"vmax": 64, "vload": 65, "vstore": 64},
     # the row of scales is two registers, loaded once for all eight rows
     "registers_scale_rows_8x32": {"vmul": 16, "vload": 18, "vstore": 16},
+    # rows narrower than a register (8), or of no multiple of it in a batch (4 x 8 x 12): the
+    # values as rows of 16, each element once (refused before)
+    "registers_add_8x8": {"vadd": 4, "vload": 8, "vstore": 4},
+    "registers_max_4x8x12": {"vmax": 24, "vload": 48, "vstore": 24},
     # the scalar read into every lane once, then one fused multiply-add per row
     "registers_axpy_128": {"vbroadcast": 1, "vfmadd": 8, "vload": 16, "vstore": 8},
     # tiles are [1, 16, 16] to their semantics, the kernel's [16, 16] the same bytes
@@ -336,8 +342,9 @@ REGISTERS = {
 @pytest.mark.parametrize("name", list(REGISTERS))
 def test_register_sized_instructions_compute_vectors_and_rows_of_their_type(example_build,
                                                                            tmp_path, name):
+    # Each instruction rounds as the kernel's operation does: the same bits.
     assert_compiles_equal_to_xla_with(example_build("Registers"), name, tmp_path,
-                                      REGISTERS[name])
+                                      REGISTERS[name], exact=True)
 
 
 # kernel -> {instruction: count} on the TallQKV test accelerator, whose buffers hold 4,096 rows

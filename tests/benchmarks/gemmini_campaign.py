@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import jax
@@ -37,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.differential import Tally, check_kernel  # noqa: E402
+from helpers.differential import run_campaign  # noqa: E402
 from helpers.examples import build_example, build_spec_file  # noqa: E402
 
 I8, I32 = jnp.int8, jnp.int32
@@ -154,17 +153,14 @@ def main() -> int:
             print("building the Gemmini example ...", flush=True)
             build = build_example("Gemmini", work / "build")
         rng = np.random.default_rng(args.seed)
-        tally = Tally()
-        for index in range(args.kernels):
-            kind, dims = draw(rng, args.kinds)
-            text, arg_types = hlo_text(kind, dims)
-            started = time.perf_counter()
-            outcome = check_kernel(build, text, random_inputs(rng, arg_types),
-                                   work / f"k{index}", "kernel")
-            label = f"{index:3d} {kind} {'x'.join(map(str, dims))}"
-            tally.record(outcome, time.perf_counter() - started, label)
-            print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
-                  f"{tally.seconds[-1]:.2f} s", flush=True)
+
+        def kernels():
+            for _ in range(args.kernels):
+                kind, dims = draw(rng, args.kinds)
+                text, arg_types = hlo_text(kind, dims)
+                yield f"{kind} {'x'.join(map(str, dims))}", text, random_inputs(rng, arg_types)
+
+        tally = run_campaign(build, kernels(), work)
 
     print("\n" + tally.report(args.kernels))
     return 1 if tally.wrong else 0

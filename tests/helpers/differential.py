@@ -3,15 +3,17 @@ accelerator's oracle, run the same HLO text on XLA, and compare element by eleme
 
 ``check_kernel(build, text, inputs, work_dir)`` returns an ``Outcome``: ``compiled`` or the
 backend's refusal (its message), and for a compiled kernel the largest difference in units of
-the tolerance (two bf16 ulps of the largest magnitude for floats, exact for integers). A
-campaign of many kernels adds their outcomes up in a ``Tally``.
+the tolerance (two bf16 ulps of the largest magnitude for floats, exact for integers, or
+``exact=True``: bit for bit). A campaign of many kernels adds their outcomes up in a ``Tally``
+(``run_campaign``).
 """
 
 from __future__ import annotations
 
 import collections
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,14 +32,19 @@ class Outcome:
     refusal: str = ""
     wrong: bool = False
     # Largest |ours - XLA| over the tolerance (<= 1 passes); 0 for an exact integer match.
+    # Compared bit for bit (``exact``): the number of elements that differ.
     error: float = 0.0
     instructions: int = 0
+    exact: bool = False
 
     @property
     def summary(self) -> str:
         if not self.compiled:
             return f"refused: {self.refusal}"
-        return f"{'WRONG' if self.wrong else 'ok'} (error {self.error:.3g} of the tolerance)"
+        verdict = "WRONG" if self.wrong else "ok"
+        if self.exact:
+            return f"{verdict} ({self.error:.0f} elements differ bit for bit)"
+        return f"{verdict} (error {self.error:.3g} of the tolerance)"
 
 
 def refusal_line(stderr: str) -> str:
@@ -54,15 +61,24 @@ def refusal_line(stderr: str) -> str:
     return text.split(" (", 1)[0]
 
 
-def compare(ours: np.ndarray, theirs: np.ndarray) -> tuple[bool, float]:
+def compare(ours: np.ndarray, theirs: np.ndarray, exact: bool = False) -> tuple[bool, float]:
     """Whether ``ours`` is wrong, and the largest difference in units of the tolerance.
 
     NaNs must stand where XLA's stand, and infinities must equal XLA's (sign included); the
-    finite values are then compared within the tolerance."""
+    finite values are then compared within the tolerance, or (``exact``) bit for bit, the
+    sign of a zero included: the number of elements that differ."""
     if ours.shape != theirs.shape:
         return True, float("inf")
     if np.issubdtype(theirs.dtype, np.integer) or theirs.dtype == np.bool_:
         differ = int(np.count_nonzero(ours != theirs))
+        return differ > 0, float(differ)
+    if exact:
+        if ours.dtype != theirs.dtype:
+            return True, float("inf")
+        nans = np.isnan(theirs)
+        bits = f"u{theirs.dtype.itemsize}"
+        differ = int(np.count_nonzero((np.isnan(ours) != nans)
+                                      | (~nans & (ours.view(bits) != theirs.view(bits)))))
         return differ > 0, float(differ)
     a = ours.astype(np.float32)
     b = theirs.astype(np.float32)
@@ -80,8 +96,9 @@ def compare(ours: np.ndarray, theirs: np.ndarray) -> tuple[bool, float]:
 
 
 def check_kernel(build: ExampleBuild, text: str, inputs: Sequence[np.ndarray],
-                 work_dir: Path, name: str = "kernel") -> Outcome:
-    """Compiles ``text`` with ``build``'s backend and holds its simulation to XLA's run."""
+                 work_dir: Path, name: str = "kernel", exact: bool = False) -> Outcome:
+    """Compiles ``text`` with ``build``'s backend and holds its simulation to XLA's run
+    (bit for bit where ``exact``, else floats within the tolerance)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     hlo = work_dir / f"{name}.hlo"
     asm = work_dir / f"{name}.py"
@@ -95,9 +112,9 @@ def check_kernel(build: ExampleBuild, text: str, inputs: Sequence[np.ndarray],
     theirs = run_hlo(text, inputs)
     wrong, error = False, 0.0
     for a, b in zip(ours, theirs, strict=True):
-        w, e = compare(np.asarray(a), np.asarray(b))
+        w, e = compare(np.asarray(a), np.asarray(b), exact)
         wrong, error = wrong or w, max(error, e)
-    return Outcome(True, wrong=wrong, error=error, instructions=instructions)
+    return Outcome(True, wrong=wrong, error=error, instructions=instructions, exact=exact)
 
 
 def random_bf16(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -153,3 +170,18 @@ class Tally:
         self.compiled += 1
         if outcome.wrong:
             self.wrong.append(label)
+
+
+def run_campaign(build: ExampleBuild, kernels: Iterable[tuple[str, str, list[np.ndarray]]],
+                 work: Path, exact: bool = False) -> Tally:
+    """Checks each ``(label, HLO text, inputs)`` of ``kernels`` on ``build`` in turn, printing
+    one line per kernel; their tally."""
+    tally = Tally()
+    for index, (label, text, inputs) in enumerate(kernels):
+        started = time.perf_counter()
+        outcome = check_kernel(build, text, inputs, work / f"k{index}", "kernel", exact)
+        label = f"{index:3d} {label}"
+        tally.record(outcome, time.perf_counter() - started, label)
+        print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
+              f"{tally.seconds[-1]:.2f} s", flush=True)
+    return tally

@@ -1280,23 +1280,30 @@ fn window_row_by_row(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64
     Some(Term::concatenate(0, ty.clone(), rows))
 }
 
-/// An elementwise operation (or convert) on row-major matrices wider than every instruction of
-/// its operator takes, all its operands of its shape: the same operation on the matrices seen
-/// as rows of the widest width `w` an instruction takes (`reshape` to `[m * n / w, w]`),
-/// reshaped back (not on a transposed operand unless [`row_major_as_read`]). Exact for every
-/// type: an elementwise operation does not depend on the layout. Where no instruction reads a
-/// window of HBM, whole contiguous blocks are then read and written instead of every row of
-/// every window apart (a 48x48 negate on a 16-column unit: one scaled load and one store).
+/// An elementwise operation (or convert) on row-major values of rank two or more whose rows
+/// no instruction of its operator takes (wider than every one, or of a width none computes,
+/// such as 8 on a 16-lane unit), all its operands of its shape: the same operation on the
+/// values seen as rows of the widest width `w` an instruction takes (`reshape` to
+/// `[elements / w, w]`), reshaped back (not on a transposed operand unless
+/// [`row_major_as_read`]). Exact for every type: an elementwise operation does not depend on
+/// the layout. Where no instruction reads a window of HBM, whole contiguous blocks are then
+/// read and written instead of every row of every window apart (a 48x48 negate on a
+/// 16-column unit: one scaled load and one store).
 pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Term> {
-    if !(node.op.is_elementwise() || node.op == Op::Convert) || node.ty.rank() != 2 {
+    if !(node.op.is_elementwise() || node.op == Op::Convert) || node.ty.rank() < 2 {
         return None;
     }
-    let (m, n) = (node.ty.shape[0], node.ty.shape[1]);
-    let w = widest(extents, opcode(&node.op)?, &node.ty, 1).filter(|&w| w > 0 && n > w && (m * n) % w == 0)?;
+    let code = opcode(&node.op)?;
+    let elements = node.ty.elements();
+    let n = *node.ty.shape.last()?;
+    let w = widest(extents, code, &node.ty.with_shape(vec![1, n]), 1).filter(|&w| w > 0 && elements % w == 0)?;
+    let rows = vec![elements / w, w];
+    if rows == node.ty.shape || !(n > w || !extents.takes_extent(code, &node.ty.with_shape(vec![1, n]), 1, n)) {
+        return None;
+    }
     if node.children.iter().any(|&c| eg[c].data.shape != node.ty.shape) {
         return None;
     }
-    let rows = vec![m * n / w, w];
     // Not on a transposed operand, unless it is also laid out row-major as it is read: the
     // rows of a transpose are its matrix's columns, and each view of them as rows is a new
     // shape whose transposes start another (QKV attention over 96 query rows grew to the

@@ -298,6 +298,9 @@ KERNELS = {
     "registers_int32_matmul_16x16x16": (jnp.matmul, [shape(16, 16, dtype=I32)] * 2),
     "registers_int32_linear_16x16x16": (lambda a, b, c: jnp.matmul(a, b) + c,
                                         [shape(16, 16, dtype=I32)] * 3),
+    # rows narrower than a register, and a batch of rows of 12: the values seen as rows of 16
+    "registers_add_8x8": (jnp.add, [shape(8, 8, dtype=F32)] * 2),
+    "registers_max_4x8x12": (jnp.maximum, [shape(4, 8, 12, dtype=F32)] * 2),
     # an int32 sum on a unit that only multiplies and accumulates: A.I + B
     "registers_int32_add_16x16": (jnp.add, [shape(16, 16, dtype=I32)] * 2),
 }
