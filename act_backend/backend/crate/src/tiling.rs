@@ -1298,7 +1298,9 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
     let n = *node.ty.shape.last()?;
     let w = widest(extents, code, &node.ty.with_shape(vec![1, n]), 1).filter(|&w| w > 0 && elements % w == 0)?;
     let rows = vec![elements / w, w];
-    if rows == node.ty.shape || !(n > w || !extents.takes_extent(code, &node.ty.with_shape(vec![1, n]), 1, n)) {
+    // Rows some instruction takes are computed as they are.
+    let taken = n <= w && extents.takes_extent(code, &node.ty.with_shape(vec![1, n]), 1, n);
+    if rows == node.ty.shape || taken {
         return None;
     }
     if node.children.iter().any(|&c| eg[c].data.shape != node.ty.shape) {
