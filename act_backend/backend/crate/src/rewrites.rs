@@ -904,15 +904,7 @@ impl<'a> Finder<'a> {
                         && !self.computed(y)
                         && !constant_valued(eg, y, 2) =>
                 {
-                    let composed = inner_ranges
-                        .iter()
-                        .zip(ranges)
-                        .map(|(&(lo, _, step), &(l, h, s))| {
-                            // Ends just past the last element taken (a canonical limit).
-                            let last = l + (h - l - 1) / s * s;
-                            (lo + l * step, lo + last * step + 1, step * s)
-                        })
-                        .collect();
+                    let composed = tiling::compose_ranges(inner_ranges, ranges);
                     self.push("slice-compose", id, Term::Node(Op::Slice(composed), node.ty.clone(), vec![Term::Class(y)]));
                 }
                 // Rows of rows of a value are rows of it: a row of the last rows kept of a tile
@@ -921,9 +913,7 @@ impl<'a> Finder<'a> {
                 Op::Slice(inner_ranges)
                     if only_rows(ranges, &inner.ty) && only_rows(inner_ranges, y_ty) && !constant_valued(eg, y, 2) =>
                 {
-                    let (lo, hi) = (inner_ranges[0].0 + ranges[0].0, inner_ranges[0].0 + ranges[0].1);
-                    let mut composed = inner_ranges.clone();
-                    composed[0] = (lo, hi, 1);
+                    let composed = tiling::compose_ranges(inner_ranges, ranges);
                     self.push("slice-compose-rows", id, Term::Node(Op::Slice(composed), node.ty.clone(), vec![Term::Class(y)]));
                 }
                 Op::Concatenate(dim) => {

@@ -647,23 +647,8 @@ pub fn split_leading_divided(eg: &SelGraph, extents: &Extents, node: &Node, divi
 
 fn split_leading_by(eg: &SelGraph, extents: &Extents, node: &Node, code: OpCode, tile: i64) -> Option<Term> {
     let sources = leading_sources(eg, node)?;
-    let lead = node.ty.shape[0];
-    let rows = |lo: i64, hi: i64| on_tile(eg, node, &sources, 0, lo, hi);
-    let parts = tiles(lead, tile)
-        .into_iter()
-        .map(|(lo, hi)| {
-            if hi - lo == tile || extents.takes_leading(code, &node.ty, hi - lo) {
-                rows(lo, hi)
-            } else {
-                // No instruction computes so few rows: the last full tile, overlapping the one
-                // before, computes them (rows are independent, so the same bits), and its
-                // last rows are kept.
-                let mut window_shape = node.ty.shape.clone();
-                window_shape[0] = tile;
-                slice_of(rows(lead - tile, lead), &node.ty.with_shape(window_shape), 0, tile - (hi - lo), tile)
-            }
-        })
-        .collect();
+    let takes = |rows: i64| extents.takes_leading(code, &node.ty, rows);
+    let parts = tiles_along(&node.ty, 0, tile, takes, |lo, hi| on_tile(eg, node, &sources, 0, lo, hi));
     Some(Term::Node(Op::Concatenate(0), node.ty.clone(), parts))
 }
 
@@ -826,6 +811,27 @@ fn tiles(n: i64, t: i64) -> Vec<(i64, i64)> {
     (0..n).step_by(t as usize).map(|lo| (lo, (lo + t).min(n))).collect()
 }
 
+/// The tiles `[0, t), [t, 2t), ...` of dimension `dim` of a value of type `ty`, each
+/// `compute(lo, hi)`. A last tile shorter than `t` that no instruction computes (`takes` of
+/// its extent is false: units of a fixed size) is the last elements of the full tile
+/// `[n - t, n)`, which overlaps the one before: the elements along `dim` are independent, so
+/// the overlap is the same bits computed twice, and one copy is dropped.
+fn tiles_along(ty: &Ty, dim: usize, t: i64, takes: impl Fn(i64) -> bool, compute: impl Fn(i64, i64) -> Term) -> Vec<Term> {
+    let n = ty.shape[dim];
+    let mut full = ty.shape.clone();
+    full[dim] = t;
+    tiles(n, t)
+        .into_iter()
+        .map(|(lo, hi)| {
+            if hi - lo == t || takes(hi - lo) {
+                compute(lo, hi)
+            } else {
+                slice_of(compute(n - t, n), &ty.with_shape(full.clone()), dim, t - (hi - lo), t)
+            }
+        })
+        .collect()
+}
+
 /// Splits of a matrix product `[m, k] . [k, n]` (no batch) wider than every product the ISA
 /// computes: along its result columns, `concatenate_1(dot(a, b[:, tile]) ...)`, exact for
 /// every type (a last tile narrower than every unit takes is the last columns of a full tile
@@ -853,20 +859,8 @@ pub fn split_product(eg: &SelGraph, extents: &Extents, node: &Node) -> Vec<(&'st
             let cols = slice_along(b, b_ty, rf, lo, hi);
             Term::Node(node.op.clone(), node.ty.with_shape(vec![node.ty.shape[0], hi - lo]), vec![Term::Class(a), cols])
         };
-        let parts = tiles(n, t)
-            .into_iter()
-            .map(|(lo, hi)| {
-                if hi - lo == t || extents.takes_extent(OpCode::Dot, &node.ty, 1, hi - lo) {
-                    columns(lo, hi)
-                } else {
-                    // No unit computes so few columns: the last full tile, overlapping the one
-                    // before, computes them (columns are independent), and its last ones are
-                    // kept.
-                    let full = node.ty.with_shape(vec![node.ty.shape[0], t]);
-                    slice_of(columns(n - t, n), &full, 1, t - (hi - lo), t)
-                }
-            })
-            .collect();
+        let takes = |w: i64| extents.takes_extent(OpCode::Dot, &node.ty, 1, w);
+        let parts = tiles_along(&node.ty, 1, t, takes, columns);
         out.push(("split-columns", Term::Node(Op::Concatenate(1), node.ty.clone(), parts)));
     }
     let k = a_ty.shape[lc];
@@ -927,11 +921,25 @@ fn window_to_place(eg: &SelGraph, x: Id, x_ty: &Ty, d: usize, lo: i64, hi: i64) 
         _ => None,
     });
     let Some((y, ranges)) = window else { return slice_along(x, x_ty, d, lo, hi) };
-    let mut composed = ranges.clone();
-    composed[d] = (ranges[d].0 + lo, ranges[d].0 + hi, 1);
+    let mut outer: Vec<(i64, i64, i64)> = x_ty.shape.iter().map(|&n| (0, n, 1)).collect();
+    outer[d] = (lo, hi, 1);
     let mut shape = x_ty.shape.clone();
     shape[d] = hi - lo;
-    Term::Node(Op::Slice(composed), x_ty.with_shape(shape), vec![Term::Class(y)])
+    Term::Node(Op::Slice(compose_ranges(ranges, &outer)), x_ty.with_shape(shape), vec![Term::Class(y)])
+}
+
+/// The ranges of `slice(slice(y, inner), outer)` as one slice of `y`, each `(start, limit,
+/// stride)`; every range of `outer` non-empty. A limit ends just past the last element taken
+/// (the canonical limit).
+pub fn compose_ranges(inner: &[(i64, i64, i64)], outer: &[(i64, i64, i64)]) -> Vec<(i64, i64, i64)> {
+    inner
+        .iter()
+        .zip(outer)
+        .map(|(&(lo, _, step), &(l, h, s))| {
+            let last = l + (h - l - 1) / s * s;
+            (lo + l * step, lo + last * step + 1, step * s)
+        })
+        .collect()
 }
 
 /// For each operand of `node`, the dimension that feeds the result's dimension `dim` (`None`:
@@ -1008,22 +1016,8 @@ pub fn split_columns(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<Te
         Op::Transpose(_) => return None,
         _ => column_sources(eg, node, dim)?,
     };
-    let n = node.ty.shape[dim];
-    let takes = |w: i64| w == tile || opcode(&node.op).is_none_or(|code| extents.takes_extent(code, &node.ty, dim, w));
-    let parts = tiles(n, tile)
-        .into_iter()
-        .map(|(lo, hi)| {
-            if takes(hi - lo) {
-                on_tile(eg, node, &sources, dim, lo, hi)
-            } else {
-                // No instruction computes so few: the last full tile, overlapping the one
-                // before, computes them (independent along `dim`), and its last ones are kept.
-                let mut full = node.ty.shape.clone();
-                full[dim] = tile;
-                slice_of(on_tile(eg, node, &sources, dim, n - tile, n), &node.ty.with_shape(full), dim, tile - (hi - lo), tile)
-            }
-        })
-        .collect();
+    let takes = |w: i64| opcode(&node.op).is_none_or(|code| extents.takes_extent(code, &node.ty, dim, w));
+    let parts = tiles_along(&node.ty, dim, tile, takes, |lo, hi| on_tile(eg, node, &sources, dim, lo, hi));
     Some(Term::Node(Op::Concatenate(dim), node.ty.clone(), parts))
 }
 
