@@ -15,7 +15,7 @@ use crate::extract::{ExtractFailure, Extractor};
 use crate::isa::{Instruction, Isa, TableError};
 use crate::isa_match::{self, Patterns};
 use crate::kernel::Kernel;
-use crate::lang::{Op, Ty};
+use crate::lang::{Op, OpCode, Ty};
 use crate::pii::PiiGraph;
 use crate::provenance::{Origin, Tracer};
 use crate::rewrites::{self, RuleSet};
@@ -439,7 +439,9 @@ enum Transfer {
 /// every instruction that reads (writes) HBM writes (reads) whole units of a fixed number of
 /// elements on chip (QKV writes rows of 64 into `d1`) and the value's rows are no multiple of
 /// any of them: the dimension that does not divide, as a clause for the refusal; `None`
-/// otherwise.
+/// otherwise. Only the buffers that hold elements of the value's type count where some do (a
+/// float vector is not read into an int32 tile register); where its element count is no
+/// multiple either, the clause says so (no view of it as other rows divides).
 fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
     let n = *ty.shape.last()?;
     let in_hbm = |slices: &[crate::isa::Slice]| slices.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
@@ -447,15 +449,20 @@ fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
         Transfer::Load => in_hbm(&i.inputs) && !in_hbm(&i.outputs),
         Transfer::Store => in_hbm(&i.outputs) && i.inputs.iter().any(|s| !isa.buffer(&s.buffer).is_hbm()),
     };
-    let transfers: Vec<&Instruction> = isa.instructions.iter().filter(moves).collect();
+    let on_chip = |i: &Instruction| -> Vec<&crate::isa::Buffer> {
+        let slices = match transfer {
+            Transfer::Load => &i.outputs,
+            Transfer::Store => &i.inputs,
+        };
+        slices.iter().map(|s| isa.buffer(&s.buffer)).filter(|b| !b.is_hbm()).collect()
+    };
+    let all: Vec<&Instruction> = isa.instructions.iter().filter(moves).collect();
+    let same_type: Vec<&Instruction> =
+        all.iter().copied().filter(|&i| on_chip(i).iter().any(|b| b.dtype == ty.dtype)).collect();
+    let transfers = if same_type.is_empty() { all } else { same_type };
     let mut units: Vec<(i64, &str)> = Vec::new();
     for instr in &transfers {
-        let on_chip = match transfer {
-            Transfer::Load => &instr.outputs,
-            Transfer::Store => &instr.inputs,
-        };
-        for slice in on_chip.iter().filter(|s| !isa.buffer(&s.buffer).is_hbm()) {
-            let buffer = isa.buffer(&slice.buffer);
+        for buffer in on_chip(instr) {
             let unit: i64 = buffer.unit_dims.iter().product();
             if buffer.unit_dims.len() != 1 || n % unit == 0 {
                 return None;
@@ -470,10 +477,13 @@ fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
         Transfer::Load => ("reads", "writes", "into"),
         Transfer::Store => ("writes", "reads", "from"),
     };
+    let elements = ty.elements();
+    let indivisible = ty.rank() > 1 && units.iter().all(|(u, _)| elements % u != 0);
+    let total = if indivisible { format!(" (nor are its {elements} elements)") } else { String::new() };
     let units: Vec<String> = units.iter().map(|(u, b)| format!("rows of {u} elements {preposition} `{b}`")).collect();
     (!units.is_empty()).then(|| {
         format!(
-            ": every instruction that {verb} HBM ({}) {what} {}, and its dimension {} ({n}) is no multiple of that",
+            ": every instruction that {verb} HBM ({}) {what} {}, and its dimension {} ({n}) is no multiple of that{total}",
             names.join(", "),
             units.join(" or "),
             ty.rank() - 1
@@ -584,6 +594,21 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         let x_ty = &kernel.nodes[*node.operands.first()?].ty;
         if let Op::Dot(dd) = &node.op {
             let k: i64 = dd.lhs_contracting.iter().map(|&d| x_ty.shape[d]).product();
+            // A product whose operands are read from buffers of the result's type could sum
+            // partial products against ones.
+            let reads_results = isa.instructions.iter().any(|i| {
+                i.semantics.iter().any(|o| o.op == OpCode::Dot)
+                    && i.inputs.iter().any(|s| !isa.buffer(&s.buffer).is_hbm() && isa.buffer(&s.buffer).dtype == node.ty.dtype)
+            });
+            if let Some(longest) = extents.unsummed_contraction(&node.ty, k).filter(|_| !reads_results) {
+                return Some(format!(
+                    "computes `{name}` of type {}: its contraction ({k}) is longer than every instruction \
+                     computing `{name}` contracts (at most {longest}), and no instruction adds {} values \
+                     (`add`, `subtract` or a sum by `reduce`) or multiplies them, so the products of its \
+                     parts cannot be summed",
+                    node.ty, node.ty.dtype
+                ));
+            }
             let longest = extents.unsplit_contraction(&node.ty, k)?;
             return Some(format!(
                 "computes `{name}` of type {}: its contraction ({k}) is longer than every instruction \

@@ -494,6 +494,21 @@ impl Extents {
         (k > longest).then_some(longest)
     }
 
+    /// An integer product (`ty` its result) contracting `k` elements, more than every product
+    /// the semantics compute, where no semantics adds or subtracts values of its type or sums
+    /// them by a reduction: the longest contraction. The products of its parts could not be
+    /// summed (a product that reads values of that type, which could sum them against ones,
+    /// is the caller's to rule out).
+    pub fn unsummed_contraction(&self, ty: &Ty, k: i64) -> Option<i64> {
+        if !ty.dtype.is_int() || self.contraction.is_empty() {
+            return None;
+        }
+        let longest = self.longest_contraction()?;
+        let sums = [OpCode::Add, OpCode::Subtract].iter().any(|&op| self.by_op_type.contains_key(&(op, ty.dtype)))
+            || self.reductions.contains_key(&Reducer::Add);
+        (k > longest && !sums).then_some(longest)
+    }
+
     /// Why a reduction `op` of `x_ty` into `ty` cannot be computed: a reduced dimension longer
     /// than every reduction the ISA computes, with that length, where the reduction is not
     /// split across tiles (a float one, whose sum would be reordered).

@@ -190,6 +190,26 @@ fn a_result_whose_rows_no_store_reads_names_the_dimension_that_does_not_divide()
 }
 
 #[test]
+fn a_vector_no_load_reads_whole_names_the_lanes_of_the_buffer_of_its_type() {
+    // Registers' vector loads move 16 floats; its tile loads, 256 int32 (not the type).
+    let message = refusal("registers_isa.json", "registers_scale_17");
+    assert!(message.contains("loads parameter 0 (`x.1`, f32[17])"), "{message}");
+    assert!(
+        message.contains("(`vload`, `vbroadcast`) writes rows of 16 elements into `zmm`, and its dimension 0 (17)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_integer_contraction_longer_than_every_product_where_nothing_adds_is_named() {
+    // WeightStationary's array contracts 64 and nothing adds int32 values: a contraction of
+    // 128 splits into two products that nothing could sum.
+    let message = refusal("weightstationary_isa.json", "weightstationary_relu_layer_32x128x64");
+    assert!(message.contains("computes `dot` of type s32[32,64]: its contraction (128)"), "{message}");
+    assert!(message.contains("at most 64), and no instruction adds s32 values"), "{message}");
+}
+
+#[test]
 fn an_operation_on_a_batch_read_item_by_item_is_blamed_rather_than_the_batch() {
     // Each 64-row window of each item of the batch loads (a window of an item squeezed out
     // of the batch); what no instruction does is an exponential outside a softmax.

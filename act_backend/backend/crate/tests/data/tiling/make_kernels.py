@@ -277,6 +277,10 @@ KERNELS = {
     "weightstationary_relu_layer_128x64x64": (
         lambda a, w: relu(int8_product(a, w)).astype(I8),
         [shape(128, 64, dtype=I8), shape(64, 64, dtype=I8)]),
+    # refused: a contraction of 128 on the 64-row array, whose parts nothing adds
+    "weightstationary_relu_layer_32x128x64": (
+        lambda a, w: relu(int8_product(a, w)).astype(I8),
+        [shape(32, 128, dtype=I8), shape(128, 64, dtype=I8)]),
     "weightstationary_two_layers_32x64": (
         lambda a, w, v: relu(int8_product(relu(int8_product(a, w)).astype(I8), v)).astype(I8),
         [shape(32, 64, dtype=I8), shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
@@ -301,6 +305,8 @@ KERNELS = {
     # rows narrower than a register, and a batch of rows of 12: the values seen as rows of 16
     "registers_add_8x8": (jnp.add, [shape(8, 8, dtype=F32)] * 2),
     "registers_max_4x8x12": (jnp.maximum, [shape(4, 8, 12, dtype=F32)] * 2),
+    # refused: 17 floats, where every load moves 16
+    "registers_scale_17": (lambda x, a: x * a, [shape(17, dtype=F32), shape(dtype=F32)]),
     # an int32 sum on a unit that only multiplies and accumulates: A.I + B
     "registers_int32_add_16x16": (jnp.add, [shape(16, 16, dtype=I32)] * 2),
 }
