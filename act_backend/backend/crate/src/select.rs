@@ -643,7 +643,18 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         }
         stack.extend(bad);
     }
-    let k = blamed.unwrap_or(root);
+    let mut k = blamed.unwrap_or(root);
+    // A parameter read only by an operation no semantics computes (`abs` on an ISA without
+    // one), whose rows the loads do take, is not loaded because nothing reads its tiles:
+    // that operation is what fails.
+    if matches!(kernel.nodes[k].op, Op::Parameter(_)) && unit_rows(isa, &kernel.nodes[k].ty, Transfer::Load).is_none() {
+        let computed: BTreeSet<OpCode> = isa.instructions.iter().flat_map(|i| i.semantics.iter().map(|o| o.op)).collect();
+        let users: Vec<usize> = (0..kernel.nodes.len()).filter(|&u| seen[u] && kernel.nodes[u].operands.contains(&k)).collect();
+        let uncomputed = |u: &usize| OpCode::parse(kernel.nodes[*u].op.hlo_name()).is_some_and(|code| !computed.contains(&code));
+        if !users.is_empty() && users.iter().all(uncomputed) {
+            k = users[0];
+        }
+    }
     let node = &kernel.nodes[k];
     let what = match &node.op {
         Op::Parameter(i) => {

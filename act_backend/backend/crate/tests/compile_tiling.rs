@@ -201,6 +201,14 @@ fn a_vector_no_load_reads_whole_names_the_lanes_of_the_buffer_of_its_type() {
 }
 
 #[test]
+fn an_operation_no_instruction_computes_is_blamed_rather_than_the_input_it_alone_reads() {
+    // The input's rows load as vector registers, but only `abs` reads it, and nothing splits
+    // an operation no semantics computes into the tiles a load would read.
+    let message = refusal("registers_isa.json", "registers_abs_64x32");
+    assert!(message.contains("no instruction of Registers computes `abs`"), "{message}");
+}
+
+#[test]
 fn an_integer_contraction_longer_than_every_product_where_nothing_adds_is_named() {
     // WeightStationary's array contracts 64 and nothing adds int32 values: a contraction of
     // 128 splits into two products that nothing could sum.

@@ -305,6 +305,8 @@ KERNELS = {
     # rows narrower than a register, and a batch of rows of 12: the values seen as rows of 16
     "registers_add_8x8": (jnp.add, [shape(8, 8, dtype=F32)] * 2),
     "registers_max_4x8x12": (jnp.maximum, [shape(4, 8, 12, dtype=F32)] * 2),
+    # refused: an absolute value, which no instruction computes (its input loads in rows)
+    "registers_abs_64x32": (jnp.abs, [shape(64, 32, dtype=F32)]),
     # refused: 17 floats, where every load moves 16
     "registers_scale_17": (lambda x, a: x * a, [shape(17, dtype=F32), shape(dtype=F32)]),
     # an int32 sum on a unit that only multiplies and accumulates: A.I + B
