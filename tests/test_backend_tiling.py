@@ -334,6 +334,9 @@ REGISTERS = {
     # tiles are [1, 16, 16] to their semantics, the kernel's [16, 16] the same bytes
     "registers_int32_matmul_16x16x16": {"tzero": 1, "tmac": 1, "tload": 2, "tstore": 1},
     "registers_int32_linear_16x16x16": {"tzero": 0, "tmac": 1, "tload": 3, "tstore": 1},
+    # a batch of three products, each item's onto a zeroed tile (refused before: a tile of a
+    # product was never itself plus zero)
+    "registers_int32_batch_matmul_3x16x16x16": {"tzero": 3, "tmac": 3, "tload": 6, "tstore": 3},
     # A + B on a unit that only multiplies and accumulates: A.I + B, I a constant in HBM
     "registers_int32_add_16x16": {"tmac": 1, "tload": 3, "tstore": 1},
 }

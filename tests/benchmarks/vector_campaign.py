@@ -2,9 +2,11 @@
 test accelerator (16-lane vector registers; or on another spec, ``--spec``): sums,
 differences, products, maxima and minima of two inputs, ReLUs, clamps, multiply-adds, a
 scalar times a vector plus another (axpy), scales by a scalar, rows and columns scaled or
-shifted by a vector, squares and negations, and kinds no instruction computes (an absolute
-value, a row sum), over vectors, matrices and batches whose dimensions are drawn from 1 to 64
-(multiples of the 16 lanes and not), written with ``jax.numpy`` as a user writes them,
+shifted by a vector, squares and negations, compositions of those (a ReLU of a
+multiply-add, a squared difference, a sum of two scaled inputs, a leaky ReLU, rows scaled
+and shifted), and kinds no instruction computes (an absolute value, a row sum), over
+vectors, matrices and batches whose dimensions are drawn from 1 to 64 (multiples of the 16
+lanes and not), written with ``jax.numpy`` as a user writes them,
 compiled by the spec's backend, simulated on its oracle and compared bit for bit with XLA's
 run of the same HLO text (every instruction rounds as the kernel does: no tolerance).
 
@@ -59,6 +61,11 @@ KINDS = {
     "relu(a - b)": lambda s: (lambda a, b: relu(a - b), [s, s]),
     "rows scaled": lambda s: (lambda x, v: x * v, [s, s[-1:]]),
     "columns shifted": lambda s: (lambda x, v: x + v[..., None], [s, s[:-1]]),
+    "relu(a * b + c)": lambda s: (lambda a, b, c: relu(a * b + c), [s, s, s]),
+    "(a - b)^2": lambda s: (lambda a, b: (a - b) * (a - b), [s, s]),
+    "a * s + b * t": lambda s: (lambda a, x, b, y: a * x + b * y, [s, (), s, ()]),
+    "leaky relu": lambda s: (lambda x: jnp.maximum(x, x * jnp.float32(0.125)), [s]),
+    "rows scaled and shifted": lambda s: (lambda x, v, w: x * v + w, [s, s[-1:], s[-1:]]),
     "absolute value": lambda s: (jnp.abs, [s]),
     "row sums": lambda s: (lambda x: jnp.sum(x, axis=-1), [s]),
 }

@@ -53,12 +53,24 @@ pub struct Identities {
     pub add: BTreeSet<DType>,
     pub maximum: BTreeSet<DType>,
     pub minimum: BTreeSet<DType>,
+    /// The types whose every product the semantics compute is added onto another value (a
+    /// unit that only multiplies and accumulates): a product is computed there as itself
+    /// plus zero.
+    pub accumulate_only: BTreeSet<DType>,
 }
 
 impl Identities {
     /// Reads `isa`'s semantics.
     pub fn of(isa: &Isa) -> Identities {
         let mut out = Identities::default();
+        let (mut accumulating, mut bare) = (BTreeSet::new(), BTreeSet::new());
+        for instr in &isa.instructions {
+            for product in instr.semantics.iter().filter(|op| op.op == OpCode::Dot) {
+                let added = instr.semantics.iter().any(|op| op.op == OpCode::Add && op.operands.contains(&product.name));
+                if added { &mut accumulating } else { &mut bare }.insert(product.dtype);
+            }
+        }
+        out.accumulate_only = accumulating.difference(&bare).copied().collect();
         for instr in &isa.instructions {
             let dtypes: BTreeMap<&str, DType> = instr.semantics.iter().map(|op| (op.name.as_str(), op.dtype)).collect();
             for op in &instr.semantics {
@@ -237,10 +249,16 @@ pub fn pass_through(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id) -> 
         out.push(("identity-multiply", Term::Node(Op::Multiply, ty.clone(), vec![Term::Class(x), splat(ty.clone(), 1.0)])));
     }
     if ids.add.contains(&ty.dtype) {
-        let zero = splat(ty.clone(), additive_identity(ty.dtype));
-        out.push(("identity-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(x), zero])));
+        out.push(plus_zero(&ty, x));
     }
     out
+}
+
+/// `x + 0` for a value `x` of type `ty` (the zero that keeps every value, signed zeros
+/// included).
+pub fn plus_zero(ty: &Ty, x: Id) -> (&'static str, Term) {
+    let zero = splat(ty.clone(), additive_identity(ty.dtype));
+    ("identity-add", Term::Node(Op::Add, ty.clone(), vec![Term::Class(x), zero]))
 }
 
 /// The operands of a sum that pass through the matrix unit as `x = x.I`, for units that add
@@ -724,8 +742,23 @@ mod tests {
             add: on("add"),
             maximum: on("maximum"),
             minimum: on("minimum"),
+            accumulate_only: on("accumulate only"),
         };
         RuleSet { identities, ..RuleSet::default() }
+    }
+
+    fn table(name: &str) -> Isa {
+        let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+        Isa::from_json(&std::fs::read_to_string(&path).expect("test table")).expect("valid table")
+    }
+
+    #[test]
+    fn a_unit_that_only_multiplies_and_accumulates_is_told_from_one_with_a_bare_product() {
+        // Registers' tiles only compute `C += A.B`; Gemmini and FixedArray also write a bare
+        // product.
+        assert_eq!(Identities::of(&table("registers_isa.json")).accumulate_only, [DType::S32].into_iter().collect());
+        assert!(Identities::of(&table("gemmini_isa.json")).accumulate_only.is_empty());
+        assert!(Identities::of(&table("fixedarray_isa.json")).accumulate_only.is_empty());
     }
 
     fn saturate(eg: &mut SelGraph, rules: &RuleSet) {

@@ -778,6 +778,15 @@ impl<'a> Finder<'a> {
                 }
             }
             Op::Add if self.rules.dot => self.accumulate(id, node),
+            // Where products are only ever added onto something, a product (a tile of one, or
+            // a kernel's) is itself plus zero: the accumulator starts from zeros.
+            Op::Dot(_) if self.rules.identities.accumulate_only.contains(&node.ty.dtype) => {
+                let eg = self.eg;
+                if !self.nodes(id).iter().any(|n| n.op == Op::Add && identities::is_pass_through(eg, n)) {
+                    let (rule, term) = identities::plus_zero(&node.ty, id);
+                    self.push(rule, id, term);
+                }
+            }
             Op::Concatenate(d) if node.ty.dtype == DType::U8 && node.ty.rank() == 1 => self.flatten_concat(id, node, *d),
             // Rows padded with constant rows (a contraction or a row count padded with zeros)
             // are placed part by part in one buffer, and a part read row by row is itself a

@@ -733,6 +733,10 @@ fn a_register_whose_semantics_add_dimensions_of_one_holds_the_kernels_value() {
     // loads parameter 0").
     let calls = compiled("registers_isa.json", "registers_int32_linear_16x16x16");
     assert_eq!((count(&calls, "tload"), count(&calls, "tmac"), count(&calls, "tstore")), (3, 1, 1), "{calls:?}");
+    // Each item of a batch of products, a tile of the kernel's product, is itself plus zero
+    // where the unit only multiplies and accumulates (refused before).
+    let calls = compiled("registers_isa.json", "registers_int32_batch_matmul_3x16x16x16");
+    assert_eq!((count(&calls, "tzero"), count(&calls, "tmac")), (3, 3), "{calls:?}");
     // A scalar parameter is read into every lane once; a multiply and an add into a third
     // register are one fused instruction per row.
     let calls = compiled("registers_isa.json", "registers_axpy_128");

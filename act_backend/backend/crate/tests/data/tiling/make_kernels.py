@@ -309,6 +309,9 @@ KERNELS = {
     "registers_abs_64x32": (jnp.abs, [shape(64, 32, dtype=F32)]),
     # refused: 17 floats, where every load moves 16
     "registers_scale_17": (lambda x, a: x * a, [shape(17, dtype=F32), shape(dtype=F32)]),
+    # a batch of products on a unit that only multiplies and accumulates: each item's
+    # product onto a zeroed tile
+    "registers_int32_batch_matmul_3x16x16x16": (jnp.matmul, [shape(3, 16, 16, dtype=I32)] * 2),
     # an int32 sum on a unit that only multiplies and accumulates: A.I + B
     "registers_int32_add_16x16": (jnp.add, [shape(16, 16, dtype=I32)] * 2),
 }
