@@ -637,22 +637,22 @@ impl Extractor {
         if let Some(plain) = self.without_on_chip_identities(root) {
             if let Some((_, plain_used)) = self.build(root, &plain) {
                 plans.push(plain.clone());
-                plans.extend(self.spill_plans(root, &plain_used, &plain).into_iter().take(1));
+                plans.extend(self.spill_plans(root, &plain_used, &plain, 1));
             }
         }
         let views = self.with_on_chip_views(root);
         if let Some(views) = &views {
             if let Some((_, views_used)) = self.build(root, views) {
-                plans.extend(self.spill_plans(root, &views_used, views).into_iter().take(1));
+                plans.extend(self.spill_plans(root, &views_used, views, 1));
             }
         }
-        plans.extend(self.spill_plans(root, &used, &BTreeMap::new()));
-        let mut spilled: Vec<PiiGraph> = Vec::new();
-        // Programs told apart as the enumeration tells them apart (below).
-        let mut keys: HashSet<PiiGraph> = HashSet::from([g.without_repeated_views()]);
         // Each plan is a whole graph to build: a program of thousands of instructions tries
         // fewer of them (one per value would cost time quadratic in its length).
         let attempts = BUILD_WORK / g.nodes.len().max(1);
+        plans.extend(self.spill_plans(root, &used, &BTreeMap::new(), attempts.max(1)));
+        let mut spilled: Vec<PiiGraph> = Vec::new();
+        // Programs told apart as the enumeration tells them apart (below).
+        let mut keys: HashSet<PiiGraph> = HashSet::from([g.without_repeated_views()]);
         let budget = budget.min(attempts.max(max));
         for plan in plans.into_iter().take(attempts.max(1)) {
             if spilled.len() >= max / 2 {
@@ -810,19 +810,34 @@ impl Extractor {
     /// a literal as it is, of a computed value after one store, which is then the shared
     /// instance's only reader), so that the value need not stay on chip between its making
     /// and its uses. First a plan with every such value spilled (its schedule needs little
-    /// more than the operands of one instruction on chip at a time), then one per value.
-    fn spill_plans(&self, root: usize, used: &[(Choice, usize)], base: &BTreeMap<Choice, usize>) -> Vec<BTreeMap<Choice, usize>> {
-        let with_base = |plan: BTreeMap<Choice, usize>| {
-            let mut all = base.clone();
-            all.extend(plan);
-            all
-        };
-        let per_value: Vec<BTreeMap<Choice, usize>> = self.reloads(used).into_iter().map(with_base).collect();
+    /// more than the operands of one instruction on chip at a time), then one per value: at
+    /// most `limit` in all, each on top of the choices `base` (built only as far as taken: a
+    /// copy of a large `base` per value of a long program grew quadratically).
+    fn spill_plans(
+        &self,
+        root: usize,
+        used: &[(Choice, usize)],
+        base: &BTreeMap<Choice, usize>,
+        limit: usize,
+    ) -> Vec<BTreeMap<Choice, usize>> {
+        let reloads = self.reloads(used);
         let mut plans: Vec<BTreeMap<Choice, usize>> = Vec::new();
-        if per_value.len() > 1 {
-            plans.push(self.spill_everything(root, &per_value));
+        if reloads.len() > 1 && limit > 0 {
+            // Every value's reloads on top of `base`, a later value's choice over an earlier
+            // one's, and a choice of `base` over all but the last value's.
+            let mut all: BTreeMap<Choice, usize> = reloads.iter().flatten().map(|(c, r)| (*c, *r)).collect();
+            let last = reloads.last().expect("more than one");
+            all.extend(base.iter().filter(|(c, _)| !last.contains_key(c)).map(|(c, r)| (*c, *r)));
+            plans.push(self.spill_everything(root, all));
         }
-        plans.extend(per_value);
+        for plan in reloads {
+            if plans.len() >= limit {
+                break;
+            }
+            let mut with_base = base.clone();
+            with_base.extend(plan);
+            plans.push(with_base);
+        }
         plans
     }
 
@@ -908,9 +923,8 @@ impl Extractor {
     /// The union of `per_value`, grown to a fixed point: reloads change which instances the
     /// candidate shares (a stored value's reload is read where the shared instance was), so
     /// the readers of the graph it builds are spilled in turn, a bounded number of rounds.
-    fn spill_everything(&self, root: usize, per_value: &[BTreeMap<Choice, usize>]) -> BTreeMap<Choice, usize> {
+    fn spill_everything(&self, root: usize, mut plan: BTreeMap<Choice, usize>) -> BTreeMap<Choice, usize> {
         const ROUNDS: usize = 8;
-        let mut plan: BTreeMap<Choice, usize> = per_value.iter().flatten().map(|(c, r)| (*c, *r)).collect();
         for _ in 0..ROUNDS {
             let Some((_, used)) = self.build(root, &plan) else { break };
             let mut grown = plan.clone();
@@ -929,7 +943,9 @@ impl Extractor {
     /// cheapest provider that reads HBM only (rank + 1: rank 0 of a use is the shared
     /// instance); values without such a provider are left out.
     fn reloads(&self, used: &[(Choice, usize)]) -> Vec<BTreeMap<Choice, usize>> {
+        // In order of first use; `at` finds a state's entry without a scan of them all.
         let mut uses: Vec<(usize, Vec<Choice>)> = Vec::new();
+        let mut at: BTreeMap<usize, usize> = BTreeMap::new();
         for &(choice, s) in used {
             // The readers that store to HBM (spills, the output) keep reading the shared
             // instance: a reload for them would read what they write.
@@ -937,9 +953,12 @@ impl Extractor {
             if self.keys[s].buffer == self.hbm || consumer == OUTPUT || self.keys[consumer].buffer == self.hbm {
                 continue;
             }
-            match uses.iter_mut().find(|(state, _)| *state == s) {
-                Some((_, list)) => list.push(choice),
-                None => uses.push((s, vec![choice])),
+            match at.get(&s) {
+                Some(&k) => uses[k].1.push(choice),
+                None => {
+                    at.insert(s, uses.len());
+                    uses.push((s, vec![choice]));
+                }
             }
         }
         uses.into_iter()
