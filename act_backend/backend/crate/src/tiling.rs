@@ -550,7 +550,18 @@ impl Extents {
                     }
                     _ => 1,
                 };
-                (lead * more).max(1) as usize
+                // Elementwise work seen as rows of the widest an instruction takes
+                // (`elementwise_as_rows`, `vector_as_rows`) has as many tiles as it has
+                // instructions' worth of elements, whatever its shape.
+                let as_rows = if node.op.is_elementwise() || node.op == Op::Convert {
+                    let most = self.entries(code, node.ty.dtype).and_then(|entries| {
+                        entries.iter().filter_map(|d| d.iter().try_fold(1i64, |n, e| Some(n * (*e)?))).max()
+                    });
+                    ceil(node.ty.elements(), most)
+                } else {
+                    1
+                };
+                (lead * more).max(as_rows).max(1) as usize
             })
             .sum()
     }
@@ -1531,6 +1542,16 @@ mod tests {
         // large.
         assert_eq!(ex.too_large(&Op::Exponential, &ty(&[64, 128])), None);
         assert_eq!(ex.too_large(&Op::Transpose(vec![1, 0]), &ty(&[64, 128])), None);
+    }
+
+    #[test]
+    fn elementwise_work_counts_a_tile_per_instructions_worth_of_elements() {
+        // 48x64x64 floats on 16-lane registers: 12,288 registers' worth, not 48 batch items.
+        let ex = Extents::default().with_typed(OpCode::Multiply, DType::F32, vec![Some(1), Some(16)]);
+        let text = "HloModule m\n\nENTRY e {\n  a = f32[48,64,64] parameter(0)\n  b = f32[48,64,64] parameter(1)\n  \
+                    ROOT m = f32[48,64,64] multiply(a, b)\n}\n";
+        let kernel = crate::kernel::parse_kernel(text, "k.hlo").expect("kernel");
+        assert_eq!(ex.tile_count(&kernel), 2 + 48 * 64 * 64 / 16);
     }
 
     #[test]
