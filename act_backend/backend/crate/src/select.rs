@@ -550,8 +550,19 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         // The value exists somewhere but cannot reach HBM (or only as a kernel input).
         // A computation (produced whole, or in tiles) is stored; a value it only moves, copied.
         let op = &kernel.nodes[k].op;
-        let computes = op.is_elementwise() || matches!(op, Op::Dot(_) | Op::Convert | Op::Reduce { .. } | Op::ReduceAdd(_));
-        let verb = if computes || ex.computed(eg.find(kg.node_class[k])) { "stores" } else { "copies" };
+        let moves = matches!(
+            op,
+            Op::Reshape
+                | Op::Transpose(_)
+                | Op::Slice(_)
+                | Op::Concatenate(_)
+                | Op::Broadcast(_)
+                | Op::Copy
+                | Op::BitcastConvert
+                | Op::Parameter(_)
+                | Op::Constant(_)
+        );
+        let verb = if !moves || ex.computed(eg.find(kg.node_class[k])) { "stores" } else { "copies" };
         let why = unit_rows(isa, &kernel.nodes[k].ty, Transfer::Store).unwrap_or_default();
         error(k, format!("{verb} the result of `{}` to HBM{why}", kernel.nodes[k].op.hlo_name()))
     };
