@@ -2,8 +2,8 @@
 its operand's bytes and an output written tile by tile in place, and the simulated result is
 the kernel's; JAX-written kernels larger than one instruction along their rows, columns,
 contraction, reduced dimension or batch (act_backend/backend/crate/tests/data/tiling) compile
-on QKV, Gemmini and the RowReduce, OnChipTranspose, FixedArray, WeightStationary and Registers
-test accelerators and equal
+on QKV, Gemmini and the RowReduce, OnChipTranspose, FixedArray, WeightStationary, Registers
+and ByteTiles test accelerators and equal
 XLA's run of the same HLO, and on the Contiguous test accelerator, without strided transfers,
 by rows read and written one by one, and on the TallQKV test accelerator, whose units take
 every row, whole; a dimension no instruction takes, or a float reduction too long for every
@@ -348,6 +348,27 @@ def test_register_sized_instructions_compute_vectors_and_rows_of_their_type(exam
     # Each instruction rounds as the kernel's operation does: the same bits.
     assert_compiles_equal_to_xla_with(example_build("Registers"), name, tmp_path,
                                       REGISTERS[name], exact=True)
+
+
+# kernel -> {instruction: count} on the ByteTiles test accelerator, whose int8 tile registers
+# one dot-product instruction reads as uint8, as int8 interleaved by fours and as int32: the
+# kernel's uint8 matrix, interleaved int8 matrix and int32 accumulator each live in a tile as
+# their bytes (refused before: "no instruction computes `convert`")
+BYTE_TILES = {
+    "bytetiles_product_16x64x16": {"tileloadd": 2, "tilezero": 1, "tdpbusd": 1, "tilestored": 1},
+    # the addend loaded into the accumulator tile
+    "bytetiles_product_plus_16x64x16": {"tileloadd": 3, "tilezero": 0, "tdpbusd": 1,
+                                        "tilestored": 1},
+    # two row tiles of A against the one B
+    "bytetiles_product_32x64x16": {"tileloadd": 3, "tilezero": 2, "tdpbusd": 2, "tilestored": 2},
+}
+
+
+@pytest.mark.parametrize("name", list(BYTE_TILES))
+def test_registers_read_as_other_types_hold_the_kernels_values_as_bytes(example_build, tmp_path,
+                                                                        name):
+    assert_compiles_equal_to_xla_with(example_build("ByteTiles"), name, tmp_path,
+                                      BYTE_TILES[name], exact=True)
 
 
 # kernel -> {instruction: count} on the TallQKV test accelerator, whose buffers hold 4,096 rows

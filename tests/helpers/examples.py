@@ -37,7 +37,8 @@ ATTENTION_EXAMPLES = [example for example, (_, _, count) in EXAMPLES.items()
 TEST_SPECS = {"Vec": "Vec.py", "RowReduce": "RowReduce.py", "Contiguous": "Contiguous.py",
               "TallQKV": "TallQKV.py", "Lanes": "Lanes.py",
               "OnChipTranspose": "OnChipTranspose.py", "FixedArray": "FixedArray.py",
-              "WeightStationary": "WeightStationary.py", "Registers": "Registers.py"}
+              "WeightStationary": "WeightStationary.py", "Registers": "Registers.py",
+              "ByteTiles": "ByteTiles.py"}
 SPECS_DIR = ROOT / "tests" / "specs"
 
 

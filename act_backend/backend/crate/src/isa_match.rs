@@ -91,6 +91,23 @@ pub struct Pattern {
     fixed: Vec<Equation>,
     /// The instruction's constraints on computational attributes.
     constraints: Vec<Constraint>,
+    /// How each node is held to the class it is bound to ([`Check`]).
+    checks: Vec<Check>,
+    /// The reshapes and bit casts that may be the bytes of the class they are bound to
+    /// themselves, without an e-node of their own there ([`byte_views`]).
+    transparent: Vec<bool>,
+}
+
+/// How a pattern node is held to the class it is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// The class's element type and shape are the node's (dimensions of one aside, where
+    /// [`ignores_unit_dims`]).
+    Shape,
+    /// Only bytes matter: a value moved between a register and what computes with it through
+    /// reshapes and bit casts (the slices' sizes are checked against the classes' bytes once
+    /// the match is complete).
+    Bytes,
 }
 
 /// The value a free computational attribute takes.
@@ -432,6 +449,11 @@ impl Pattern {
             return Err(format!("parameter({extra}) has no input slice"));
         }
         let constraints = instr.constraints.iter().filter(|c| c.is_computational()).cloned().collect();
+        let (checks, transparent) = if reinterprets_on_chip(isa) {
+            byte_views(isa, instr, &ops, root, &params)
+        } else {
+            (vec![Check::Shape; ops.len()], vec![false; ops.len()])
+        };
         Ok(Pattern {
             instr: index,
             name: instr.name.clone(),
@@ -445,6 +467,8 @@ impl Pattern {
             signed,
             fixed,
             constraints,
+            checks,
+            transparent,
         })
     }
 
@@ -537,6 +561,167 @@ struct Search<'a> {
     bind: Vec<Option<Id>>,
     eqs: Vec<Equation>,
     out: &'a mut Vec<Match>,
+}
+
+fn is_view(kind: &PKind) -> bool {
+    matches!(kind, PKind::Plain(Op::Reshape | Op::BitcastConvert))
+}
+
+/// The users of each node of `ops`.
+fn users_of(ops: &[POp]) -> Vec<Vec<usize>> {
+    let mut users = vec![Vec::new(); ops.len()];
+    for (o, op) in ops.iter().enumerate() {
+        for &k in &op.operands {
+            if !users[k].contains(&o) {
+                users[k].push(o);
+            }
+        }
+    }
+    users
+}
+
+/// The chain of reshapes and bit casts from node `from` up through sole users, with the node
+/// the chain ends at (the first that is no reshape or bit cast, or has several users): a
+/// register's bytes seen as the value an operation takes.
+fn chain_up(ops: &[POp], users: &[Vec<usize>], from: usize) -> (Vec<usize>, usize) {
+    let mut chain = Vec::new();
+    let mut cur = from;
+    while let [u] = users[cur][..] {
+        if !is_view(&ops[u].kind) {
+            return (chain, u);
+        }
+        chain.push(u);
+        cur = u;
+    }
+    (chain, cur)
+}
+
+/// Whether some instruction of `isa` reads a register's bytes as another element type for an
+/// operation (a bit cast between an on-chip parameter and what computes with it), or writes a
+/// result's bytes into a register of another type: an AMX-style tile of int8 holding the
+/// uint8 operand and the int32 accumulator of one dot-product instruction. Only then do
+/// patterns match through [`byte_views`].
+fn reinterprets_on_chip(isa: &Isa) -> bool {
+    let view = |op: &crate::isa::Op| matches!(op.op, OpCode::Reshape | OpCode::BitcastConvert);
+    isa.instructions.iter().any(|instr| {
+        let ops = &instr.semantics;
+        let find = |name: &str| ops.iter().position(|o| o.name == name);
+        let users = |k: usize| -> Vec<usize> {
+            (0..ops.len()).filter(|&u| ops[u].operands.iter().any(|n| n == &ops[k].name)).collect()
+        };
+        let out_on_chip = instr.outputs.first().is_some_and(|s| !isa.buffer(&s.buffer).is_hbm());
+        // An on-chip parameter's bytes cast on their way to an operation whose result stays on
+        // chip (not a store writing them into HBM).
+        let casts_param = out_on_chip && ops.iter().enumerate().any(|(p, op)| {
+            let on_chip = op.op == OpCode::Parameter
+                && op.attrs.get("index").and_then(Json::as_u64).and_then(|i| instr.inputs.get(i as usize)).is_some_and(|s| !isa.buffer(&s.buffer).is_hbm());
+            if !on_chip {
+                return false;
+            }
+            let (mut k, mut cast) = (p, false);
+            loop {
+                match users(k)[..] {
+                    [u] if view(&ops[u]) => {
+                        cast |= ops[u].op == OpCode::BitcastConvert;
+                        k = u;
+                    }
+                    [_] => return cast,
+                    _ => return false,
+                }
+            }
+        });
+        // A result cast on its way into a register.
+        let casts_result = out_on_chip && {
+            let mut k = ops.iter().position(|o| o.root).unwrap_or(ops.len().saturating_sub(1));
+            let mut cast = false;
+            while ops.get(k).is_some_and(view) {
+                cast |= ops[k].op == OpCode::BitcastConvert;
+                match ops[k].operands.first().and_then(|n| find(n)) {
+                    Some(next) => k = next,
+                    None => break,
+                }
+            }
+            cast && ops.get(k).is_some_and(|o| o.op != OpCode::Parameter)
+        };
+        casts_param || casts_result
+    })
+}
+
+/// How each node of a pattern is held to its class, and which reshapes and bit casts may be
+/// transparent (bind their operand to their own class: the same bytes). On-chip parameters
+/// are bytes, and so is every reshape or bit cast between one and what reads it, except the
+/// last, whose value is what that reader computes with (a `convert` of `u8` bytes is not one
+/// of `s8` bytes): it is held to its class's type. A result written into a register through
+/// reshapes and bit casts is bytes down to what computes it, or down to the byte string a
+/// load reads from HBM, which keeps its exact shape; of a load's reshapes and bit casts only
+/// one that keeps the width is transparent (a `u8` kernel value in an `s8` tile).
+fn byte_views(isa: &Isa, instr: &crate::isa::Instruction, ops: &[POp], root: usize, params: &[usize]) -> (Vec<Check>, Vec<bool>) {
+    let mut checks = vec![Check::Shape; ops.len()];
+    let mut transparent = vec![false; ops.len()];
+    let users = users_of(ops);
+    for (i, &p) in params.iter().enumerate() {
+        if isa.buffer(&instr.inputs[i].buffer).is_hbm() {
+            continue;
+        }
+        let (chain, end) = chain_up(ops, &users, p);
+        if chain.is_empty() {
+            continue;
+        }
+        checks[p] = Check::Bytes;
+        let last = chain.len() - 1;
+        for (k, &v) in chain.iter().enumerate() {
+            if v == root && isa.buffer(&instr.outputs[0].buffer).is_hbm() {
+                // The bytes written to HBM are the kernel's, as they are.
+                break;
+            }
+            transparent[v] = true;
+            // The last view before a computation is held to its class's type; an on-chip
+            // result is bytes.
+            if k < last || (end == v && v == root) {
+                checks[v] = Check::Bytes;
+            }
+        }
+    }
+    if !isa.buffer(&instr.outputs[0].buffer).is_hbm() {
+        // Zero bytes are zero in every type: a register cleared as int8 holds an int32 zero.
+        if matches!(&ops[root].kind, PKind::Const(v) if v.len() == 1 && v[0].to_bits() == 0) {
+            checks[root] = Check::Bytes;
+        }
+        let mut k = root;
+        while is_view(&ops[k].kind) {
+            let Some(&next) = ops[k].operands.first() else { break };
+            let from_hbm = matches!(ops[next].kind, PKind::Param)
+                && params.iter().position(|&p| p == next).is_some_and(|i| isa.buffer(&instr.inputs[i].buffer).is_hbm());
+            let same_width = matches!(ops[k].kind, PKind::Plain(Op::BitcastConvert)) && ops[k].dtype.bytes() == ops[next].dtype.bytes();
+            if from_hbm || chain_reaches_hbm(ops, params, isa, instr, next) {
+                // A load: the byte string read is held to its shape; what it becomes on the
+                // way is bytes (an int32 addend read into an int8 tile).
+                checks[k] = Check::Bytes;
+                transparent[k] = same_width;
+            } else {
+                checks[k] = Check::Bytes;
+                transparent[k] = true;
+            }
+            k = next;
+        }
+    }
+    (checks, transparent)
+}
+
+/// Whether node `k` is an HBM parameter, or reshapes and bit casts of one.
+fn chain_reaches_hbm(ops: &[POp], params: &[usize], isa: &Isa, instr: &crate::isa::Instruction, mut k: usize) -> bool {
+    loop {
+        match &ops[k].kind {
+            PKind::Param => {
+                return params.iter().position(|&p| p == k).is_some_and(|i| isa.buffer(&instr.inputs[i].buffer).is_hbm())
+            }
+            kind if is_view(kind) => match ops[k].operands.first() {
+                Some(&next) => k = next,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
 }
 
 /// A pattern shape without its constant dimensions of one.
@@ -646,11 +831,17 @@ impl<'a> Search<'a> {
         // The same bytes seen with dimensions of one added or dropped (`s32[1,16,16]` for a
         // register of `s32[16,16]`): an operation that does not look at its dimensions
         // computes them alike.
-        let shaped = exact || (ty.dtype == pop.dtype && ignores_unit_dims(&pop.kind) && self.equate_but_units(&pop.shape, &ty.shape));
+        let bytes = pat.checks[o] == Check::Bytes;
+        let shaped = bytes
+            || exact
+            || (ty.dtype == pop.dtype && ignores_unit_dims(&pop.kind) && self.equate_but_units(&pop.shape, &ty.shape));
         if shaped {
-            // A reshape that only adds or drops dimensions of one is the value itself.
-            if let (PKind::Plain(Op::Reshape), &[q]) = (&pop.kind, &pop.operands[..]) {
-                if without_units(&pop.shape) == without_units(&pat.ops[q].shape) {
+            // A reshape that only adds or drops dimensions of one is the value itself, and so
+            // is a reshape or bit cast of a register's bytes (`byte_views`).
+            if let (PKind::Plain(Op::Reshape | Op::BitcastConvert), &[q]) = (&pop.kind, &pop.operands[..]) {
+                let units_only = matches!(pop.kind, PKind::Plain(Op::Reshape))
+                    && without_units(&pop.shape) == without_units(&pat.ops[q].shape);
+                if units_only || pat.transparent[o] {
                     self.bind_operands(pos, &pop.operands, &[class]);
                 }
             }

@@ -753,3 +753,16 @@ fn an_operation_of_one_type_is_tiled_by_the_instructions_of_that_type() {
     let calls = compiled("registers_isa.json", "registers_add_64");
     assert_eq!(count(&calls, "vadd"), 4, "{calls:?}");
 }
+
+#[test]
+fn a_tile_register_read_as_other_types_holds_each_value_as_its_bytes() {
+    // ByteTiles' `tdpbusd` reads one int8 tile as uint8, one as int8 interleaved by fours and
+    // one as int32: the kernel's uint8 matrix, its interleaved int8 matrix and the int32
+    // accumulator each sit in a tile as their bytes (refused before: "no instruction computes
+    // `convert`"). The accumulator starts as a cleared tile: zero bytes are zero in every type.
+    let calls = compiled("bytetiles_isa.json", "bytetiles_product_16x64x16");
+    assert_eq!(calls, ["tileloadd", "tileloadd", "tilezero", "tdpbusd", "tilestored"], "{calls:?}");
+    // An int32 addend is loaded into the accumulator tile as its bytes.
+    let calls = compiled("bytetiles_isa.json", "bytetiles_product_plus_16x64x16");
+    assert_eq!((count(&calls, "tileloadd"), count(&calls, "tilezero"), count(&calls, "tdpbusd")), (3, 0, 1), "{calls:?}");
+}

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 HERE = Path(__file__).resolve().parent
-BF16, F32, I8, I32 = jnp.bfloat16, jnp.float32, jnp.int8, jnp.int32
+BF16, F32, U8, I8, I32 = jnp.bfloat16, jnp.float32, jnp.uint8, jnp.int8, jnp.int32
 
 
 def shape(*dims: int, dtype=BF16) -> jax.ShapeDtypeStruct:
@@ -41,6 +41,14 @@ def relu(x):
 
 def int8_product(a, b):
     return jnp.matmul(a, b, preferred_element_type=I32)
+
+
+def interleaved_product(a, p):
+    """`a` (uint8) times the int8 matrix `p` holds four rows at a time, interleaved in each of
+    its rows (`p[k, 4n + j] = b[4k + j, n]`), in int32."""
+    rows, cols = p.shape
+    b = p.reshape(rows, cols // 4, 4).transpose(0, 2, 1).reshape(rows * 4, cols // 4)
+    return jnp.matmul(a.astype(I32), b.astype(I32))
 
 
 KERNELS = {
@@ -314,6 +322,16 @@ KERNELS = {
     "registers_int32_batch_matmul_3x16x16x16": (jnp.matmul, [shape(3, 16, 16, dtype=I32)] * 2),
     # an int32 sum on a unit that only multiplies and accumulates: A.I + B
     "registers_int32_add_16x16": (jnp.add, [shape(16, 16, dtype=I32)] * 2),
+    # on int8 tile registers read by one instruction as uint8, interleaved int8 and int32: a
+    # product, a product onto an addend, and two row tiles of a product (refused before: "no
+    # instruction computes `convert`")
+    "bytetiles_product_16x64x16": (interleaved_product, [shape(16, 64, dtype=U8),
+                                                         shape(16, 64, dtype=I8)]),
+    "bytetiles_product_plus_16x64x16": (lambda a, p, c: interleaved_product(a, p) + c,
+                                        [shape(16, 64, dtype=U8), shape(16, 64, dtype=I8),
+                                         shape(16, 16, dtype=I32)]),
+    "bytetiles_product_32x64x16": (interleaved_product, [shape(32, 64, dtype=U8),
+                                                         shape(16, 64, dtype=I8)]),
 }
 
 
