@@ -16,6 +16,13 @@
 //! Operators with dimension attributes (products, transposes, broadcasts, reductions,
 //! slices, concatenations) match only the shapes their semantics give.
 //!
+//! On an ISA whose instructions read a register's bytes as another element type (an
+//! AMX-style int8 tile read as uint8, as interleaved int8 and as an int32 accumulator by one
+//! instruction: [`reinterprets_on_chip`]), an on-chip parameter and the reshapes and bit casts
+//! between it and what computes with it are held to bytes only, the last of them to its
+//! reader's type, and a result written into a register likewise ([`byte_views`]): a kernel's
+//! uint8 matrix and int32 addend then sit in int8 tiles as their bytes.
+//!
 //! A constant whose value is an attribute expression (TAIDL's ``constant(`@c.scale`)``) is a
 //! splat that matches a kernel splat of an integral value, binding the expression to it (an
 //! attribute that only such constants mention may be negative). Constant sub-patterns fold:
