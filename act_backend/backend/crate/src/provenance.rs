@@ -21,7 +21,9 @@ use crate::kernel::Kernel;
 use crate::lang::{DType, Op, Ty};
 use crate::pii::{PiiGraph, PiiNode};
 use egg::Id;
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::rc::Rc;
 
 /// How far reshapes and bit casts are followed to find the kernel value a class holds: the
 /// bytes of a value are at most a reshape of a bit cast of it.
@@ -52,6 +54,11 @@ pub struct Tracer<'a> {
     in_class: HashMap<Id, Vec<usize>>,
     /// Kernel nodes that use each kernel node.
     users: Vec<Vec<usize>>,
+    /// [`Tracer::layout_closure`] and [`Tracer::through_layout`] of the classes seen so far:
+    /// every candidate of a selection walks the same classes, and a class of a long program
+    /// of register-sized instructions has many reshapes to walk.
+    closures: RefCell<HashMap<Id, Rc<BTreeSet<Id>>>>,
+    layouts: RefCell<HashMap<Id, Rc<Vec<usize>>>>,
 }
 
 impl<'a> Tracer<'a> {
@@ -88,7 +95,7 @@ impl<'a> Tracer<'a> {
                 }
             }
         }
-        Tracer { kernel, kg, by_op, in_class, users }
+        Tracer { kernel, kg, by_op, in_class, users, closures: RefCell::default(), layouts: RefCell::default() }
     }
 
     /// The origin of every node of `graph`, a candidate extracted from this e-graph.
@@ -180,7 +187,16 @@ impl<'a> Tracer<'a> {
     }
 
     /// The classes `class` is a reshape or bit cast of, and so on, `class` included.
-    fn layout_closure(&self, class: Id) -> BTreeSet<Id> {
+    fn layout_closure(&self, class: Id) -> Rc<BTreeSet<Id>> {
+        if let Some(known) = self.closures.borrow().get(&class) {
+            return Rc::clone(known);
+        }
+        let closure = Rc::new(self.walk_layout_closure(class));
+        self.closures.borrow_mut().insert(class, Rc::clone(&closure));
+        closure
+    }
+
+    fn walk_layout_closure(&self, class: Id) -> BTreeSet<Id> {
         let eg = &self.kg.egraph;
         let mut seen = BTreeSet::from([class]);
         let mut frontier = vec![class];
@@ -275,13 +291,22 @@ impl<'a> Tracer<'a> {
             out.extend(self.kernel.param_nodes.get(*param));
         }
         if let Some(class) = class {
-            out.extend(self.through_layout(class));
+            out.extend(self.through_layout(class).iter().copied());
         }
         out.into_iter().collect()
     }
 
     /// The kernel values of `class`, or of the nearest class its reshapes and bit casts read.
-    fn through_layout(&self, class: Id) -> Vec<usize> {
+    fn through_layout(&self, class: Id) -> Rc<Vec<usize>> {
+        if let Some(known) = self.layouts.borrow().get(&class) {
+            return Rc::clone(known);
+        }
+        let layout = Rc::new(self.walk_through_layout(class));
+        self.layouts.borrow_mut().insert(class, Rc::clone(&layout));
+        layout
+    }
+
+    fn walk_through_layout(&self, class: Id) -> Vec<usize> {
         let eg = &self.kg.egraph;
         let mut queue = VecDeque::from([(class, 0usize)]);
         let mut seen = BTreeSet::from([class]);
@@ -365,9 +390,9 @@ impl Groups {
     fn of(
         graph: &PiiGraph,
         classes: &[Option<Id>],
-        closure: impl Fn(Id) -> BTreeSet<Id>,
+        closure: impl Fn(Id) -> Rc<BTreeSet<Id>>,
     ) -> Groups {
-        let closures: Vec<BTreeSet<Id>> =
+        let closures: Vec<Rc<BTreeSet<Id>>> =
             classes.iter().map(|c| c.map(&closure).unwrap_or_default()).collect();
         let mut parent: Vec<usize> = (0..graph.nodes.len()).collect();
         fn root(parent: &mut [usize], mut n: usize) -> usize {
