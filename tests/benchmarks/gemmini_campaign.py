@@ -24,7 +24,6 @@ same kinds are drawn: what it cannot compute is counted as refused, with its mes
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.differential import run_campaign  # noqa: E402
+from helpers.differential import campaign_arguments, drawn_kernels, run_campaign  # noqa: E402
 from helpers.examples import build_example, build_spec_file  # noqa: E402
 
 I8, I32 = jnp.int8, jnp.int32
@@ -131,19 +130,8 @@ def random_inputs(rng: np.random.Generator, args: list) -> list[np.ndarray]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", type=Path, help="keep the kernels and assembly here")
-    parser.add_argument("--kinds", type=lambda text: text.split(","), default=sorted(KINDS),
-                        help="draw only these kinds (comma-separated)")
-    parser.add_argument("--spec", type=Path,
-                        help="a Gemmini-like spec file to build instead of the example")
-    args = parser.parse_args()
-    unknown = sorted(set(args.kinds) - set(KINDS))
-    if unknown:
-        parser.error(f"unknown kinds {unknown}; the kinds are {sorted(KINDS)}")
-
+    args = campaign_arguments(__doc__.splitlines()[0], KINDS, None,
+                              "a Gemmini-like spec file to build instead of the example")
     with tempfile.TemporaryDirectory(prefix="act-gemmini-") as scratch:
         work = args.keep or Path(scratch)
         if args.spec:
@@ -153,14 +141,9 @@ def main() -> int:
             print("building the Gemmini example ...", flush=True)
             build = build_example("Gemmini", work / "build")
         rng = np.random.default_rng(args.seed)
-
-        def kernels():
-            for _ in range(args.kernels):
-                kind, dims = draw(rng, args.kinds)
-                text, arg_types = hlo_text(kind, dims)
-                yield f"{kind} {'x'.join(map(str, dims))}", text, random_inputs(rng, arg_types)
-
-        tally = run_campaign(build, kernels(), work)
+        kernels = drawn_kernels(rng, args.kernels, lambda r: draw(r, args.kinds), hlo_text,
+                                random_inputs)
+        tally = run_campaign(build, kernels, work)
 
     print("\n" + tally.report(args.kernels))
     return 1 if tally.wrong else 0

@@ -19,7 +19,6 @@ by message and the compile-and-check times. Exits 1 when any compiled kernel was
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -31,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.differential import run_campaign  # noqa: E402
+from helpers.differential import campaign_arguments, drawn_kernels, run_campaign  # noqa: E402
 from helpers.examples import build_spec_file  # noqa: E402
 
 F32 = jnp.float32
@@ -97,32 +96,16 @@ def random_inputs(rng: np.random.Generator, shapes: list) -> list[np.ndarray]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", type=Path, help="keep the kernels and assembly here")
-    parser.add_argument("--kinds", type=lambda text: text.split(","), default=sorted(KINDS),
-                        help="draw only these kinds (comma-separated)")
-    parser.add_argument("--spec", type=Path, default=SPEC,
-                        help="the spec file to build (default: the Registers test accelerator)")
-    args = parser.parse_args()
-    unknown = sorted(set(args.kinds) - set(KINDS))
-    if unknown:
-        parser.error(f"unknown kinds {unknown}; the kinds are {sorted(KINDS)}")
-
+    args = campaign_arguments(__doc__.splitlines()[0], KINDS, SPEC,
+                              "the spec file to build (default: the Registers test accelerator)")
     with tempfile.TemporaryDirectory(prefix="act-vector-") as scratch:
         work = args.keep or Path(scratch)
         print(f"building {args.spec} ...", flush=True)
         build = build_spec_file(args.spec.resolve(), work / "build")
         rng = np.random.default_rng(args.seed)
-
-        def kernels():
-            for _ in range(args.kernels):
-                kind, shape = draw(rng, args.kinds)
-                text, shapes = hlo_text(kind, shape)
-                yield f"{kind} {'x'.join(map(str, shape))}", text, random_inputs(rng, shapes)
-
-        tally = run_campaign(build, kernels(), work, exact=True)
+        kernels = drawn_kernels(rng, args.kernels, lambda r: draw(r, args.kinds), hlo_text,
+                                random_inputs)
+        tally = run_campaign(build, kernels, work, exact=True)
 
     print("\n" + tally.report(args.kernels))
     return 1 if tally.wrong else 0

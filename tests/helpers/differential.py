@@ -10,6 +10,7 @@ the tolerance (two bf16 ulps of the largest magnitude for floats, exact for inte
 
 from __future__ import annotations
 
+import argparse
 import collections
 import statistics
 import time
@@ -185,3 +186,34 @@ def run_campaign(build: ExampleBuild, kernels: Iterable[tuple[str, str, list[np.
         print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
               f"{tally.seconds[-1]:.2f} s", flush=True)
     return tally
+
+
+def campaign_arguments(description: str, kinds: Iterable[str], spec: Path | None,
+                       spec_help: str) -> argparse.Namespace:
+    """The arguments of a campaign that draws kernels of named kinds: ``--kernels``,
+    ``--seed``, ``--keep`` (a directory to keep the kernels and assembly in), ``--kinds``
+    (checked against ``kinds``) and ``--spec`` (default ``spec``)."""
+    kinds = sorted(kinds)
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--kernels", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, help="keep the kernels and assembly here")
+    parser.add_argument("--kinds", type=lambda text: text.split(","), default=kinds,
+                        help="draw only these kinds (comma-separated)")
+    parser.add_argument("--spec", type=Path, default=spec, help=spec_help)
+    args = parser.parse_args()
+    unknown = sorted(set(args.kinds) - set(kinds))
+    if unknown:
+        parser.error(f"unknown kinds {unknown}; the kinds are {kinds}")
+    return args
+
+
+def drawn_kernels(rng: np.random.Generator, count: int, draw, hlo_text, random_inputs):
+    """``count`` kernels ``(label, HLO text, inputs)`` for [`run_campaign`]: a kind and its
+    dimensions from ``draw(rng)``, its text and argument types from ``hlo_text(kind, dims)``,
+    inputs from ``random_inputs(rng, argument types)``, in that order for each kernel (a
+    seed draws the same kernels whatever the checks take)."""
+    for _ in range(count):
+        kind, dims = draw(rng)
+        text, arg_types = hlo_text(kind, dims)
+        yield f"{kind} {'x'.join(map(str, dims))}", text, random_inputs(rng, arg_types)
