@@ -61,6 +61,16 @@ pub struct Tracer<'a> {
     layouts: RefCell<HashMap<Id, Rc<Vec<usize>>>>,
 }
 
+/// What `cache` holds for `class`, computed by `walk` the first time.
+fn cached<T>(cache: &RefCell<HashMap<Id, Rc<T>>>, class: Id, walk: impl FnOnce() -> T) -> Rc<T> {
+    if let Some(known) = cache.borrow().get(&class) {
+        return Rc::clone(known);
+    }
+    let value = Rc::new(walk());
+    cache.borrow_mut().insert(class, Rc::clone(&value));
+    value
+}
+
 impl<'a> Tracer<'a> {
     pub fn new(kernel: &'a Kernel, kg: &'a KernelGraph) -> Tracer<'a> {
         let eg = &kg.egraph;
@@ -188,12 +198,7 @@ impl<'a> Tracer<'a> {
 
     /// The classes `class` is a reshape or bit cast of, and so on, `class` included.
     fn layout_closure(&self, class: Id) -> Rc<BTreeSet<Id>> {
-        if let Some(known) = self.closures.borrow().get(&class) {
-            return Rc::clone(known);
-        }
-        let closure = Rc::new(self.walk_layout_closure(class));
-        self.closures.borrow_mut().insert(class, Rc::clone(&closure));
-        closure
+        cached(&self.closures, class, || self.walk_layout_closure(class))
     }
 
     fn walk_layout_closure(&self, class: Id) -> BTreeSet<Id> {
@@ -298,12 +303,7 @@ impl<'a> Tracer<'a> {
 
     /// The kernel values of `class`, or of the nearest class its reshapes and bit casts read.
     fn through_layout(&self, class: Id) -> Rc<Vec<usize>> {
-        if let Some(known) = self.layouts.borrow().get(&class) {
-            return Rc::clone(known);
-        }
-        let layout = Rc::new(self.walk_through_layout(class));
-        self.layouts.borrow_mut().insert(class, Rc::clone(&layout));
-        layout
+        cached(&self.layouts, class, || self.walk_through_layout(class))
     }
 
     fn walk_through_layout(&self, class: Id) -> Vec<usize> {
