@@ -697,10 +697,8 @@ fn byte_views(isa: &Isa, instr: &crate::isa::Instruction, ops: &[POp], root: usi
         let mut k = root;
         while is_view(&ops[k].kind) {
             let Some(&next) = ops[k].operands.first() else { break };
-            let from_hbm = matches!(ops[next].kind, PKind::Param)
-                && params.iter().position(|&p| p == next).is_some_and(|i| isa.buffer(&instr.inputs[i].buffer).is_hbm());
             let same_width = matches!(ops[k].kind, PKind::Plain(Op::BitcastConvert)) && ops[k].dtype.bytes() == ops[next].dtype.bytes();
-            if from_hbm || chain_reaches_hbm(ops, params, isa, instr, next) {
+            if chain_reaches_hbm(ops, params, isa, instr, next) {
                 // A load: the byte string read is held to its shape; what it becomes on the
                 // way is bytes (an int32 addend read into an int8 tile).
                 checks[k] = Check::Bytes;

@@ -1334,10 +1334,7 @@ pub fn elementwise_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Opt
     if node.children.iter().any(|&c| transposed(c) && !row_major_as_read(eg, c, &rows, 3)) {
         return None;
     }
-    let operands =
-        node.children.iter().map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)])).collect();
-    let inner = Term::Node(node.op.clone(), node.ty.with_shape(rows), operands);
-    Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
+    Some(on_rows(eg, node, rows))
 }
 
 /// An elementwise operation (or convert) on vectors where every instruction of its operator
@@ -1355,14 +1352,16 @@ pub fn vector_as_rows(eg: &SelGraph, extents: &Extents, node: &Node) -> Option<T
     }
     let n = node.ty.shape[0];
     let w = widest_of(entries, 2, 1).filter(|&w| w > 0 && n % w == 0)?;
-    let rows = vec![n / w, w];
-    let operands = node
-        .children
-        .iter()
-        .map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)]))
-        .collect();
+    Some(on_rows(eg, node, vec![n / w, w]))
+}
+
+/// The elementwise operation (or convert) `node` on its operands seen as `rows` (a row-major
+/// reshape of each), reshaped back to its own shape.
+fn on_rows(eg: &SelGraph, node: &Node, rows: Vec<i64>) -> Term {
+    let operands =
+        node.children.iter().map(|&c| Term::Node(Op::Reshape, eg[c].data.with_shape(rows.clone()), vec![Term::Class(c)])).collect();
     let inner = Term::Node(node.op.clone(), node.ty.with_shape(rows), operands);
-    Some(Term::Node(Op::Reshape, node.ty.clone(), vec![inner]))
+    Term::Node(Op::Reshape, node.ty.clone(), vec![inner])
 }
 
 /// Whether class `c` is a kernel input as it is read: its bytes seen through at most three
