@@ -371,6 +371,31 @@ def test_registers_read_as_other_types_hold_the_kernels_values_as_bytes(example_
                                       BYTE_TILES[name], exact=True)
 
 
+# kernel -> {instruction: count} on the StridedTiles test accelerator: the same unit whose only
+# transfers move a tile at a row stride (AMX's `tileloadd` and `tilestored`): whole matrices at
+# their row length, windows of wider ones at theirs, results written over HBM whose earlier
+# contents do not matter (refused before: "no instruction loads parameter 0"). Nothing is
+# multiplied twice: (M/16)(N/16)(K/64) products, one store per result tile.
+STRIDED_TILES = {
+    "stridedtiles_product_16x64x16": {"tileloadd": 2, "tilezero": 1, "tdpbusd": 1,
+                                      "tilestored": 1},
+    # a contraction of 128: two products accumulated onto one tile
+    "stridedtiles_product_16x128x16": {"tdpbusd": 2, "tilezero": 1, "tilestored": 1},
+    # result columns from column windows of the interleaved matrix
+    "stridedtiles_product_16x64x32": {"tdpbusd": 2, "tilestored": 2},
+    # an int32 addend's tiles loaded into the accumulators as windows of its bytes
+    "stridedtiles_product_plus_32x64x32": {"tdpbusd": 4, "tilezero": 0, "tilestored": 4},
+    "stridedtiles_product_64x256x64": {"tdpbusd": 64, "tilestored": 16},
+}
+
+
+@pytest.mark.parametrize("name", list(STRIDED_TILES))
+def test_tiles_moved_at_a_stride_are_whole_matrices_and_windows_of_wider_ones(example_build,
+                                                                           tmp_path, name):
+    assert_compiles_equal_to_xla_with(example_build("StridedTiles"), name, tmp_path,
+                                      STRIDED_TILES[name], exact=True)
+
+
 # kernel -> {instruction: count} on the TallQKV test accelerator, whose buffers hold 4,096 rows
 # and whose product and softmax take any number of them: nothing is split along rows.
 TALL = {

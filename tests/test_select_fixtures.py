@@ -1,8 +1,9 @@
 """The ISA tables the backend crate's selection tests read agree with the table generator.
 
 The crate's tests carry their own copies of the example tables and of the RowReduce, TallQKV,
-OnChipTranspose, FixedArray, WeightStationary, Registers and ByteTiles test accelerators' (so
-that they run wherever the crate is copied); these must be what ``isa_table`` makes of the specs.
+OnChipTranspose, FixedArray, WeightStationary, Registers, ByteTiles and StridedTiles test
+accelerators' (so that they run wherever the crate is copied); these must be what ``isa_table``
+makes of the specs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ FIXTURES = ROOT / "act_backend" / "backend" / "crate" / "tests" / "data"
     ("tests/specs/WeightStationary/WeightStationary.py", "weightstationary_isa.json", "ws"),
     ("tests/specs/Registers/Registers.py", "registers_isa.json", "regs"),
     ("tests/specs/ByteTiles/ByteTiles.py", "bytetiles_isa.json", "acc"),
+    ("tests/specs/StridedTiles/StridedTiles.py", "stridedtiles_isa.json", "acc"),
 ])
 def test_selection_fixture_is_the_generated_table(spec, fixture, variable, monkeypatch):
     # The spec scripts end by generating; only their accelerator is wanted here.

@@ -38,7 +38,7 @@ TEST_SPECS = {"Vec": "Vec.py", "RowReduce": "RowReduce.py", "Contiguous": "Conti
               "TallQKV": "TallQKV.py", "Lanes": "Lanes.py",
               "OnChipTranspose": "OnChipTranspose.py", "FixedArray": "FixedArray.py",
               "WeightStationary": "WeightStationary.py", "Registers": "Registers.py",
-              "ByteTiles": "ByteTiles.py"}
+              "ByteTiles": "ByteTiles.py", "StridedTiles": "StridedTiles.py"}
 SPECS_DIR = ROOT / "tests" / "specs"
 
 

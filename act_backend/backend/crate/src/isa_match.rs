@@ -30,7 +30,10 @@
 //! elementwise operator with such a constant operand that is the identity for one value
 //! (`x * 1`, `x / 1`, `x - 0`, integer `x + 0`) also gives a variant of the pattern without
 //! it, the attribute fixed by that value: a scaled load then matches a plain load with
-//! scale 1, and only with that scale.
+//! scale 1, and only with that scale. Likewise a slice that may keep all of its operand gives
+//! a variant without it, its starts at 0 and limits at the operand's extents: a load of a
+//! window of rows `stride` long (AMX's `tileloadd`) also reads a whole matrix, at its row
+//! length.
 //!
 //! A computational attribute that no shape or attribute of the semantics mentions cannot be
 //! determined by a match; it does not change what the instruction computes, so it is free and
@@ -479,6 +482,67 @@ impl Pattern {
         })
     }
 
+    /// The variant of the pattern in which every slice that may keep all of its operand does:
+    /// each such slice is its operand, its starts fixed at 0, its strides at 1 and its limits
+    /// at its operand's extents, and a reshape of a reshape is one reshape. A load of a window
+    /// of rows `stride` long (AMX's `tileloadd`, Gemmini's strided `mvin`) then also matches a
+    /// whole matrix as a load of consecutive bytes does, its stride the matrix's row length.
+    /// `None` where no slice can be whole.
+    fn whole_slice_variant(&self, isa: &Isa) -> Result<Option<Pattern>, String> {
+        let mut ops = self.ops.clone();
+        let mut fixed = self.fixed.clone();
+        let mut replaced: BTreeMap<usize, usize> = BTreeMap::new();
+        for (o, pop) in self.ops.iter().enumerate() {
+            let (PKind::Slice(ranges), &[x]) = (&pop.kind, &pop.operands[..]) else { continue };
+            let mut eqs = Vec::new();
+            for (r, extent) in ranges.iter().zip(&self.ops[x].shape) {
+                eqs.push((r[0].clone(), 0));
+                eqs.push((r[2].clone(), 1));
+                eqs.push((Expr::Sub(Box::new(extent.clone()), Box::new(r[1].clone())), 0));
+            }
+            // Equations without attributes must hold as they are; the rest go to every match.
+            let (constant, open): (Vec<Equation>, Vec<Equation>) = eqs.into_iter().partition(|(e, _)| e.attrs().is_empty());
+            if constant.iter().any(|(e, v)| e.eval(&BTreeMap::new()) != Ok(*v)) {
+                continue;
+            }
+            fixed.extend(open);
+            replaced.insert(o, x);
+        }
+        if replaced.is_empty() {
+            return Ok(None);
+        }
+        let source = |mut k: usize| {
+            while let Some(&x) = replaced.get(&k) {
+                k = x;
+            }
+            k
+        };
+        for o in 0..ops.len() {
+            let mut operands: Vec<usize> = ops[o].operands.iter().map(|&k| source(k)).collect();
+            // A reshape of a reshape is one reshape of the inner one's operand.
+            if let (PKind::Plain(Op::Reshape), [x]) = (&ops[o].kind, &mut operands[..]) {
+                while let (PKind::Plain(Op::Reshape), &[inner]) = (&ops[*x].kind, &ops[*x].operands[..]) {
+                    *x = inner;
+                }
+            }
+            ops[o].operands = operands;
+        }
+        let root = source(self.root);
+        // Nodes the variant no longer reaches read nothing (they would count as users).
+        let mut reached = vec![false; ops.len()];
+        let mut stack = vec![root];
+        while let Some(k) = stack.pop() {
+            if !std::mem::replace(&mut reached[k], true) {
+                stack.extend(ops[k].operands.iter().copied());
+            }
+        }
+        for (op, _) in ops.iter_mut().zip(&reached).filter(|(_, &r)| !r) {
+            op.operands.clear();
+        }
+        let param_of: BTreeMap<usize, usize> = self.params.iter().copied().enumerate().collect();
+        Pattern::assemble(isa, self.instr, ops, root, &param_of, fixed).map(Some)
+    }
+
     /// The variants of the pattern without one elementwise operator whose other operand is a
     /// splat of an attribute expression, for the value that makes the operator the identity:
     /// `x * c` and `x / c` with `c = 1`, `x - c` with `c = 0`, and integer `x + c` with
@@ -544,11 +608,13 @@ impl Patterns {
                 attribute: u["c.".len()..].to_string(),
                 value: FREE_VALUE,
             }));
-            let variants = pattern
-                .identity_variants(isa)
-                .map_err(|reason| TableError::Unusable { instruction: instr.name.clone(), reason })?;
-            list.push(pattern);
-            list.extend(variants);
+            let unusable = |reason| TableError::Unusable { instruction: instr.name.clone(), reason };
+            let variants = pattern.identity_variants(isa).map_err(unusable)?;
+            for pattern in std::iter::once(pattern).chain(variants) {
+                let whole = pattern.whole_slice_variant(isa).map_err(unusable)?;
+                list.push(pattern);
+                list.extend(whole);
+            }
         }
         Ok(Patterns { list, ops, free })
     }
@@ -608,7 +674,7 @@ fn chain_up(ops: &[POp], users: &[Vec<usize>], from: usize) -> (Vec<usize>, usiz
 /// result's bytes into a register of another type: an AMX-style tile of int8 holding the
 /// uint8 operand and the int32 accumulator of one dot-product instruction. Only then do
 /// patterns match through [`byte_views`].
-fn reinterprets_on_chip(isa: &Isa) -> bool {
+pub fn reinterprets_on_chip(isa: &Isa) -> bool {
     let view = |op: &crate::isa::Op| matches!(op.op, OpCode::Reshape | OpCode::BitcastConvert);
     isa.instructions.iter().any(|instr| {
         let ops = &instr.semantics;

@@ -65,6 +65,14 @@ pub struct RuleSet {
     /// concatenated along a later dimension are written into HBM piece by piece, and a
     /// column repeated across columns as its copies (see `tiling.rs`).
     pub strided_writes: bool,
+    /// Some instruction writes HBM without `dynamic_update_slice` (a store of consecutive
+    /// bytes). Where none does, a whole value too is written by strided stores
+    /// ([`tiling::write_columns`] of one part).
+    pub contiguous_writes: bool,
+    /// Some instruction reads a register's bytes as another element type (AMX-style byte
+    /// tiles, [`crate::isa_match::reinterprets_on_chip`]): a strided store of bytes then
+    /// writes a value of any type, its rows seen as rows of bytes.
+    pub byte_registers: bool,
     /// Some instruction reads a strided window of HBM (semantics that slice what they load
     /// from HBM). Where none does, a window narrower than the matrix it lies in is read row by
     /// row, and values concatenated along their columns are written row by row: each row of
@@ -129,6 +137,10 @@ impl RuleSet {
         self.hbm_read_unit = hbm_run_unit(isa, |i| (&i.inputs, &i.outputs));
         self.hbm_write_unit = hbm_run_unit(isa, |i| (&i.outputs, &i.inputs));
         self.transposed_rows = transposed_rows(isa);
+        let to_hbm = |i: &crate::isa::Instruction| i.outputs.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
+        self.contiguous_writes =
+            isa.instructions.iter().any(|i| to_hbm(i) && !i.semantics.iter().any(|op| op.op == OpCode::DynamicUpdateSlice));
+        self.byte_registers = crate::isa_match::reinterprets_on_chip(isa);
         self
     }
 
@@ -181,6 +193,8 @@ impl Default for RuleSet {
             transpose: false,
             tiles: Extents::default(),
             strided_writes: false,
+            contiguous_writes: true,
+            byte_registers: false,
             strided_reads: false,
             hbm_read_unit: 1,
             hbm_write_unit: 1,
@@ -635,6 +649,22 @@ impl<'a> Finder<'a> {
                 }
                 if node.ty.dtype == DType::U8 && node.ty.rank() == 1 {
                     self.transpose_bytes_as_rows(id, x);
+                    // Where every store is strided, a whole matrix is written by strided stores
+                    // too (one part over HBM whose contents do not matter). Not a value already
+                    // so written, nor those contents themselves: each would start another
+                    // region, without end.
+                    let written = |c: Id| {
+                        eg[c].nodes.iter().any(|n| match n.op {
+                            Op::DynamicUpdateSlice | Op::Uninit(_) => true,
+                            Op::Reshape => eg[n.children[0]].nodes.iter().any(|m| matches!(m.op, Op::Uninit(_))),
+                            _ => false,
+                        })
+                    };
+                    if self.rules.strided_writes && !self.rules.contiguous_writes && class_ty(eg, x).rank() >= 2 && !written(x) {
+                        for term in tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), 1, &[x], self.rules.byte_registers) {
+                            self.push("flatten-by-a-strided-write", id, term);
+                        }
+                    }
                 }
                 for inner in self.nodes(x) {
                     match &inner.op {
@@ -680,8 +710,9 @@ impl<'a> Finder<'a> {
                                 && node.ty.dtype == DType::U8
                                 && inner.children.len() > 1 =>
                         {
-                            let term = tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), *d, &inner.children);
-                            self.push("flatten-by-strided-writes", id, term);
+                            for term in tiling::write_columns(eg, usize::from(x), &node.ty, class_ty(eg, x), *d, &inner.children, self.rules.byte_registers) {
+                                self.push("flatten-by-strided-writes", id, term);
+                            }
                         }
                         Op::Concatenate(1)
                             if !self.rules.strided_writes
@@ -950,6 +981,15 @@ impl<'a> Finder<'a> {
                     let term = Term::Node(Op::Slice(narrow.to_vec()), sliced, vec![Term::Class(y)]);
                     self.push("slice-of-bitcast", id, Term::Node(Op::BitcastConvert, node.ty.clone(), vec![term]));
                 }
+                // Only of a kernel input moved about (a tile of an interleaved matrix
+                // unpacked, widened): a window of a computed value moves through
+                // the operations instead, and windows of every reshape of one grew a
+                // 128-column softmax on QKV to its node limit.
+                Op::Reshape if y_ty.rank() > 1 && !self.rules.tiles.is_empty() && tiling::moved_input(eg, y) => {
+                    if let Some(term) = tiling::slice_through_reshape(y, y_ty, &inner.ty.shape, ranges, &node.ty) {
+                        self.push("slice-through-reshape", id, term);
+                    }
+                }
                 Op::Reshape if y_ty.rank() == 1 => {
                     let x_shape = &class_ty(eg, x).shape;
                     let whole_rest = ranges.iter().zip(x_shape).skip(1).all(|(r, &d)| *r == (0, d, 1));
@@ -980,7 +1020,7 @@ impl<'a> Finder<'a> {
                         continue;
                     }
                     if !whole_rest {
-                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, (!self.rules.strided_reads).then_some(self.rules.hbm_read_unit)) {
+                        for (rule, term) in tiling::strided_views(y, y_ty, x_shape, ranges, &node.ty, (!self.rules.strided_reads).then_some(self.rules.hbm_read_unit), self.rules.byte_registers) {
                             self.push(rule, id, term);
                         }
                         continue;

@@ -1205,6 +1205,103 @@ pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: 
     Some(Term::Node(inner.op.clone(), ty.clone(), operands))
 }
 
+/// `slice(reshape(y) : x, ranges)` as `reshape(slice(y, ranges on y))` where the reshape
+/// splits or merges dimensions of a value of rank two or more and the window is a box of `y`
+/// too: in each group of dimensions the reshape maps onto each other (equal products, taken
+/// in order), a dimension kept is cut as it is; one of `y` split into several is cut only
+/// along the first of them, the rest whole (`[16, 128]` seen as `[16, 32, 4]`, columns
+/// `16..32` of the middle one are columns `64..128`); several merged into one of `x` are cut
+/// at multiples of the later ones' product, along the first. Exact for every type (the same
+/// elements). A kernel's tile of an operand it reads through a reshape (an interleaved
+/// matrix unpacked by a reshape and a transpose) is then a window of the operand, which a
+/// strided load reads. `None` where some group is cut otherwise, and for a reshape of a
+/// vector (its windows are byte runs, [`strided_views`]). The rules apply it to inputs only
+/// moved about ([`moved_input`]).
+pub fn slice_through_reshape(y: Id, y_ty: &Ty, x_shape: &[i64], ranges: &[(i64, i64, i64)], ty: &Ty) -> Option<Term> {
+    let y_shape = &y_ty.shape;
+    if y_shape.len() < 2 || y_shape.as_slice() == x_shape || ranges.len() != x_shape.len() {
+        return None;
+    }
+    let whole = |r: (i64, i64, i64), n: i64| r == (0, n, 1);
+    let mut y_ranges: Vec<(i64, i64, i64)> = Vec::with_capacity(y_shape.len());
+    let (mut i, mut j) = (0, 0);
+    while i < y_shape.len() && j < x_shape.len() {
+        let (i0, j0) = (i, j);
+        let (mut py, mut px) = (y_shape[i], x_shape[j]);
+        i += 1;
+        j += 1;
+        while py != px {
+            if py < px {
+                py *= *y_shape.get(i)?;
+                i += 1;
+            } else {
+                px *= *x_shape.get(j)?;
+                j += 1;
+            }
+        }
+        let (ys, xs, rs) = (&y_shape[i0..i], &x_shape[j0..j], &ranges[j0..j]);
+        match (ys.len(), xs.len()) {
+            (1, 1) => y_ranges.push(rs[0]),
+            (1, _) => y_ranges.push(run_of_box(xs, rs)?),
+            (_, 1) => y_ranges.extend(box_of_run(ys, rs[0])?),
+            _ if rs.iter().zip(xs).all(|(&r, &n)| whole(r, n)) => y_ranges.extend(ys.iter().map(|&n| (0, n, 1))),
+            _ => return None,
+        }
+    }
+    // Trailing dimensions of one on either side.
+    if y_shape[i..].iter().chain(&x_shape[j..]).any(|&n| n != 1) {
+        return None;
+    }
+    y_ranges.extend(y_shape[i..].iter().map(|_| (0, 1, 1)));
+    let sliced = crate::infer::slice_type(y_ty, &y_ranges).ok()?;
+    Some(Term::Node(Op::Reshape, ty.clone(), vec![Term::Node(Op::Slice(y_ranges), sliced, vec![Term::Class(y)])]))
+}
+
+/// The run of one dimension that the box `ranges` of its split into `dims` (row-major) is:
+/// single indices, then one range, then whole dimensions. `None` for any other box.
+fn run_of_box(dims: &[i64], ranges: &[(i64, i64, i64)]) -> Option<(i64, i64, i64)> {
+    let cut = ranges.iter().position(|r| r.1 - r.0 != 1).unwrap_or(dims.len() - 1);
+    let inner: i64 = dims[cut + 1..].iter().product();
+    let whole_after = ranges[cut + 1..].iter().zip(&dims[cut + 1..]).all(|(r, &n)| *r == (0, n, 1));
+    let (lo, hi, stride) = ranges[cut];
+    if !whole_after || stride != 1 {
+        return None;
+    }
+    let base: i64 = ranges[..cut].iter().zip(&dims[..cut]).rev().fold((0, inner * dims[cut]), |(acc, scale), (r, &n)| (acc + r.0 * scale, scale * n)).0;
+    Some((base + lo * inner, base + hi * inner, 1))
+}
+
+/// The box of `dims` (merged row-major into one dimension) that the run `range` of the merged
+/// dimension is: single indices, then one range, then whole dimensions, the cut as far out as
+/// the run allows. `None` where the run is no such box (or strided).
+fn box_of_run(dims: &[i64], (lo, hi, stride): (i64, i64, i64)) -> Option<Vec<(i64, i64, i64)>> {
+    if stride != 1 || hi <= lo {
+        return None;
+    }
+    (0..dims.len()).find_map(|f| {
+        let inner: i64 = dims[f + 1..].iter().product();
+        let (a, b) = (lo / inner, hi / inner);
+        if lo % inner != 0 || hi % inner != 0 || a / dims[f] != (b - 1) / dims[f] {
+            return None;
+        }
+        // The single indices of the dimensions before the cut: `a / dims[f]` in mixed radix.
+        let mut outer = a / dims[f];
+        let mut before: Vec<(i64, i64, i64)> = dims[..f]
+            .iter()
+            .rev()
+            .map(|&n| {
+                let k = outer % n;
+                outer /= n;
+                (k, k + 1, 1)
+            })
+            .collect();
+        before.reverse();
+        before.push((a % dims[f], (b - 1) % dims[f] + 1, 1));
+        before.extend(dims[f + 1..].iter().map(|&n| (0, n, 1)));
+        Some(before)
+    })
+}
+
 /// A window `[r0, r1) x [c0, c1)` (further dimensions whole) of a row-major matrix read from
 /// the flat bytes `y` (`x = reshape(y) : [m, n, ...]`) is a strided view of those bytes, in
 /// the two ways strided loads are written: the whole rows it lies in, reshaped and sliced at
@@ -1212,7 +1309,9 @@ pub fn slice_through(eg: &SelGraph, ranges: &[(i64, i64, i64)], ty: &Ty, inner: 
 /// element of its row count times the row pitch, reshaped and sliced at column 0 (TAIDL's
 /// strided load, `slice-of-strided-span`). With `row_by_row` (the bytes every run an
 /// instruction reads from HBM is a multiple of), also its rows end to end
-/// ([`window_row_by_row`]).
+/// ([`window_row_by_row`]). With `as_byte_rows` (registers of bytes that hold any type), also
+/// each of those of the matrix seen as rows of elements, its dimensions after the first
+/// merged (an int32 window `[16, 16, 4]` of bytes as `[16, 64]`), reshaped back.
 pub fn strided_views(
     y: Id,
     y_ty: &Ty,
@@ -1220,6 +1319,7 @@ pub fn strided_views(
     ranges: &[(i64, i64, i64)],
     ty: &Ty,
     row_by_row: Option<i64>,
+    as_byte_rows: bool,
 ) -> Vec<(&'static str, Term)> {
     let mut out = Vec::new();
     if x_shape.len() < 2 || ranges.iter().any(|r| r.2 != 1) {
@@ -1228,6 +1328,15 @@ pub fn strided_views(
     let whole_after = ranges.iter().zip(x_shape).skip(2).all(|(r, &d)| *r == (0, d, 1));
     if !whole_after {
         return out;
+    }
+    if as_byte_rows && x_shape.len() > 2 {
+        let inner: i64 = x_shape[2..].iter().product();
+        let rows = [x_shape[0], x_shape[1] * inner];
+        let window = [ranges[0], (ranges[1].0 * inner, ranges[1].1 * inner, 1)];
+        let flat_ty = ty.with_shape(vec![ty.shape[0], ty.shape[1] * inner]);
+        for (rule, term) in strided_views(y, y_ty, &rows, &window, &flat_ty, row_by_row, false) {
+            out.push((rule, Term::Node(Op::Reshape, ty.clone(), vec![term])));
+        }
     }
     let ((r0, r1, _), (c0, c1, _)) = (ranges[0], ranges[1]);
     let rows = r1 - r0;
@@ -1379,6 +1488,34 @@ pub fn read_as_is(eg: &SelGraph, c: Id) -> bool {
     within(eg, c, 3)
 }
 
+/// Whether class `c` is a kernel input only moved about: its bytes through at most six
+/// reshapes, bit casts, transposes, slices and conversions (a tile of an interleaved matrix
+/// unpacked, widened), no arithmetic. Each class is looked at once (classes hold many such
+/// nodes: following every path is exponential in the depth).
+pub fn moved_input(eg: &SelGraph, c: Id) -> bool {
+    let mut seen = std::collections::HashSet::from([eg.find(c)]);
+    let mut level = vec![eg.find(c)];
+    for depth in 0..=6 {
+        let mut next = Vec::new();
+        for &k in &level {
+            for n in &eg[k].nodes {
+                match n.op {
+                    Op::Input(_) => return true,
+                    Op::Reshape | Op::BitcastConvert | Op::Transpose(_) | Op::Slice(_) | Op::Convert if depth < 6 => {
+                        let child = eg.find(n.children[0]);
+                        if seen.insert(child) {
+                            next.push(child);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        level = next;
+    }
+    false
+}
+
 /// Whether class `c` is a value laid out row-major as it is read, looking `depth` reshapes or
 /// bitcasts deep: a kernel input's bytes, a literal, a scalar splat, or a reshape of a value
 /// of shape `rows`.
@@ -1455,17 +1592,39 @@ pub fn broadcast_as_copies(eg: &SelGraph, node: &Node, along: usize) -> Option<T
 /// starting from HBM whose contents do not matter (tagged `tag`), each part is written over
 /// its place with `dynamic_update_slice` into the rows it lies in, read and written back
 /// whole, which is how TAIDL writes a strided store. The parts cover the grid, so the result
-/// is the concatenation's bytes whatever the region held.
-pub fn write_columns(eg: &SelGraph, tag: usize, flat: &Ty, grid: &Ty, d: usize, parts: &[Id]) -> Term {
+/// is the concatenation's bytes whatever the region held. With `as_byte_rows` (registers of
+/// bytes that hold any type), also with the dimensions from `d` on merged into one: an int32
+/// matrix's bytes `[m, n, 4]` written as rows of `4n` bytes by a store of byte tiles.
+pub fn write_columns(eg: &SelGraph, tag: usize, flat: &Ty, grid: &Ty, d: usize, parts: &[Id], as_byte_rows: bool) -> Vec<Term> {
+    let mut out = vec![write_parts(tag, flat, grid, d, parts.iter().map(|&p| (Term::Class(p), eg[p].data.shape[d])))];
+    if as_byte_rows && grid.rank() > d + 1 {
+        let merged = |ty: &Ty| {
+            let mut shape = ty.shape[..d].to_vec();
+            shape.push(ty.shape[d..].iter().product());
+            ty.with_shape(shape)
+        };
+        let inner: i64 = grid.shape[d + 1..].iter().product();
+        let rows = parts.iter().map(|&p| {
+            let p_ty = &eg[p].data;
+            (Term::Node(Op::Reshape, merged(p_ty), vec![Term::Class(p)]), p_ty.shape[d] * inner)
+        });
+        out.push(write_parts(tag, flat, &merged(grid), d, rows));
+    }
+    out
+}
+
+/// `parts` (each with its extent along `d`) written side by side along `d` of `grid` by
+/// `dynamic_update_slice`, from HBM whose contents do not matter ([`write_columns`]).
+fn write_parts(tag: usize, flat: &Ty, grid: &Ty, d: usize, parts: impl Iterator<Item = (Term, i64)>) -> Term {
     let index = |v: i64| Term::Node(Op::Constant(Literal::from_values(&[v as f64])), Ty::new(DType::S32, vec![]), vec![]);
     let mut bytes = Term::Node(Op::Uninit(tag), flat.clone(), vec![]);
     let mut at = 0;
-    for &part in parts {
-        let mut operands = vec![Term::Node(Op::Reshape, grid.clone(), vec![bytes]), Term::Class(part)];
+    for (part, extent) in parts {
+        let mut operands = vec![Term::Node(Op::Reshape, grid.clone(), vec![bytes]), part];
         operands.extend((0..grid.rank()).map(|k| index(if k == d { at } else { 0 })));
         let written = Term::Node(Op::DynamicUpdateSlice, grid.clone(), operands);
         bytes = Term::Node(Op::Reshape, flat.clone(), vec![written]);
-        at += eg[part].data.shape[d];
+        at += extent;
     }
     bytes
 }
@@ -1505,6 +1664,44 @@ mod tests {
 
     fn ty(shape: &[i64]) -> Ty {
         Ty::new(DType::BF16, shape.to_vec())
+    }
+
+    #[test]
+    fn a_box_of_a_split_dimension_is_a_run_of_it_when_it_cuts_one_dimension_then_keeps_the_rest() {
+        // `[128]` seen as `[32, 4]`: items 16..32 are elements 64..128.
+        assert_eq!(run_of_box(&[32, 4], &[(16, 32, 1), (0, 4, 1)]), Some((64, 128, 1)));
+        // Single indices before the cut move the run: row 1 of `[4, 4, 8]`, its items 2..4.
+        assert_eq!(run_of_box(&[4, 4, 8], &[(1, 2, 1), (2, 4, 1), (0, 8, 1)]), Some((48, 64, 1)));
+        // A cut after a partial dimension is strided, not a run; so is a stride.
+        assert_eq!(run_of_box(&[4, 4], &[(1, 3, 1), (1, 2, 1)]), None);
+        assert_eq!(run_of_box(&[32, 4], &[(0, 32, 2), (0, 4, 1)]), None);
+    }
+
+    #[test]
+    fn a_run_of_merged_dimensions_is_a_box_of_them_when_it_cuts_as_far_out_as_it_can() {
+        // `[16, 4]` seen as `[64]`: elements 16..32 are rows 4..8.
+        assert_eq!(box_of_run(&[16, 4], (16, 32, 1)), Some(vec![(4, 8, 1), (0, 4, 1)]));
+        // Elements 5..7 lie in row 1.
+        assert_eq!(box_of_run(&[16, 4], (5, 7, 1)), Some(vec![(1, 2, 1), (1, 3, 1)]));
+        // Elements 2..6 cross a row: no box.
+        assert_eq!(box_of_run(&[16, 4], (2, 6, 1)), None);
+    }
+
+    #[test]
+    fn a_window_of_a_reshape_that_splits_dimensions_is_a_window_of_its_operand() {
+        let mut eg = SelGraph::new(crate::egraph::TypeAnalysis);
+        let p = eg.add(Node::new(Op::Input(0), Ty::new(DType::S8, vec![16, 128]), vec![]));
+        let p_ty = eg[p].data.clone();
+        // Columns 16..32 of the middle dimension of `[16, 128]` seen as `[16, 32, 4]` are its
+        // columns 64..128.
+        let window = [(0, 16, 1), (16, 32, 1), (0, 4, 1)];
+        let ty = Ty::new(DType::S8, vec![16, 16, 4]);
+        let Some(Term::Node(Op::Reshape, _, inner)) = slice_through_reshape(p, &p_ty, &[16, 32, 4], &window, &ty) else {
+            panic!("a reshape of a window")
+        };
+        assert!(matches!(&inner[0], Term::Node(Op::Slice(r), t, _) if *r == [(0, 16, 1), (64, 128, 1)] && t.shape == [16, 64]));
+        // A window that cuts the interleaved dimension is none of the operand.
+        assert!(slice_through_reshape(p, &p_ty, &[16, 32, 4], &[(0, 16, 1), (0, 32, 1), (0, 2, 1)], &ty).is_none());
     }
 
     #[test]

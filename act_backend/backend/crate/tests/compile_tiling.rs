@@ -766,3 +766,19 @@ fn a_tile_register_read_as_other_types_holds_each_value_as_its_bytes() {
     let calls = compiled("bytetiles_isa.json", "bytetiles_product_plus_16x64x16");
     assert_eq!((count(&calls, "tileloadd"), count(&calls, "tilezero"), count(&calls, "tdpbusd")), (3, 0, 1), "{calls:?}");
 }
+
+#[test]
+fn tiles_moved_at_a_row_stride_are_whole_matrices_and_windows_of_wider_ones() {
+    // StridedTiles moves a tile only at a stride, as AMX's `tileloadd` and `tilestored` do: a
+    // whole matrix moves at its row length (refused before: "no instruction loads parameter
+    // 0"), a stored one over HBM whose earlier contents do not matter.
+    let calls = compiled("stridedtiles_isa.json", "stridedtiles_product_16x64x16");
+    assert_eq!(calls, ["tileloadd", "tileloadd", "tilezero", "tdpbusd", "tilestored"], "{calls:?}");
+    // Result columns 16..32 are those of the interleaved matrix's columns 64..128, a window
+    // of it read at its row length; each result tile is written by a strided store.
+    let calls = compiled("stridedtiles_isa.json", "stridedtiles_product_16x64x32");
+    assert_eq!((count(&calls, "tdpbusd"), count(&calls, "tilestored")), (2, 2), "{calls:?}");
+    // An int32 addend's tiles are windows of its bytes as rows of 128 bytes.
+    let calls = compiled("stridedtiles_isa.json", "stridedtiles_product_plus_32x64x32");
+    assert_eq!((count(&calls, "tdpbusd"), count(&calls, "tilezero"), count(&calls, "tilestored")), (4, 0, 4), "{calls:?}");
+}

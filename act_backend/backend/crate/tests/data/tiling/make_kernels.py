@@ -332,6 +332,22 @@ KERNELS = {
                                          shape(16, 16, dtype=I32)]),
     "bytetiles_product_32x64x16": (interleaved_product, [shape(32, 64, dtype=U8),
                                                          shape(16, 64, dtype=I8)]),
+    # the same unit with loads and stores at a row stride, its only transfers: whole matrices
+    # at their row length, a contraction of 128 as two accumulated products, result columns
+    # from column windows of the interleaved matrix, each written by a strided store, and a
+    # product larger than a tile in every dimension (refused before: "no instruction loads
+    # parameter 0")
+    "stridedtiles_product_16x64x16": (interleaved_product, [shape(16, 64, dtype=U8),
+                                                            shape(16, 64, dtype=I8)]),
+    "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
+                                                             shape(32, 64, dtype=I8)]),
+    "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
+                                                            shape(16, 128, dtype=I8)]),
+    "stridedtiles_product_plus_32x64x32": (lambda a, p, c: interleaved_product(a, p) + c,
+                                           [shape(32, 64, dtype=U8), shape(16, 128, dtype=I8),
+                                            shape(32, 32, dtype=I32)]),
+    "stridedtiles_product_64x256x64": (interleaved_product, [shape(64, 256, dtype=U8),
+                                                             shape(64, 256, dtype=I8)]),
 }
 
 
