@@ -276,6 +276,10 @@ FIXED_ARRAY = {
     # 16+16+4: 3 x 2 x 3 products, each once
     "fixedarray_matmul_40x36x32": {"matmul": 6, "matmul_acc": 12},
     "fixedarray_linear_layer_40x24x32": {"matmul": 0, "matmul_acc": 12},
+    # 24 result columns where the only store writes accumulator rows of 16: the column tiles
+    # at 0 and 8, each stored whole a row at a time, the 8 columns both hold written twice
+    # with the same values (refused before)
+    "fixedarray_matmul_16x16x24": {"matmul": 2, "store_acc": 32},
 }
 
 
@@ -339,6 +343,13 @@ REGISTERS = {
     "registers_int32_batch_matmul_3x16x16x16": {"tzero": 3, "tmac": 3, "tload": 6, "tstore": 3},
     # A + B on a unit that only multiplies and accumulates: A.I + B, I a constant in HBM
     "registers_int32_add_16x16": {"tmac": 1, "tload": 3, "tstore": 1},
+    # element counts no multiple of 16: the last register overlaps the one before (the
+    # elements both hold computed and written twice, the same bits): 17 floats in 2, 17 x 17
+    # in 19, 17 x 8 in 9, rows of 17 shifted by a scalar each in 2 a row (refused before)
+    "registers_scale_17": {"vmul": 2, "vload": 2, "vstore": 2},
+    "registers_add_17x17": {"vadd": 19, "vload": 38, "vstore": 19},
+    "registers_add_17x8": {"vadd": 9, "vload": 18, "vstore": 9},
+    "registers_columns_shifted_17x17": {"vadd": 34, "vbroadcast": 17, "vstore": 34},
 }
 
 

@@ -50,6 +50,9 @@ enum How {
     View { offset: Vec<i64>, size: Vec<i64> },
     /// The operands' bytes end to end in HBM, each written in place: no instruction.
     Concat,
+    /// The operands' bytes written in place at these byte offsets of a value in HBM, where
+    /// they may overlap with the same bytes ([`Op::Overlay`]): no instruction.
+    Overlay { starts: Vec<i64> },
     /// A literal's bytes, placed in HBM before the program runs.
     Constant { dtype: DType, shape: Vec<i64>, bits: Vec<u64> },
     /// HBM whose contents do not matter.
@@ -250,6 +253,17 @@ impl Extractor {
                         let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false });
                         st.providers[s].push(Provider { how: How::Concat, inputs });
                     }
+                    // Byte strings overlaid in HBM: each written in place at its start.
+                    Op::Overlay { dim: 0, starts } if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
+                        let mut inputs = Vec::new();
+                        for &child in &node.children {
+                            let key =
+                                StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()], written: true };
+                            inputs.push(st.intern(key));
+                        }
+                        let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false });
+                        st.providers[s].push(Provider { how: How::Overlay { starts: starts.clone() }, inputs });
+                    }
                     Op::Pii { instr, comp } => {
                         let ins = &isa.instructions[*instr];
                         let env = ins.comp_env(comp);
@@ -325,7 +339,7 @@ impl Extractor {
         let base = match p.how {
             How::Input { .. } | How::Constant { .. } | How::Uninit { .. } => 0,
             How::Instr { .. } => INSTR_COST,
-            How::View { .. } | How::Concat => 1,
+            How::View { .. } | How::Concat | How::Overlay { .. } => 1,
         };
         p.inputs
             .iter()
@@ -462,7 +476,7 @@ impl Extractor {
         self.alts[root]
             .iter()
             .copied()
-            .filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. } | How::Concat))
+            .filter(|&k| matches!(self.providers[root][k].how, How::Instr { .. } | How::Concat | How::Overlay { .. }))
             .collect()
     }
 
@@ -524,6 +538,7 @@ impl Extractor {
                         PiiNode::View { of: operands[0], offset: offset.clone(), size: size.clone() }
                     }
                     How::Concat => PiiNode::Concat { parts: operands, dim: 0 },
+                    How::Overlay { starts } => PiiNode::Overlay { parts: operands, starts: starts.clone() },
                     How::Constant { dtype, shape, bits } => {
                         PiiNode::Constant { dtype: *dtype, shape: shape.clone(), bits: bits.clone() }
                     }

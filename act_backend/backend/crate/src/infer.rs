@@ -148,6 +148,26 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> 
             }
             concat_type(operands, *dim)?
         }
+        // Each part lies inside the result at its start, the rest of the shape the same.
+        Op::Overlay { dim, starts } => {
+            let fits = starts.len() == operands.len()
+                && operands.iter().zip(starts).all(|(o, &s)| {
+                    o.dtype == declared.dtype
+                        && o.rank() == declared.rank()
+                        && *dim < o.rank()
+                        && s >= 0
+                        && s + o.shape[*dim] <= declared.shape[*dim]
+                        && o.shape.iter().zip(&declared.shape).enumerate().all(|(d, (a, b))| d == *dim || a == b)
+                });
+            if !fits {
+                return Err(TypeError {
+                    code: "operand-type-mismatch",
+                    site: Site::Opcode,
+                    message: format!("an overlay's parts at {starts:?} along {dim} do not lie inside {declared}"),
+                });
+            }
+            declared.clone()
+        }
         Op::Dot(dims) => {
             arity(name, operands, 2)?;
             dot_type(operands[0], operands[1], dims, declared.dtype)?

@@ -252,6 +252,12 @@ pub enum Op {
     /// `(start, limit, stride)` per dimension.
     Slice(Vec<(i64, i64, i64)>),
     Concatenate(usize),
+    /// The parts placed along `dim` at `starts`, where they may overlap: built only where the
+    /// overlapping elements are the same values computed twice (the last tile of a dimension
+    /// no multiple of a fixed unit, computed over the unit's last elements), so that writing
+    /// the parts in any order gives the value. No instruction computes it; a byte string in
+    /// HBM made so is each part written in its place.
+    Overlay { dim: usize, starts: Vec<i64> },
     Dot(DotDims),
     Broadcast(Vec<usize>),
     /// Operands `[x, init]`.
@@ -332,6 +338,7 @@ impl Op {
             Op::Transpose(_) => "transpose",
             Op::Slice(_) => "slice",
             Op::Concatenate(_) => "concatenate",
+            Op::Overlay { .. } => "concatenate",
             Op::Dot(_) => "dot",
             Op::Broadcast(_) => "broadcast",
             Op::Reduce { .. } => "reduce",

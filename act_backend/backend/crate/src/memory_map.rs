@@ -176,7 +176,7 @@ pub fn map(
                     .ok_or(format!("node {n} views node {of}, which has no place"))?;
                 (Made::View, base.iter().zip(offset).map(|(b, o)| b + o).collect())
             }
-            PiiNode::Concat { parts, .. } => {
+            PiiNode::Concat { parts, .. } | PiiNode::Overlay { parts, .. } => {
                 let part = parts.first().ok_or(format!("node {n} concatenates nothing"))?;
                 let base =
                     starts[*part].as_ref().ok_or(format!("node {n}: part {part} has no place"))?;

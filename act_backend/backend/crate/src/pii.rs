@@ -28,6 +28,12 @@ pub enum PiiNode {
     /// by side along access dimension `dim`, so each part's producer writes it into place.
     /// A part may not be a kernel input or a view, nor a part of another concatenation.
     Concat { parts: Vec<usize>, dim: usize },
+    /// An identity overlay in HBM: no instruction runs; each part, a byte string, is written
+    /// in place at its start (bytes into the value), where parts may overlap: selection
+    /// builds overlays only of parts whose overlapping bytes are the same values computed
+    /// twice (the last tile of a dimension no multiple of a fixed unit), so the order of the
+    /// writes does not matter. Parts as for a concatenation.
+    Overlay { parts: Vec<usize>, starts: Vec<i64> },
     /// A literal the kernel uses, placed in d0 before the program runs (the assembly's
     /// `constant` list): `bits` are the values' f64 bit patterns, row-major, or one value
     /// that every element holds.
@@ -45,7 +51,7 @@ impl PiiNode {
             PiiNode::Input { .. } | PiiNode::Constant { .. } | PiiNode::Uninit { .. } => &[],
             PiiNode::Instr { operands, .. } => operands,
             PiiNode::View { of, .. } => std::slice::from_ref(of),
-            PiiNode::Concat { parts, .. } => parts,
+            PiiNode::Concat { parts, .. } | PiiNode::Overlay { parts, .. } => parts,
         }
     }
 
@@ -62,7 +68,7 @@ impl PiiNode {
 
     /// Views and concatenations: nodes that name a value without computing it.
     pub fn is_identity(&self) -> bool {
-        matches!(self, PiiNode::View { .. } | PiiNode::Concat { .. })
+        matches!(self, PiiNode::View { .. } | PiiNode::Concat { .. } | PiiNode::Overlay { .. })
     }
 }
 
@@ -119,7 +125,7 @@ impl PiiGraph {
             match &mut node {
                 PiiNode::Instr { operands, .. } => operands.iter_mut().for_each(|o| *o = index[*o]),
                 PiiNode::View { of, .. } => *of = index[*of],
-                PiiNode::Concat { parts, .. } => parts.iter_mut().for_each(|p| *p = index[*p]),
+                PiiNode::Concat { parts, .. } | PiiNode::Overlay { parts, .. } => parts.iter_mut().for_each(|p| *p = index[*p]),
                 PiiNode::Input { .. } | PiiNode::Constant { .. } | PiiNode::Uninit { .. } => {}
             }
             if matches!(node, PiiNode::View { .. }) {

@@ -248,6 +248,10 @@ impl<'a> Tracer<'a> {
                     let children: Vec<Option<Id>> = parts.iter().map(|&p| classes[p]).collect();
                     self.unique(&Op::Concatenate(*dim), &children)
                 }
+                PiiNode::Overlay { parts, starts } => {
+                    let children: Vec<Option<Id>> = parts.iter().map(|&p| classes[p]).collect();
+                    self.unique(&Op::Overlay { dim: 0, starts: starts.clone() }, &children)
+                }
             };
             classes.push(class);
         }
@@ -442,7 +446,7 @@ fn part_of(graph: &PiiGraph, groups: &Groups, holds: &[BTreeSet<usize>]) -> Vec<
         for (n, node) in graph.nodes.iter().enumerate() {
             let links: Vec<(usize, usize)> = match node {
                 PiiNode::View { of, .. } => vec![(groups.of[*of], groups.of[n])],
-                PiiNode::Concat { parts: ps, .. } => {
+                PiiNode::Concat { parts: ps, .. } | PiiNode::Overlay { parts: ps, .. } => {
                     ps.iter().map(|&p| (groups.of[n], groups.of[p])).collect()
                 }
                 _ => continue,

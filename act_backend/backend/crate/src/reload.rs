@@ -227,7 +227,7 @@ fn rebuild(
                 }
             }
             PiiNode::View { of, .. } => *of = new_index[*of],
-            PiiNode::Concat { parts, .. } => parts.iter_mut().for_each(|p| *p = new_index[*p]),
+            PiiNode::Concat { parts, .. } | PiiNode::Overlay { parts, .. } => parts.iter_mut().for_each(|p| *p = new_index[*p]),
             _ => {}
         }
         new_index[n] = nodes.len();

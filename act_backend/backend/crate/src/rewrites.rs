@@ -448,6 +448,15 @@ impl<'a> Finder<'a> {
         }
     }
 
+    /// A split's concatenation under `rule`, and its overlay, where it has one, under
+    /// `overlay_rule`.
+    fn push_split(&mut self, rule: &'static str, overlay_rule: &'static str, class: Id, split: tiling::Split) {
+        self.push(rule, class, split.concat);
+        if let Some(overlay) = split.overlay {
+            self.push(overlay_rule, class, overlay);
+        }
+    }
+
     fn nodes(&self, id: Id) -> &'a [Node] {
         &self.eg[id].nodes
     }
@@ -534,18 +543,18 @@ impl<'a> Finder<'a> {
             // The identities a value passes through (`x + 0`) do not choose its tiles.
             let nodes = self.nodes(id);
             let computing = || nodes.iter().filter(|n| !identities::is_pass_through(eg, n));
-            if let Some(term) = computing().find_map(|n| tiling::split_leading(eg, tiles, n)) {
-                self.push("split-leading", id, term);
+            if let Some(split) = computing().find_map(|n| tiling::split_leading(eg, tiles, n)) {
+                self.push_split("split-leading", "overlay-leading", id, split);
                 if self.rules.tile_divisor > 1 {
                     let divisor = self.rules.tile_divisor;
-                    if let Some(term) = computing().find_map(|n| tiling::split_leading_divided(eg, tiles, n, divisor)) {
-                        self.push("split-leading-divided", id, term);
+                    if let Some(split) = computing().find_map(|n| tiling::split_leading_divided(eg, tiles, n, divisor)) {
+                        self.push_split("split-leading-divided", "overlay-leading-divided", id, split);
                     }
                 }
             } else if let Some(term) = computing().find_map(|n| tiling::split_like_operand(eg, tiles, n)) {
                 self.push("split-like-operand", id, term);
-            } else if let Some(term) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {
-                self.push("split-column-tiles", id, term);
+            } else if let Some(split) = computing().find_map(|n| tiling::split_columns(eg, tiles, n)) {
+                self.push_split("split-column-tiles", "overlay-column-tiles", id, split);
             } else if let Some(term) = self.nodes(id).iter().find_map(|n| tiling::split_reduction(eg, tiles, n)) {
                 self.push("split-reduction", id, term);
             }
@@ -701,6 +710,11 @@ impl<'a> Finder<'a> {
                                 .collect();
                             self.push("reshape-of-concat", id, Term::Node(Op::Concatenate(0), node.ty.clone(), parts));
                         }
+                        Op::Overlay { dim, starts } if node.ty.rank() == 1 => {
+                            if let Some(term) = tiling::flatten_overlay(eg, &node.ty, class_ty(eg, x), *dim, starts, &inner.children) {
+                                self.push("reshape-of-overlay", id, term);
+                            }
+                        }
                         // Flattening bytes concatenated along a later dimension writes each
                         // part over the rows it lies in (see `tiling::write_columns`).
                         Op::Concatenate(d)
@@ -787,6 +801,20 @@ impl<'a> Finder<'a> {
                                 );
                             }
                         }
+                        (Op::Overlay { dim, starts }, Some(_)) if *dim < class_ty(eg, x).rank().min(node.ty.rank()) => {
+                            let parts: Option<Vec<Term>> = inner
+                                .children
+                                .iter()
+                                .map(|&c| {
+                                    let cast = infer::bitcast_type(class_ty(eg, c), node.ty.dtype).ok()?;
+                                    Some(Term::Node(Op::BitcastConvert, cast, vec![Term::Class(c)]))
+                                })
+                                .collect();
+                            if let Some(parts) = parts {
+                                let op = Op::Overlay { dim: *dim, starts: starts.clone() };
+                                self.push("bitcast-of-overlay", id, Term::Node(op, node.ty.clone(), parts));
+                            }
+                        }
                         // Both sides reinterpret the same row-major bytes.
                         (Op::Reshape, Some(y)) => {
                             if let Ok(cast) = infer::bitcast_type(class_ty(eg, y), node.ty.dtype) {
@@ -819,6 +847,7 @@ impl<'a> Finder<'a> {
                 }
             }
             Op::Concatenate(d) if node.ty.dtype == DType::U8 && node.ty.rank() == 1 => self.flatten_concat(id, node, *d),
+            Op::Overlay { dim: 0, starts } if node.ty.dtype == DType::U8 && node.ty.rank() == 1 => self.flatten_overlay(id, node, starts),
             // Rows padded with constant rows (a contraction or a row count padded with zeros)
             // are placed part by part in one buffer, and a part read row by row is itself a
             // concatenation: its rows are the parts.
@@ -1492,6 +1521,26 @@ impl<'a> Finder<'a> {
             let chosen = if finest { concats.max_by_key(|n| n.children.len()) } else { concats.next() };
             chosen.map(|n| n.children.clone())
         };
+        // Byte strings end to end, some of them overlays: one overlay of all their parts (an
+        // overlay is written part by part into the output, never as a part of it).
+        if d == 0 {
+            let overlay_of = |c: Id| {
+                eg[c].nodes.iter().find_map(|n| match &n.op {
+                    Op::Overlay { dim: 0, starts } => Some((n.children.clone(), starts.clone())),
+                    _ => None,
+                })
+            };
+            if node.children.iter().any(|&c| overlay_of(c).is_some()) {
+                let (mut parts, mut starts, mut at) = (Vec::new(), Vec::new(), 0);
+                for &c in &node.children {
+                    let (ps, ss) = overlay_of(c).unwrap_or_else(|| (vec![c], vec![0]));
+                    parts.extend(ps.into_iter().map(Term::Class));
+                    starts.extend(ss.into_iter().map(|s| s + at));
+                    at += class_ty(eg, c).elements();
+                }
+                self.push("concat-of-overlays", id, Term::Node(Op::Overlay { dim: 0, starts }, node.ty.clone(), parts));
+            }
+        }
         if !node.children.iter().any(|&c| inner(c, false).is_some()) {
             return;
         }
@@ -1502,6 +1551,55 @@ impl<'a> Finder<'a> {
                 let term = Term::Node(Op::Concatenate(d), node.ty.clone(), parts.iter().map(|&k| Term::Class(k)).collect());
                 pushed.push(parts);
                 self.push("concat-flatten", id, term);
+            }
+        }
+    }
+
+    /// An overlay of byte strings some of which are concatenations or overlays themselves: one
+    /// overlay of all their parts, each at its own start (each part of an overlay is written by
+    /// an instruction). The finest concatenation of each as well as its first, as for
+    /// [`Finder::flatten_concat`].
+    fn flatten_overlay(&mut self, id: Id, node: &Node, starts: &[i64]) {
+        let eg = self.eg;
+        let parts_of = |c: Id, finest: bool| -> Option<(Vec<Id>, Vec<i64>)> {
+            let nodes = eg[c].nodes.iter().filter(|n| n.children.len() > 1 && eg.find(c) != id);
+            let mut found = nodes.filter_map(|n| match &n.op {
+                Op::Concatenate(0) => {
+                    let starts = n
+                        .children
+                        .iter()
+                        .scan(0, |at, &k| {
+                            let start = *at;
+                            *at += class_ty(eg, k).elements();
+                            Some(start)
+                        })
+                        .collect();
+                    Some((n.children.clone(), starts))
+                }
+                Op::Overlay { dim: 0, starts } => Some((n.children.clone(), starts.clone())),
+                _ => None,
+            });
+            if finest {
+                found.max_by_key(|(parts, _)| parts.len())
+            } else {
+                found.next()
+            }
+        };
+        if !node.children.iter().any(|&c| parts_of(c, false).is_some()) {
+            return;
+        }
+        let mut pushed: Vec<Vec<Id>> = Vec::new();
+        for finest in [false, true] {
+            let (mut parts, mut at) = (Vec::new(), Vec::new());
+            for (&c, &start) in node.children.iter().zip(starts) {
+                let (ps, ss) = parts_of(c, finest).unwrap_or_else(|| (vec![c], vec![0]));
+                parts.extend(ps);
+                at.extend(ss.into_iter().map(|s| s + start));
+            }
+            if !pushed.contains(&parts) {
+                let term = Term::Node(Op::Overlay { dim: 0, starts: at }, node.ty.clone(), parts.iter().map(|&k| Term::Class(k)).collect());
+                pushed.push(parts);
+                self.push("overlay-flatten", id, term);
             }
         }
     }

@@ -147,7 +147,7 @@ pub fn from_order(
             (PiiNode::Instr { .. }, Some(p)) => 2 * p as i64 + 1,
             (PiiNode::Instr { .. }, None) => continue,
             (PiiNode::View { of, .. }, _) => begin[*of],
-            (PiiNode::Concat { parts, .. }, _) => parts.iter().map(|&p| begin[p]).max().unwrap_or(0),
+            (PiiNode::Concat { parts, .. } | PiiNode::Overlay { parts, .. }, _) => parts.iter().map(|&p| begin[p]).max().unwrap_or(0),
         };
     }
     // A value read through a view or concatenation lasts as long as that name of it does;

@@ -409,9 +409,9 @@ fn select_once(
     }
 }
 
-/// Whether class `c` is a concatenation of parts that are each produced, or a window of a
-/// produced value (the last columns kept of a tile overlapping the one before, the real rows
-/// of a padded product), each in turn possibly such (memoized in `memo`).
+/// Whether class `c` is a concatenation or overlay of parts that are each produced, or a
+/// window of a produced value (the last columns kept of a tile overlapping the one before,
+/// the real rows of a padded product), each in turn possibly such (memoized in `memo`).
 fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<Id, bool>) -> bool {
     if let Some(&known) = memo.get(&c) {
         return known;
@@ -420,7 +420,7 @@ fn produced_in_tiles(eg: &SelGraph, ex: &Extractor, c: Id, memo: &mut BTreeMap<I
     memo.insert(c, false);
     let placed = |p: Id, memo: &mut BTreeMap<Id, bool>| ex.reachable(p) || produced_in_tiles(eg, ex, p, memo);
     let produced = eg[c].nodes.iter().any(|n| match n.op {
-        Op::Concatenate(_) => n.children.iter().all(|&p| placed(eg.find(p), memo)),
+        Op::Concatenate(_) | Op::Overlay { .. } => n.children.iter().all(|&p| placed(eg.find(p), memo)),
         Op::Slice(_) => placed(eg.find(n.children[0]), memo),
         _ => false,
     });
@@ -479,7 +479,15 @@ fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
     };
     let elements = ty.elements();
     let indivisible = ty.rank() > 1 && units.iter().all(|(u, _)| elements % u != 0);
-    let total = if indivisible { format!(" (nor are its {elements} elements)") } else { String::new() };
+    // Fewer elements than every unit holds cannot be moved at all, not even as windows that
+    // overlap.
+    let total = if units.iter().all(|(u, _)| elements < *u) {
+        format!(", and all {elements} of its elements are fewer than one such row")
+    } else if indivisible {
+        format!(" (nor are its {elements} elements)")
+    } else {
+        String::new()
+    };
     let units: Vec<String> = units.iter().map(|(u, b)| format!("rows of {u} elements {preposition} `{b}`")).collect();
     (!units.is_empty()).then(|| {
         format!(

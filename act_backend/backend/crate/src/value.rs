@@ -122,6 +122,7 @@ pub fn analyse(graph: &PiiGraph, isa: &Isa) -> Result<Vec<Value>, CandidateError
             },
             PiiNode::View { of, offset, size } => view_value(n, *of, offset, size, isa, &values)?,
             PiiNode::Concat { parts, dim } => concat_value(n, parts, *dim, graph, isa, &mut values)?,
+            PiiNode::Overlay { parts, starts } => overlay_value(n, parts, starts, graph, isa, &mut values)?,
             PiiNode::Instr { instr, comp, operands } => {
                 let def = isa.instructions.get(*instr).ok_or_else(|| {
                     CandidateError(format!(
@@ -292,7 +293,7 @@ fn view_value(
     })
 }
 
-/// The value of a concatenation; records each part's place inside it.
+/// The value of concatenation node `n`: its parts side by side along `dim`.
 fn concat_value(
     n: usize,
     parts: &[usize],
@@ -301,7 +302,55 @@ fn concat_value(
     isa: &Isa,
     values: &mut [Value],
 ) -> Result<Value, CandidateError> {
-    let here = |msg: String| CandidateError(format!("node {n} (concatenation): {msg}"));
+    let mut starts = Vec::with_capacity(parts.len());
+    let mut at = 0;
+    for &p in parts {
+        starts.push(at);
+        at += values[p].size.get(dim).copied().unwrap_or(0);
+    }
+    parts_in_place(n, "concatenation", parts, dim, &starts, graph, isa, values)
+}
+
+/// The value of overlay node `n`: its parts (byte strings in HBM) at `starts`, which must
+/// cover it from its first byte with no gap.
+fn overlay_value(
+    n: usize,
+    parts: &[usize],
+    starts: &[i64],
+    graph: &PiiGraph,
+    isa: &Isa,
+    values: &mut [Value],
+) -> Result<Value, CandidateError> {
+    let here = |msg: String| CandidateError(format!("node {n} (overlay): {msg}"));
+    if starts.len() != parts.len() {
+        return Err(here(format!("{} parts at {} starts", parts.len(), starts.len())));
+    }
+    let mut spans: Vec<(i64, i64)> = parts.iter().zip(starts).map(|(&p, &s)| (s, s + values[p].size.first().copied().unwrap_or(0))).collect();
+    spans.sort_unstable();
+    let mut covered = 0;
+    for (lo, hi) in spans {
+        if lo > covered {
+            return Err(here(format!("no part holds bytes {covered}..{lo}")));
+        }
+        covered = covered.max(hi);
+    }
+    parts_in_place(n, "overlay", parts, 0, starts, graph, isa, values)
+}
+
+/// The value of identity node `n` (a `what`) whose parts lie in one buffer at `starts` along
+/// access dimension `dim`, each written in place by its producer: as large as they reach.
+#[allow(clippy::too_many_arguments)]
+fn parts_in_place(
+    n: usize,
+    what: &str,
+    parts: &[usize],
+    dim: usize,
+    starts: &[i64],
+    graph: &PiiGraph,
+    isa: &Isa,
+    values: &mut [Value],
+) -> Result<Value, CandidateError> {
+    let here = |msg: String| CandidateError(format!("node {n} ({what}): {msg}"));
     let Some(&first) = parts.first() else { return Err(here("it has no parts".into())) };
     let buffer = values[first].buffer;
     let mut size = values[first].size.clone();
@@ -313,7 +362,7 @@ fn concat_value(
         )));
     }
     size[dim] = 0;
-    for (i, &p) in parts.iter().enumerate() {
+    for (i, (&p, &start)) in parts.iter().zip(starts).enumerate() {
         let part = &values[p];
         if part.buffer != buffer {
             return Err(here(format!(
@@ -340,8 +389,8 @@ fn concat_value(
             )));
         }
         let mut offset = vec![0; size.len()];
-        offset[dim] = size[dim];
-        size[dim] += part.size[dim];
+        offset[dim] = start;
+        size[dim] = size[dim].max(start + part.size[dim]);
         values[p].within = Some((n, offset));
     }
     Ok(Value { buffer, size, users: Vec::new(), overwritten_by: None, within: None, identity: true })

@@ -178,26 +178,32 @@ fn a_parameter_whose_rows_no_load_writes_names_the_dimension_that_does_not_divid
 }
 
 #[test]
-fn a_result_whose_rows_no_store_reads_names_the_dimension_that_does_not_divide() {
-    // FixedArray computes a 16x24 product (its last column tile overlapping the one before),
-    // but its only store writes whole accumulator rows of 16.
-    let message = refusal("fixedarray_isa.json", "fixedarray_matmul_16x16x24");
-    assert!(message.contains("no instruction of FixedArray stores the result of `dot` to HBM"), "{message}");
-    assert!(
-        message.contains("(`store_acc`) reads rows of 16 elements from `acc`, and its dimension 1 (24) is no multiple"),
-        "{message}"
-    );
+fn a_result_whose_last_tile_overlaps_the_one_before_is_written_tile_by_tile_where_they_lie() {
+    // FixedArray's only store writes whole accumulator rows of 16: a 16x24 product is two
+    // column tiles, at columns 0 and 8, each stored whole a row at a time (refused before:
+    // "its dimension 1 (24) is no multiple of that"); the 8 columns both hold are the same
+    // values twice.
+    let calls = compiled("fixedarray_isa.json", "fixedarray_matmul_16x16x24");
+    assert_eq!((count(&calls, "matmul"), count(&calls, "store_acc")), (2, 32), "{calls:?}");
+    // 17 floats on 16-lane registers: elements 0..16, then 1..17.
+    let calls = compiled("registers_isa.json", "registers_scale_17");
+    assert_eq!((count(&calls, "vmul"), count(&calls, "vstore")), (2, 2), "{calls:?}");
+    // A 17x8 sum is 136 elements in a row: 8 registers and the last 16.
+    let calls = compiled("registers_isa.json", "registers_add_17x8");
+    assert_eq!(count(&calls, "vadd"), 9, "{calls:?}");
 }
 
 #[test]
-fn a_vector_no_load_reads_whole_names_the_lanes_of_the_buffer_of_its_type() {
-    // Registers' vector loads move 16 floats; its tile loads, 256 int32 (not the type).
-    let message = refusal("registers_isa.json", "registers_scale_17");
-    assert!(message.contains("loads parameter 0 (`x.1`, f32[17])"), "{message}");
+fn fewer_elements_than_every_load_moves_are_named() {
+    // Registers' vector loads move 16 floats; its tile loads, 256 int32 (not the type). Eight
+    // floats are no window of anything a load reads.
+    let message = refusal("registers_isa.json", "registers_scale_8");
+    assert!(message.contains("loads parameter 0 (`x.1`, f32[8])"), "{message}");
     assert!(
-        message.contains("(`vload`, `vbroadcast`) writes rows of 16 elements into `zmm`, and its dimension 0 (17)"),
+        message.contains("(`vload`, `vbroadcast`) writes rows of 16 elements into `zmm`, and its dimension 0 (8)"),
         "{message}"
     );
+    assert!(message.contains("all 8 of its elements are fewer than one such row"), "{message}");
 }
 
 #[test]

@@ -255,6 +255,22 @@ pub fn eval_op(op: &Op, ty: &Ty, args: &[&Tensor]) -> Tensor {
             }
             unreachable!()
         }),
+        // Every part that holds a position must hold the same value there: the overlap is
+        // the same values computed twice.
+        Op::Overlay { dim, starts } => each(&|o| {
+            let held: Vec<f64> = args
+                .iter()
+                .zip(starts)
+                .filter(|(a, &s)| o[*dim] >= s && o[*dim] < s + a.ty.shape[*dim])
+                .map(|(a, &s)| {
+                    let mut local = o.clone();
+                    local[*dim] -= s;
+                    a.data[flat(&local, &a.ty.shape)]
+                })
+                .collect();
+            assert!(held.windows(2).all(|w| w[0].to_bits() == w[1].to_bits()), "overlaid parts differ at {o:?}: {held:?}");
+            held[0]
+        }),
         Op::Broadcast(dims) => each(&|o| {
             let src = &args[0].ty.shape;
             let idx: Vec<i64> = dims.iter().enumerate().map(|(i, &d)| if src[i] == 1 { 0 } else { o[d] }).collect();
@@ -473,6 +489,19 @@ pub fn eval_candidate(isa: &Isa, g: &PiiGraph, inputs: &[Vec<u8>]) -> Vec<u8> {
                     out.extend_from_slice(&bytes[parts[k]][i..i + unit]);
                 }
                 out
+            }
+            // Parts written in place where they may overlap: the bytes of every part that
+            // holds a position must agree.
+            PiiNode::Overlay { parts, starts } => {
+                let mut out: Vec<Option<u8>> = vec![None; values[n].size[0] as usize];
+                for (&p, &start) in parts.iter().zip(starts) {
+                    for (i, &b) in bytes[p].iter().enumerate() {
+                        let at = &mut out[start as usize + i];
+                        assert!(at.is_none_or(|x| x == b), "node {n}: overlaid parts differ at byte {}", start as usize + i);
+                        *at = Some(b);
+                    }
+                }
+                out.into_iter().map(|b| b.expect("every byte written")).collect()
             }
             // Contents that must not matter: a pattern, so that reading them shows.
             PiiNode::Uninit { bytes } => vec![0xa5; *bytes as usize],

@@ -271,7 +271,8 @@ KERNELS = {
                                                   shape(20, 16, dtype=I8)]),
     "fixedarray_matmul_40x36x32": (int8_product, [shape(40, 36, dtype=I8),
                                                   shape(36, 32, dtype=I8)]),
-    # refused: an int32 result of 24 columns, where the only store writes rows of 16
+    # an int32 result of 24 columns, where the only store writes rows of 16: its last column
+    # tile overlaps the one before, and both are stored whole, a row at a time
     "fixedarray_matmul_16x16x24": (int8_product, [shape(16, 16, dtype=I8),
                                                   shape(16, 24, dtype=I8)]),
     "fixedarray_linear_layer_40x24x32": (lambda a, b, c: int8_product(a, b) + c[None, :],
@@ -315,8 +316,16 @@ KERNELS = {
     "registers_max_4x8x12": (jnp.maximum, [shape(4, 8, 12, dtype=F32)] * 2),
     # refused: an absolute value, which no instruction computes (its input loads in rows)
     "registers_abs_64x32": (jnp.abs, [shape(64, 32, dtype=F32)]),
-    # refused: 17 floats, where every load moves 16
+    # 17 floats, where every load and store moves 16: the first 16, then the last 16, which
+    # overlap by 15 computed twice; and so for a 17x17 sum (289 elements: 19 registers), an
+    # 17x8 one (136: 9) and rows of 17 shifted by a scalar each (two registers a row)
     "registers_scale_17": (lambda x, a: x * a, [shape(17, dtype=F32), shape(dtype=F32)]),
+    "registers_add_17x17": (jnp.add, [shape(17, 17, dtype=F32)] * 2),
+    "registers_add_17x8": (jnp.add, [shape(17, 8, dtype=F32)] * 2),
+    "registers_columns_shifted_17x17": (lambda x, v: x + v[:, None],
+                                        [shape(17, 17, dtype=F32), shape(17, dtype=F32)]),
+    # refused: 8 floats, fewer than one load moves
+    "registers_scale_8": (lambda x, a: x * a, [shape(8, dtype=F32), shape(dtype=F32)]),
     # a batch of products on a unit that only multiplies and accumulates: each item's
     # product onto a zeroed tile
     "registers_int32_batch_matmul_3x16x16x16": (jnp.matmul, [shape(3, 16, 16, dtype=I32)] * 2),
