@@ -240,8 +240,9 @@ impl Extractor {
                         let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![hi - lo], written: false });
                         st.providers[s].push(Provider { how: How::View { offset: vec![lo], size: vec![hi - lo] }, inputs: vec![from] });
                     }
-                    // Byte strings end to end in HBM: a concatenation written in place.
-                    Op::Concatenate(0)
+                    // Byte strings end to end in HBM (a concatenation), or overlaid at their
+                    // starts (an overlay): each written in place.
+                    Op::Concatenate(0) | Op::Overlay { dim: 0, .. }
                         if class.data.dtype == DType::U8 && class.data.rank() == 1 && node.children.len() > 1 =>
                     {
                         let mut inputs = Vec::new();
@@ -251,18 +252,11 @@ impl Extractor {
                             inputs.push(st.intern(key));
                         }
                         let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false });
-                        st.providers[s].push(Provider { how: How::Concat, inputs });
-                    }
-                    // Byte strings overlaid in HBM: each written in place at its start.
-                    Op::Overlay { dim: 0, starts } if class.data.dtype == DType::U8 && class.data.rank() == 1 => {
-                        let mut inputs = Vec::new();
-                        for &child in &node.children {
-                            let key =
-                                StateKey { class: eg.find(child), buffer: hbm, sizes: vec![eg[child].data.bytes()], written: true };
-                            inputs.push(st.intern(key));
-                        }
-                        let s = st.intern(StateKey { class: id, buffer: hbm, sizes: vec![class.data.bytes()], written: false });
-                        st.providers[s].push(Provider { how: How::Overlay { starts: starts.clone() }, inputs });
+                        let how = match &node.op {
+                            Op::Overlay { starts, .. } => How::Overlay { starts: starts.clone() },
+                            _ => How::Concat,
+                        };
+                        st.providers[s].push(Provider { how, inputs });
                     }
                     Op::Pii { instr, comp } => {
                         let ins = &isa.instructions[*instr];

@@ -784,7 +784,7 @@ impl<'a> Finder<'a> {
                             }
                         }
                         // A bit cast acts on each element alone, so on each part alone.
-                        (Op::Concatenate(d), Some(_)) if *d < class_ty(eg, x).rank().min(node.ty.rank()) => {
+                        (Op::Concatenate(d) | Op::Overlay { dim: d, .. }, Some(_)) if *d < class_ty(eg, x).rank().min(node.ty.rank()) => {
                             let parts: Option<Vec<Term>> = inner
                                 .children
                                 .iter()
@@ -794,25 +794,8 @@ impl<'a> Finder<'a> {
                                 })
                                 .collect();
                             if let Some(parts) = parts {
-                                self.push(
-                                    "bitcast-of-concat",
-                                    id,
-                                    Term::Node(Op::Concatenate(*d), node.ty.clone(), parts),
-                                );
-                            }
-                        }
-                        (Op::Overlay { dim, starts }, Some(_)) if *dim < class_ty(eg, x).rank().min(node.ty.rank()) => {
-                            let parts: Option<Vec<Term>> = inner
-                                .children
-                                .iter()
-                                .map(|&c| {
-                                    let cast = infer::bitcast_type(class_ty(eg, c), node.ty.dtype).ok()?;
-                                    Some(Term::Node(Op::BitcastConvert, cast, vec![Term::Class(c)]))
-                                })
-                                .collect();
-                            if let Some(parts) = parts {
-                                let op = Op::Overlay { dim: *dim, starts: starts.clone() };
-                                self.push("bitcast-of-overlay", id, Term::Node(op, node.ty.clone(), parts));
+                                let rule = if matches!(inner.op, Op::Overlay { .. }) { "bitcast-of-overlay" } else { "bitcast-of-concat" };
+                                self.push(rule, id, Term::Node(inner.op.clone(), node.ty.clone(), parts));
                             }
                         }
                         // Both sides reinterpret the same row-major bytes.
