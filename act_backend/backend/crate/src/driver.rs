@@ -303,9 +303,9 @@ impl Ctx<'_> {
                 return Ok((record, None));
             }
         };
-        let orders = schedule::orders(graph, self.isa, &values);
+        let orders = schedule::Orders::new(graph, self.isa, &values);
         record.phases.schedule = clock.elapsed();
-        let orders = match orders {
+        let mut orders = match orders {
             Ok(o) => o,
             Err(e) => {
                 record.status = Status::Unschedulable;
@@ -313,18 +313,19 @@ impl Ctx<'_> {
                 return Ok((record, None));
             }
         };
-        record.instructions = orders[0].steps.len();
+        record.instructions = orders.get(0).map_or(0, |s| s.steps.len());
         // Orders that keep more on chip than the buffers hold: loads run again instead.
-        let reloaded: (Reloaded, Vec<Value>, [Schedule; 1]);
+        let reloaded: (Reloaded, Vec<Value>);
         let (graph, values, schedule, placement, original) =
-            match self.allocate(graph, &values, &orders, &mut record) {
+            match self.allocate(graph, &values, &mut orders, &mut record) {
                 Some((schedule, placement)) => (graph, &values[..], schedule, placement, None),
                 None if record.status == Status::Infeasible => {
-                    match self.reloaded(graph, &values, &orders, &mut record) {
-                        Some(parts) => {
-                            reloaded = parts;
-                            let (r, values, orders) = &reloaded;
-                            let Some((schedule, placement)) = self.allocate(&r.graph, values, orders, &mut record)
+                    match self.reloaded(graph, &values, &mut orders, &mut record) {
+                        Some((r, values, schedule)) => {
+                            reloaded = (r, values);
+                            let (r, values) = &reloaded;
+                            let mut given = schedule::Orders::given(vec![schedule]);
+                            let Some((schedule, placement)) = self.allocate(&r.graph, values, &mut given, &mut record)
                             else {
                                 return Ok((record, None));
                             };
@@ -337,7 +338,7 @@ impl Ctx<'_> {
                 None => return Ok((record, None)),
             };
         let memory =
-            match memory_map::map(graph, self.isa, values, schedule, &placement, self.layout) {
+            match memory_map::map(graph, self.isa, values, &schedule, &placement, self.layout) {
                 Ok(m) => m.renumbered(original),
                 Err(e) => {
                     record.message = format!("the placement does not add up: {e}");
@@ -409,26 +410,26 @@ impl Ctx<'_> {
         &self,
         graph: &PiiGraph,
         values: &[Value],
-        orders: &[Schedule],
+        orders: &mut schedule::Orders,
         record: &mut CandidateRecord,
-    ) -> Option<(Reloaded, Vec<Value>, [Schedule; 1])> {
+    ) -> Option<(Reloaded, Vec<Value>, Schedule)> {
         let clock = Instant::now();
-        let reloaded = reload::fewest(graph, self.isa, values, orders)?;
+        let reloaded = reload::fewest(graph, self.isa, values, orders.all())?;
         let values = value::analyse(&reloaded.graph, self.isa).ok()?;
         let schedule =
             schedule::from_order(&reloaded.graph, &values, "reloading", reloaded.order.clone()).ok()?;
         record.phases.schedule += clock.elapsed();
-        Some((reloaded, values, [schedule]))
+        Some((reloaded, values, schedule))
     }
 
     /// Tries the orders until one is placed; fills the record's status and message otherwise.
-    fn allocate<'s>(
+    fn allocate(
         &self,
         graph: &PiiGraph,
         values: &[Value],
-        orders: &'s [Schedule],
+        orders: &mut schedule::Orders,
         record: &mut CandidateRecord,
-    ) -> Option<(&'s Schedule, alloc::Placement)> {
+    ) -> Option<(Schedule, alloc::Placement)> {
         let clock = Instant::now();
         let mut infeasible: Vec<BTreeSet<(usize, usize)>> = Vec::new();
         let mut reasons: Vec<String> = Vec::new();
@@ -436,7 +437,11 @@ impl Ctx<'_> {
         // A failure that ends the search over orders: time limit, malformed, invalid.
         let mut ended: Option<Status> = None;
         let mut found = None;
-        for schedule in orders {
+        let mut making = Duration::ZERO;
+        for i in 0.. {
+            let made = Instant::now();
+            let Some(schedule) = orders.get(i) else { break };
+            making += made.elapsed();
             if self.out_of_time() {
                 ended = Some(Status::TimeLimit);
                 reasons.push("the time limit was reached".into());
@@ -480,7 +485,7 @@ impl Ctx<'_> {
             match plan.solve() {
                 Ok(Outcome::Solved(placement)) => {
                     record.message = placement.message.clone();
-                    found = Some((schedule, placement));
+                    found = Some((schedule.clone(), placement));
                     break;
                 }
                 Ok(Outcome::Infeasible(why)) => {
@@ -498,7 +503,9 @@ impl Ctx<'_> {
                 }
             }
         }
-        record.phases.allocate += clock.elapsed();
+        // Orders made on the way are scheduling time.
+        record.phases.schedule += making;
+        record.phases.allocate += clock.elapsed().saturating_sub(making);
         if found.is_none() {
             record.status = ended.unwrap_or(if out_of_budget {
                 Status::OutOfBudget

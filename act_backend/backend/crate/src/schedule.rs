@@ -50,44 +50,106 @@ pub fn orders(
     isa: &Isa,
     values: &[Value],
 ) -> Result<Vec<Schedule>, Unschedulable> {
-    let ctx = Ctx::new(graph, isa, values)?;
-    let proposals: [(&'static str, Vec<usize>); 6] = [
-        ("sethi-ullman", ctx.depth_first(true, false)),
-        ("min-live", ctx.list(true)),
-        ("operand-order", ctx.depth_first(false, false)),
-        ("node-order", ctx.list(false)),
-        ("stores-first", ctx.depth_first(true, true)),
-        ("closest-first", ctx.closest_first()),
-    ];
-    let mut out: Vec<Schedule> = Vec::new();
-    for (heuristic, steps) in proposals {
-        if out.iter().any(|s| s.steps == steps) {
-            continue;
+    let mut orders = Orders::new(graph, isa, values)?;
+    orders.all();
+    Ok(orders.made)
+}
+
+/// A heuristic order: its name (for reports) and how it orders a candidate.
+type Heuristic = (&'static str, fn(&Ctx<'_>) -> Vec<usize>);
+
+/// The heuristic orders, in the order they are tried.
+const HEURISTICS: [Heuristic; 6] = [
+    ("sethi-ullman", |c| c.depth_first(true, false)),
+    ("min-live", |c| c.list(true)),
+    ("operand-order", |c| c.depth_first(false, false)),
+    ("node-order", |c| c.list(false)),
+    ("stores-first", |c| c.depth_first(true, true)),
+    ("closest-first", |c| c.closest_first()),
+];
+
+/// The distinct valid orders of a candidate, made one at a time as they are asked for:
+/// most candidates are placed in their first order, and each heuristic walks the whole graph
+/// (a 32,000-instruction program spent most of its scheduling time on orders never tried).
+/// They come in the order [`orders`] lists them, so what is placed does not depend on how
+/// many were made.
+pub struct Orders<'a> {
+    /// What makes more orders; `None` for a fixed list.
+    maker: Option<Maker<'a>>,
+    made: Vec<Schedule>,
+}
+
+/// The heuristics' shared context and how far they have run.
+struct Maker<'a> {
+    graph: &'a PiiGraph,
+    isa: &'a Isa,
+    values: &'a [Value],
+    ctx: Ctx<'a>,
+    /// The next heuristic of [`HEURISTICS`] to run; past the last, whether the search ran.
+    next: usize,
+    searched: bool,
+}
+
+impl<'a> Orders<'a> {
+    /// The orders of `graph`, the first of them made; an error where it has none.
+    pub fn new(graph: &'a PiiGraph, isa: &'a Isa, values: &'a [Value]) -> Result<Orders<'a>, Unschedulable> {
+        let ctx = Ctx::new(graph, isa, values)?;
+        let maker = Maker { graph, isa, values, ctx, next: 0, searched: false };
+        let mut orders = Orders { maker: Some(maker), made: Vec::new() };
+        if orders.get(0).is_none() {
+            // Ctx::new() proved that some order exists and list scheduling finds one whenever
+            // one does, so this is a bug here rather than a property of the candidate.
+            return Err(Unschedulable("every heuristic broke an in-place constraint".into()));
         }
-        if let Ok(schedule) = from_order(graph, values, heuristic, steps) {
-            out.push(schedule);
-        }
+        Ok(orders)
     }
-    // The search only runs when every heuristic order overfills some buffer: such orders are
-    // certainly infeasible, and an order that fits is worth handing to the allocator. It is
-    // skipped where no order can fit: an instruction whose operands alone overfill a buffer.
-    let capacity = capacities(isa, values);
-    if out.iter().all(|s| !fits(s, values, &capacity)) && ctx.operands_fit(&capacity) {
-        let budget = SEARCH_BUDGET.min(SEARCH_WORK / graph.nodes.len().max(1));
-        if let Some(steps) = ctx.search(&capacity, budget) {
-            if !out.iter().any(|s| s.steps == steps) {
-                if let Ok(schedule) = from_order(graph, values, "search", steps) {
-                    out.push(schedule);
-                }
+
+    /// Exactly `schedules`, in that order.
+    pub fn given(schedules: Vec<Schedule>) -> Orders<'a> {
+        Orders { maker: None, made: schedules }
+    }
+
+    /// Order `i`, made now if it was not yet; `None` past the last.
+    pub fn get(&mut self, i: usize) -> Option<&Schedule> {
+        while self.made.len() <= i && self.make_next() {}
+        self.made.get(i)
+    }
+
+    /// Every order, all made.
+    pub fn all(&mut self) -> &[Schedule] {
+        while self.make_next() {}
+        &self.made
+    }
+
+    /// Runs the next heuristic (or, once all ran, the search); false when nothing is left.
+    fn make_next(&mut self) -> bool {
+        let Some(m) = &mut self.maker else { return false };
+        let (heuristic, steps) = if let Some(&(heuristic, order)) = HEURISTICS.get(m.next) {
+            m.next += 1;
+            (heuristic, order(&m.ctx))
+        } else if !m.searched {
+            m.searched = true;
+            // The search only runs when every heuristic order overfills some buffer: such
+            // orders are certainly infeasible, and an order that fits is worth handing to the
+            // allocator. It is skipped where no order can fit: an instruction whose operands
+            // alone overfill a buffer.
+            let capacity = capacities(m.isa, m.values);
+            if self.made.iter().any(|s| fits(s, m.values, &capacity)) || !m.ctx.operands_fit(&capacity) {
+                return false;
+            }
+            let budget = SEARCH_BUDGET.min(SEARCH_WORK / m.graph.nodes.len().max(1));
+            let Some(steps) = m.ctx.search(&capacity, budget) else { return false };
+            ("search", steps)
+        } else {
+            return false;
+        };
+        if !self.made.iter().any(|s| s.steps == steps) {
+            if let Ok(schedule) = from_order(m.graph, m.values, heuristic, steps) {
+                self.made.push(schedule);
             }
         }
+        true
     }
-    if out.is_empty() {
-        // ctx.new() proved that some order exists and list scheduling finds one whenever one
-        // does, so this is a bug here rather than a property of the candidate.
-        return Err(Unschedulable("every heuristic broke an in-place constraint".into()));
-    }
-    Ok(out)
 }
 
 /// Builds the schedule of a given order, checking that operands come first, that every

@@ -4,7 +4,7 @@
 mod backend_support;
 
 use act_compiler::pii::PiiGraph;
-use act_compiler::schedule::{from_order, orders};
+use act_compiler::schedule::{from_order, orders, Orders};
 use act_compiler::value::analyse;
 use backend_support::*;
 
@@ -19,6 +19,23 @@ fn sethi_ullman_order_of_attention_loads_v_only_after_the_first_product() {
     // Q and K^T, then P and V: a step's result may take the rows its operands free, so
     // never more than two 64-row tiles are live at once.
     assert_eq!(all[0].peak_on_chip_rows(&isa, &values), 128);
+}
+
+#[test]
+fn orders_made_one_at_a_time_come_in_the_order_of_all_of_them() {
+    let isa = qkv();
+    let graph = two_results_side_by_side(&isa);
+    let values = analyse(&graph, &isa).unwrap();
+    let all = orders(&graph, &isa, &values).unwrap();
+    assert!(all.len() > 1, "the heuristics agree on this graph: no test of the sequence");
+    let mut lazy = Orders::new(&graph, &isa, &values).unwrap();
+    for (i, order) in all.iter().enumerate() {
+        assert_eq!(lazy.get(i), Some(order), "order {i}");
+    }
+    assert_eq!(lazy.get(all.len()), None);
+    // A fixed list is just that list.
+    let mut given = Orders::given(vec![all[1].clone()]);
+    assert_eq!(given.all(), &all[1..2]);
 }
 
 /// Two results written side by side into one output: `P.V` and `Q.V` of attention's nodes,
