@@ -100,7 +100,9 @@ enum Choice {
 
 /// A candidate waiting in the enumeration: its choices, its graph, the choice points it went
 /// through, and whether its operands fit their buffers (see `Extractor::operands_fit`).
-type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>, bool);
+/// A candidate waiting in the enumeration: its choices, its graph, the choice points it went
+/// through, whether it fits the buffers, and the state each node makes.
+type Pending = (BTreeMap<Choice, usize>, PiiGraph, Vec<(Choice, usize)>, bool, Vec<usize>);
 
 /// A candidate built from its choices: the graph, the choice points it went through (with
 /// the state whose alternatives apply), and the state each node of the graph makes.
@@ -659,25 +661,25 @@ impl Extractor {
         // fewer of them (one per value would cost time quadratic in its length).
         let attempts = BUILD_WORK / g.nodes.len().max(1);
         plans.extend(self.spill_plans(root, &used, &BTreeMap::new(), attempts.max(1)));
-        let mut spilled: Vec<PiiGraph> = Vec::new();
+        let mut spilled: Vec<(PiiGraph, PiiGraph)> = Vec::new();
         // Programs told apart as the enumeration tells them apart (below).
-        let mut keys: HashSet<PiiGraph> = HashSet::from([g.without_repeated_views()]);
+        let mut keys: HashSet<PiiGraph> = HashSet::from([self.program(&g, &states)]);
         let budget = budget.min(attempts.max(max));
         for plan in plans.into_iter().take(attempts.max(1)) {
             if spilled.len() >= max / 2 {
                 break;
             }
             if let Some((s, _, states)) = self.build_placed(root, &plan) {
-                let key = s.without_repeated_views();
+                let key = self.program(&s, &states);
                 if !keys.contains(&key) && self.overwrites_once(&s) && self.operands_fit(&s, &states) {
-                    keys.insert(key);
-                    spilled.push(s);
+                    keys.insert(key.clone());
+                    spilled.push((s, key));
                 }
             }
         }
         let max = max - spilled.len();
         heap.push(Reverse((g.instruction_count(), 0)));
-        pending.push((start, g, used, fits));
+        pending.push((start, g, used, fits, states));
         if let Some(views) = views {
             let key: Vec<(Choice, usize)> = views.iter().map(|(a, b)| (*a, *b)).collect();
             if self.queue(root, views, &mut heap, &mut pending) {
@@ -689,8 +691,8 @@ impl Extractor {
             if out.len() >= max {
                 break;
             }
-            let (overrides, graph, used, fits) = pending[seq].clone();
-            if self.overwrites_once(&graph) && seen.insert(graph.without_repeated_views()) {
+            let (overrides, graph, used, fits, states) = pending[seq].clone();
+            if self.overwrites_once(&graph) && seen.insert(self.program(&graph, &states)) {
                 if fits {
                     out.push((count, seq, graph));
                 } else if unplaceable.len() < max {
@@ -731,8 +733,8 @@ impl Extractor {
         // Spilling variants the enumeration did not reach come after its candidates of the
         // same size.
         let next = pending.len();
-        for (k, g) in spilled.into_iter().enumerate() {
-            if seen.insert(g.without_repeated_views()) {
+        for (k, (g, key)) in spilled.into_iter().enumerate() {
+            if seen.insert(key) {
                 out.push((g.instruction_count(), next + k, g));
             }
         }
@@ -755,8 +757,21 @@ impl Extractor {
         let Some((g, u, states)) = self.build_placed(root, &overrides) else { return false };
         heap.push(Reverse((g.instruction_count(), pending.len())));
         let fits = self.operands_fit(&g, &states);
-        pending.push((overrides, g, u, fits));
+        pending.push((overrides, g, u, fits, states));
         true
+    }
+
+    /// `g` as the program it runs, by which candidates are told apart: a view repeated or
+    /// one of all of the value it views (a reshape held where the value lies) is one region
+    /// under two names, placed at the same addresses, so the assembly is the same. `states`
+    /// gives the state each node makes.
+    fn program(&self, g: &PiiGraph, states: &[usize]) -> PiiGraph {
+        g.as_program(|n| match &g.nodes[n] {
+            PiiNode::View { of, offset, size } => {
+                offset.iter().all(|&o| o == 0) && *size == self.keys[states[*of]].sizes
+            }
+            _ => false,
+        })
     }
 
     /// The instruction of alternative `rank` of state `s`, if it is one.

@@ -117,10 +117,17 @@ impl PiiGraph {
     /// such pairs through different classes of one value (a window of an input as a slice of
     /// its bytes, and as rows of its matrix), and tells candidates apart by this form.
     pub fn without_repeated_views(&self) -> PiiGraph {
+        self.as_program(|_| false)
+    }
+
+    /// [`PiiGraph::without_repeated_views`], also with each view that `whole` says covers
+    /// all of the value it views replaced by that value: the same region under another name
+    /// (a reshape held where the value lies), so again the same assembly.
+    pub fn as_program(&self, whole: impl Fn(usize) -> bool) -> PiiGraph {
         let mut first: HashMap<PiiNode, usize> = HashMap::new();
         let mut index = Vec::with_capacity(self.nodes.len());
         let mut nodes = Vec::with_capacity(self.nodes.len());
-        for node in &self.nodes {
+        for (n, node) in self.nodes.iter().enumerate() {
             let mut node = node.clone();
             match &mut node {
                 PiiNode::Instr { operands, .. } => operands.iter_mut().for_each(|o| *o = index[*o]),
@@ -128,7 +135,11 @@ impl PiiGraph {
                 PiiNode::Concat { parts, .. } | PiiNode::Overlay { parts, .. } => parts.iter_mut().for_each(|p| *p = index[*p]),
                 PiiNode::Input { .. } | PiiNode::Constant { .. } | PiiNode::Uninit { .. } => {}
             }
-            if matches!(node, PiiNode::View { .. }) {
+            if let PiiNode::View { of, .. } = node {
+                if whole(n) {
+                    index.push(of);
+                    continue;
+                }
                 if let Some(&earlier) = first.get(&node) {
                     index.push(earlier);
                     continue;
@@ -173,6 +184,21 @@ mod tests {
         let g = PiiGraph { nodes: vec![input.clone(), view(0, 0), instr(vec![1]), view(0, 0), instr(vec![3, 2])], root: 4 };
         let expected = PiiGraph { nodes: vec![input, view(0, 0), instr(vec![1]), instr(vec![1, 2])], root: 3 };
         assert_eq!(g.without_repeated_views(), expected);
+    }
+
+    #[test]
+    fn a_view_of_a_whole_value_is_that_value() {
+        let input = PiiNode::Input { param: 0, bytes: 64 };
+        // Node 2 views all of the load at node 1 (a reshape of it); node 4 only a part.
+        let g = PiiGraph {
+            nodes: vec![input.clone(), instr(vec![0]), view(1, 0), instr(vec![2]), view(3, 0), instr(vec![4, 2])],
+            root: 5,
+        };
+        let expected = PiiGraph {
+            nodes: vec![input, instr(vec![0]), instr(vec![1]), view(2, 0), instr(vec![3, 1])],
+            root: 4,
+        };
+        assert_eq!(g.as_program(|n| n == 2), expected);
     }
 
     #[test]
