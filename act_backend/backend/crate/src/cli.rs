@@ -255,8 +255,9 @@ fn run(args: &Args, target: Arc<Target>) -> ExitCode {
             }
             if args.verbose {
                 if let Some(best) = &snapshot.best {
+                    let of = snapshot.blocks.map_or(String::new(), |(n, rows)| format!(" for one block of {rows} rows, run {n} times"));
                     eprintln!(
-                        "chose candidate {} (cost {}) of {} tried ({}); total {:.3} ms",
+                        "chose candidate {} (cost {}) of {} tried ({}){of}; total {:.3} ms",
                         best.index,
                         best.cost,
                         snapshot.records.len(),
@@ -390,7 +391,7 @@ mod tests {
     #[test]
     fn a_compile_given_up_on_emits_the_best_so_far_or_says_where_it_was() {
         let best =
-            Best { index: 2, cost: 9.0, assembly: String::new(), memory: MemoryMap::default() };
+            Best { index: 2, cost: 9.0, assembly: String::new(), memory: MemoryMap::default(), program: Default::default() };
         let mut p = Progress {
             best: Some(best),
             phase: "the candidate loop",

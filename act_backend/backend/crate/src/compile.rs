@@ -8,7 +8,9 @@ use crate::driver::{self, Best, CandidateRecord, Config, DriverError, Status, St
 use crate::isa::{Isa, TableError};
 use crate::isa_match::{FreeAttribute, Patterns};
 use crate::kernel::{self, KernelError, KernelErrorKind};
-use crate::layout::{LayoutError, Signature};
+use crate::kernel::Kernel;
+use crate::layout::{HbmLayout, LayoutError, Signature};
+use crate::partition;
 use crate::output::ScratchDir;
 use crate::report::Progress;
 use crate::report_program::HloInstruction;
@@ -246,18 +248,8 @@ fn ms(d: Duration) -> f64 {
 pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, CompileError> {
     let started = Instant::now();
     let target = &*options.target;
-    let isa = &target.isa;
     let progress = &*options.progress;
-    let say = |line: &str| {
-        if let Some(listen) = &options.listener {
-            listen(Message::Progress(line));
-        }
-    };
-    let warn = |line: &str| {
-        if let Some(listen) = &options.listener {
-            listen(Message::Warning(line));
-        }
-    };
+    let say = |line: &str| say(options, line);
     {
         let mut p = lock(progress);
         p.free_attributes = target.patterns.free.clone();
@@ -281,11 +273,114 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         p.parse = Some(parsed);
         p.module = Some(kernel.name.clone());
         p.hlo = HloInstruction::list(&kernel);
-        p.phase = "instruction selection";
     }
 
+    let scratch;
+    let dir = match &options.candidates_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|error| CompileError::Io {
+                what: format!("create {}", d.display()),
+                error,
+            })?;
+            d.clone()
+        }
+        None => {
+            scratch = ScratchDir::new("act-backend").map_err(|error| CompileError::Io {
+                what: "create a scratch directory".into(),
+                error,
+            })?;
+            scratch.path().to_path_buf()
+        }
+    };
+    let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
+    if let Some(plan) = partition::plan(&kernel, tiles, partition::MAX_BLOCK_TILES) {
+        let rows = kernel.nodes[kernel.root].ty.shape[0] / plan.blocks;
+        say(&format!(
+            "compiling one block of {rows} of its {} output rows ({} tiles), run {} times",
+            kernel.nodes[kernel.root].ty.shape[0],
+            tiles(&plan.block),
+            plan.blocks
+        ));
+        match place(&plan.block, options, &dir, started) {
+            Ok(placed) => match in_blocks(&kernel, &plan, placed, options, &dir) {
+                Some(assembly) => return Ok(assembly),
+                None => say("a block's program reads or writes HBM where it cannot be moved to the other blocks; compiling the kernel whole"),
+            },
+            Err(e) => say(&format!("one block was not compiled ({e}); compiling the kernel whole")),
+        }
+        let mut p = lock(progress);
+        *p = Progress { free_attributes: p.free_attributes.clone(), parse: p.parse, module: p.module.clone(), hlo: p.hlo.clone(), ..Progress::default() };
+    }
+    let (report, warning) = place(&kernel, options, &dir, started)?;
+    let best = report.best.clone().expect("an outcome without error has a best candidate");
+    let instructions =
+        report.records.iter().find(|r| r.index == best.index).map_or(0, |r| r.instructions);
+    Ok(Assembly {
+        text: best.assembly,
+        cost: best.cost,
+        instructions,
+        candidate: best.index,
+        warning,
+        free_attributes: report.free_attributes.clone(),
+        report,
+    })
+}
+
+/// Hands `line` to the listener as progress.
+fn say(options: &CompileOptions, line: &str) {
+    if let Some(listen) = &options.listener {
+        listen(Message::Progress(line));
+    }
+}
+
+/// The assembly of `kernel` as `plan`'s blocks, each running the program `placed` found for
+/// one block, moved to its rows; `None` where the program cannot be moved.
+fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<String>), options: &CompileOptions, dir: &std::path::Path) -> Option<Assembly> {
+    let isa = &options.target.isa;
+    let (mut report, warning) = placed;
+    let best = report.best.clone()?;
+    let signature = |k: &Kernel| Signature { module: k.name.clone(), inputs: k.params.clone(), outputs: k.outputs.clone() };
+    let (sig, block_sig) = (signature(kernel), signature(&plan.block));
+    let (layout, block_layout) = (HbmLayout::packed(&sig).ok()?, HbmLayout::packed(&block_sig).ok()?);
+    let text = partition::instantiate(isa, plan, &best.program, &block_layout, &sig, &layout)?;
+    // The cost model costs the whole program; the table's weights, added to one block's, are
+    // the block's times the blocks.
+    let path = dir.join("blocks.py");
+    std::fs::write(&path, &text).ok()?;
+    let block_file = dir.join(format!("candidate_{}.py", best.index));
+    let weights = best.cost - crate::cost::cost_of(&block_file).ok()?;
+    let cost = crate::cost::cost_of(&path).ok()? + weights * plan.blocks as f64;
+    let instructions = best.program.steps.len() * plan.blocks as usize;
+    report.blocks = Some((plan.blocks, plan.block.nodes[plan.block.root].ty.shape[0]));
+    *lock(&options.progress) = report.clone();
+    say(options, &format!("{} blocks: {instructions} instructions, cost {cost}", plan.blocks));
+    Some(Assembly {
+        text,
+        cost,
+        instructions,
+        candidate: best.index,
+        warning,
+        free_attributes: report.free_attributes.clone(),
+        report,
+    })
+}
+
+/// Selects instructions for `kernel` and tries the candidates, writing them into `dir`: the
+/// finished report, whose best candidate is the answer, and a warning when the time limit cut
+/// the search short.
+fn place(kernel: &Kernel, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<(Progress, Option<String>), CompileError> {
+    let target = &*options.target;
+    let isa = &target.isa;
+    let progress = &*options.progress;
+    let say = |line: &str| say(options, line);
+    let warn = |line: &str| {
+        if let Some(listen) = &options.listener {
+            listen(Message::Warning(line));
+        }
+    };
+    lock(progress).phase = "instruction selection";
     let clock = Instant::now();
-    let selection = select::select_with(&kernel, isa, &target.patterns, &options.select)?;
+    let selection = select::select_with(kernel, isa, &target.patterns, &options.select)?;
     let selected = clock.elapsed();
     let s = &selection.stats;
     say(&format!(
@@ -312,23 +407,6 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         p.phase = "the candidate loop";
     }
 
-    let scratch;
-    let dir = match &options.candidates_dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).map_err(|error| CompileError::Io {
-                what: format!("create {}", d.display()),
-                error,
-            })?;
-            d.clone()
-        }
-        None => {
-            scratch = ScratchDir::new("act-backend").map_err(|error| CompileError::Io {
-                what: "create a scratch directory".into(),
-                error,
-            })?;
-            scratch.path().to_path_buf()
-        }
-    };
     let sig = Signature {
         module: kernel.name.clone(),
         inputs: kernel.params.clone(),
@@ -359,7 +437,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         isa,
         &sig,
         &selection.candidates,
-        &dir,
+        dir,
         &config,
         &options.cancel,
         &mut observe,
@@ -373,7 +451,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         }
         lock(progress).phase = "instruction selection of smaller tiles";
         let clock = Instant::now();
-        let Some(narrow) = select::select_narrow(&kernel, isa, &target.patterns, &options.select, divisor) else {
+        let Some(narrow) = select::select_narrow(kernel, isa, &target.patterns, &options.select, divisor) else {
             continue;
         };
         let (candidates, origins): (Vec<_>, Vec<_>) =
@@ -391,7 +469,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
             p.origins.extend(origins);
             p.phase = "the candidate loop";
         }
-        let more = driver::run(isa, &sig, &candidates, &dir, &config, &options.cancel, &mut observe)?;
+        let more = driver::run(isa, &sig, &candidates, dir, &config, &options.cancel, &mut observe)?;
         run.phases.add(&more.phases);
         run.records.extend(more.records);
         run.best = more.best;
@@ -413,18 +491,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     ));
     let limit = options.time_limit.unwrap_or_default();
     let warning = outcome(&report, limit)?;
-    let best = report.best.clone().expect("an outcome without error has a best candidate");
-    let instructions =
-        report.records.iter().find(|r| r.index == best.index).map_or(0, |r| r.instructions);
-    Ok(Assembly {
-        text: best.assembly,
-        cost: best.cost,
-        instructions,
-        candidate: best.index,
-        warning,
-        free_attributes: report.free_attributes.clone(),
-        report,
-    })
+    Ok((report, warning))
 }
 
 /// The shares of a buffer (1/2, then 1/4) that the selections after a first one whose
@@ -494,7 +561,7 @@ mod tests {
     use crate::memory_map::MemoryMap;
 
     fn best(index: usize) -> Best {
-        Best { index, cost: 9.0, assembly: String::new(), memory: MemoryMap::default() }
+        Best { index, cost: 9.0, assembly: String::new(), memory: MemoryMap::default(), program: Default::default() }
     }
 
     #[test]

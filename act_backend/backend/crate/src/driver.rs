@@ -7,8 +7,9 @@
 
 use crate::alloc::{self, Outcome, Prepared};
 use crate::cost::{self, CostError};
-use crate::emit::{self, Step};
+use crate::emit::PlacedProgram;
 use crate::isa::Isa;
+use crate::lang::Ty;
 use crate::layout::{HbmLayout, LayoutError, Signature};
 use crate::memory_map::{self, MemoryMap};
 use crate::pii::{PiiGraph, PiiNode};
@@ -135,7 +136,12 @@ pub struct Best {
     pub assembly: String,
     /// Its steps and where each of its values lives, for the report.
     pub memory: MemoryMap,
+    /// The program itself, placed.
+    pub program: PlacedProgram,
 }
+
+/// A placed candidate's assembly, its memory map and its program.
+type Emitted = (String, MemoryMap, PlacedProgram);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
@@ -235,9 +241,9 @@ pub fn run(
         }
         let (record, assembly) = ctx.candidate(index, graph)?;
         phases.add(&record.phases);
-        if let (Some(cost), Some((text, memory))) = (record.cost, assembly) {
+        if let (Some(cost), Some((text, memory, program))) = (record.cost, assembly) {
             if best.as_ref().is_none_or(|b| cost < b.cost) {
-                best = Some(Best { index, cost, assembly: text, memory });
+                best = Some(Best { index, cost, assembly: text, memory, program });
                 best_length = record.instructions;
             }
         }
@@ -282,7 +288,7 @@ impl Ctx<'_> {
         &self,
         index: usize,
         graph: &PiiGraph,
-    ) -> Result<(CandidateRecord, Option<(String, MemoryMap)>), DriverError> {
+    ) -> Result<(CandidateRecord, Option<Emitted>), DriverError> {
         let mut record = CandidateRecord {
             index,
             instructions: graph.instruction_count(),
@@ -349,31 +355,27 @@ impl Ctx<'_> {
         record.order = Some(schedule.heuristic);
 
         let clock = Instant::now();
-        let addrs = &placement.addrs;
-        let steps: Vec<Step> = schedule
-            .steps
-            .iter()
-            .zip(addrs)
-            .map(|(&n, addr)| match &graph.nodes[n] {
-                PiiNode::Instr { instr, comp, .. } => {
-                    Step { instr: &self.isa.instructions[*instr], comp, addr }
-                }
-                _ => unreachable!("schedules hold instruction nodes only"),
-            })
-            .collect();
-        let hbm = placement.hbm_end.max(self.layout.output.end());
-        let constants: Vec<emit::Constant> = placement
-            .constants
-            .iter()
-            .map(|&(n, addr)| match &graph.nodes[n] {
-                PiiNode::Constant { dtype, shape, bits } => {
-                    emit::Constant { addr, dtype: *dtype, shape, bits }
-                }
-                _ => unreachable!("the placement lists constant nodes only"),
-            })
-            .collect();
-        let text = emit::assembly_with_constants(self.sig, self.layout, hbm, &steps, &constants)
-            .map_err(DriverError::Layout)?;
+        let program = PlacedProgram {
+            steps: schedule
+                .steps
+                .iter()
+                .zip(&placement.addrs)
+                .map(|(&n, addr)| match &graph.nodes[n] {
+                    PiiNode::Instr { instr, comp, .. } => (*instr, comp.clone(), addr.clone()),
+                    _ => unreachable!("schedules hold instruction nodes only"),
+                })
+                .collect(),
+            constants: placement
+                .constants
+                .iter()
+                .map(|&(n, addr)| match &graph.nodes[n] {
+                    PiiNode::Constant { dtype, shape, bits } => (addr, Ty::new(*dtype, shape.clone()), bits.clone()),
+                    _ => unreachable!("the placement lists constant nodes only"),
+                })
+                .collect(),
+            hbm_end: placement.hbm_end,
+        };
+        let text = program.assembly(self.isa, self.sig, self.layout).map_err(DriverError::Layout)?;
         let path = self.dir.join(format!("candidate_{index}.py"));
         std::fs::write(&path, &text)
             .map_err(|error| DriverError::Io { path: path.clone(), error })?;
@@ -400,7 +402,7 @@ impl Ctx<'_> {
         record.phases.cost = clock.elapsed();
         record.cost = Some(cost);
         record.file = Some(path);
-        Ok((record, Some((text, memory))))
+        Ok((record, Some((text, memory, program))))
     }
 
     /// `graph` with its loads run again where an order overflows a buffer, analysed and

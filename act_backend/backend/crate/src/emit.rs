@@ -48,6 +48,33 @@ pub struct Constant<'a> {
     pub bits: &'a [u64],
 }
 
+/// A placed program, owned: per step the instruction (its index in the table), its
+/// computational and addressing attributes; the literals it reads (where each lies, its type,
+/// its values as f64 bit patterns); and one past the highest HBM byte it uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlacedProgram {
+    pub steps: Vec<(usize, Vec<i64>, Vec<i64>)>,
+    pub constants: Vec<(i64, Ty, Vec<u64>)>,
+    pub hbm_end: i64,
+}
+
+impl PlacedProgram {
+    /// Its assembly, the kernel's interface `sig` placed as `layout` says.
+    pub fn assembly(&self, isa: &crate::isa::Isa, sig: &Signature, layout: &HbmLayout) -> Result<String, LayoutError> {
+        let steps: Vec<Step> = self
+            .steps
+            .iter()
+            .map(|(instr, comp, addr)| Step { instr: &isa.instructions[*instr], comp, addr })
+            .collect();
+        let constants: Vec<Constant> = self
+            .constants
+            .iter()
+            .map(|(addr, ty, bits)| Constant { addr: *addr, dtype: ty.dtype, shape: &ty.shape, bits })
+            .collect();
+        assembly_with_constants(sig, layout, self.hbm_end.max(layout.output.end()), &steps, &constants)
+    }
+}
+
 /// The assembly of a program without constants. `hbm` is one past the highest HBM byte in
 /// use.
 pub fn assembly(

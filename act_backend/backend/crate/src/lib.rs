@@ -30,6 +30,7 @@ pub mod memory_map;
 pub mod memory_svg;
 pub mod output;
 pub mod parallel;
+pub mod partition;
 pub mod pii;
 pub mod precision;
 pub mod provenance;

@@ -192,6 +192,12 @@ pub fn rules_for(isa: &Isa, patterns: &Patterns) -> RuleSet {
     rules
 }
 
+/// How many tiles the split rules make of `kernel`'s operations on `isa`: the scale of the
+/// search it needs (see `tiling::Extents::tile_count`).
+pub fn tile_count(kernel: &Kernel, isa: &Isa, patterns: &Patterns) -> usize {
+    rules_for(isa, patterns).tiles.tile_count(kernel)
+}
+
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
 /// spill through (where the ISA both loads and stores), and what the rules add once (identity
 /// paths for its values, its windows one dimension at a time, the rows of a product with a

@@ -176,6 +176,10 @@ KERNELS = {
     "gemmini_matmul_16x64x16": (int8_product, [shape(16, 64, dtype=I8), shape(64, 16, dtype=I8)]),
     "gemmini_matmul_16x16x64": (int8_product, [shape(16, 16, dtype=I8), shape(16, 64, dtype=I8)]),
     "gemmini_matmul_64x64x64": (int8_product, [shape(64, 64, dtype=I8), shape(64, 64, dtype=I8)]),
+    # more tiles than one search holds (32,768): compiled as one block of rows, run once per
+    # block with its addresses moved to the block's rows of A and of the result
+    "gemmini_matmul_512x512x512": (int8_product,
+                                   [shape(512, 512, dtype=I8), shape(512, 512, dtype=I8)]),
     # on an array that takes any number of rows, without strided transfers: 96-row products
     # whose operand windows are read, and whose results are written, 96 rows one by one
     "gemmini_matmul_96x32x32": (int8_product, [shape(96, 32, dtype=I8), shape(32, 32, dtype=I8)]),
@@ -302,6 +306,9 @@ KERNELS = {
     "registers_clamp_48": (lambda x, lo, hi: jnp.minimum(jnp.maximum(x, lo), hi),
                            [shape(48, dtype=F32)] * 3),
     "registers_relu_32x32": (relu, [shape(32, 32, dtype=F32)]),
+    # 8,192 registers of elements: one block of rows compiled, run once per block
+    "registers_leaky_relu_32x64x64": (lambda x: jnp.maximum(x, x * 0.01),
+                                      [shape(32, 64, 64, dtype=F32)]),
     "registers_scale_rows_8x32": (lambda x, v: x * v[None, :],
                                   [shape(8, 32, dtype=F32), shape(32, dtype=F32)]),
     # a register's semantics see it as [1, 16, 16] (or [1, 16]): the same bytes as the

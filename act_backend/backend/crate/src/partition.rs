@@ -1,0 +1,363 @@
+//! Kernels too large for one search, split into identical blocks of the rows of their output:
+//! one block is compiled, and its program runs once per block with its HBM addresses moved to
+//! that block's rows.
+//!
+//! The rows `[i R, (i + 1) R)` of a row-major output are one contiguous byte range, and so are
+//! the rows of an input split alike; every other input is read whole. [`plan`] splits a kernel
+//! only where each block computes exactly its rows of the output from those inputs:
+//! elementwise work, broadcasts, transposes, reductions of other dimensions, products along a
+//! batch or free dimension, reshapes whose leading dimensions split alike, slices and
+//! concatenations along other dimensions. What a block reads whole is a kernel input or a
+//! literal (moved about at most), never a computation every block would repeat.
+//!
+//! The program of one block reads and writes HBM only within its inputs, its output and the
+//! scratch bytes after them (spills, literals, regions a strided store starts from).
+//! [`instantiate`] moves each access by the offset of its region for block `i`; blocks run one
+//! after another, so they share the scratch. An access it cannot move (one that spans two
+//! regions, an address no attribute sets alone) leaves the kernel to be compiled whole.
+
+use crate::emit::PlacedProgram;
+use crate::isa::Isa;
+use crate::kernel::Kernel;
+use crate::lang::{DotDims, Op};
+use crate::layout::{HbmLayout, Signature};
+use std::collections::BTreeMap;
+
+/// The tiles (`tiling::Extents::tile_count`) above which a kernel is compiled in blocks, and
+/// at most which each block has: a 256^3 int8 product on Gemmini (4,096 tiles) compiles whole
+/// in about 4 s, and its e-graph grows with the tiles (512^3 whole: 32,768 tiles, 35 s, 3.4 GB).
+pub const MAX_BLOCK_TILES: usize = 4096;
+
+/// A kernel split into blocks of its output's rows.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// How many blocks, each `1 / blocks` of the output's leading dimension.
+    pub blocks: i64,
+    /// The kernel one block computes: every split dimension `1 / blocks` as long.
+    pub block: Kernel,
+    /// Per kernel parameter: whether each block reads its own rows of it, rather than all of it.
+    pub split_inputs: Vec<bool>,
+}
+
+/// The split of `kernel` into the fewest blocks (dividing its output's leading dimension) of
+/// at most `max_tiles` tiles each, as `tiles` counts them, or where no split is that small,
+/// the fewest blocks of the fewest tiles; `None` where the kernel has no more tiles than
+/// that, more than one result, or no split.
+pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Plan> {
+    if kernel.results.len() != 1 || tiles(kernel) <= max_tiles {
+        return None;
+    }
+    let rows = *kernel.nodes[kernel.root].ty.shape.first()?;
+    let mut smallest: Option<(usize, Plan)> = None;
+    for blocks in (2..=rows).filter(|b| rows % b == 0) {
+        let Some(split) = split_dims(kernel, blocks) else { continue };
+        let block = block_kernel(kernel, &split, blocks);
+        let count = tiles(&block);
+        let plan = Plan { blocks, split_inputs: kernel.param_nodes.iter().map(|&p| split[p].is_some()).collect(), block };
+        if count <= max_tiles {
+            return Some(plan);
+        }
+        if smallest.as_ref().is_none_or(|(least, _)| count < *least) {
+            smallest = Some((count, plan));
+        }
+    }
+    smallest.map(|(_, plan)| plan)
+}
+
+/// What a block needs of a node: the dimension it takes `1 / blocks` of, or all of it.
+type Need = Option<usize>;
+
+/// Per node, the dimension a block computes a part of (`None`: all of it, or unused), where
+/// each block computes exactly its rows of the output; `None` where the kernel has no such
+/// split into `blocks`.
+fn split_dims(kernel: &Kernel, blocks: i64) -> Option<Vec<Need>> {
+    let n = kernel.nodes.len();
+    let mut need: Vec<Option<Need>> = vec![None; n];
+    need[kernel.root] = Some(Some(0));
+    // Operands come before their users: walking back, each node's need is known when reached.
+    for k in (0..n).rev() {
+        let Some(dim) = need[k] else { continue };
+        let node = &kernel.nodes[k];
+        let operand_needs = match dim {
+            Some(d) => {
+                if node.ty.shape.get(d).is_none_or(|&s| s % blocks != 0) {
+                    return None;
+                }
+                split_operands(kernel, k, d)?
+            }
+            None => whole_operands(kernel, k)?,
+        };
+        for (&o, want) in node.operands.iter().zip(operand_needs) {
+            match need[o] {
+                Some(had) if had != want => return None,
+                _ => need[o] = Some(want),
+            }
+        }
+    }
+    Some(need.into_iter().map(Option::flatten).collect())
+}
+
+/// What node `k`'s operands must give for a block of its dimension `d`.
+fn split_operands(kernel: &Kernel, k: usize, d: usize) -> Option<Vec<Need>> {
+    let node = &kernel.nodes[k];
+    let ty_of = |o: usize| &kernel.nodes[o].ty;
+    let same_or_scalar = |o: &usize| match ty_of(*o) {
+        t if t.shape == node.ty.shape => Some(Some(d)),
+        t if t.rank() == 0 => Some(None),
+        _ => None,
+    };
+    Some(match &node.op {
+        // A block of an input's leading rows is one contiguous byte range.
+        Op::Parameter(_) => {
+            (d == 0).then_some(())?;
+            Vec::new()
+        }
+        // A literal every element of which is one value is the same value in a block.
+        Op::Constant(literal) => {
+            literal.splat()?;
+            Vec::new()
+        }
+        Op::Convert | Op::Copy => node.operands.iter().map(same_or_scalar).collect::<Option<_>>()?,
+        op if op.is_elementwise() => node.operands.iter().map(same_or_scalar).collect::<Option<_>>()?,
+        // A bit cast between types of other widths adds or drops a last dimension.
+        Op::BitcastConvert => {
+            let x = ty_of(node.operands[0]);
+            (x.shape == node.ty.shape || (d == 0 && x.shape.first() == node.ty.shape.first())).then_some(())?;
+            vec![Some(d)]
+        }
+        // Rows of a row-major value are a range of its elements: blocks of the leading
+        // dimension of a reshape and of its operand are the same elements.
+        Op::Reshape => {
+            let x = ty_of(node.operands[0]);
+            (d == 0 && x.rank() > 0).then_some(())?;
+            vec![Some(0)]
+        }
+        Op::Transpose(perm) => vec![Some(perm[d])],
+        Op::Broadcast(dims) => {
+            let x = ty_of(node.operands[0]);
+            let from = dims.iter().position(|&r| r == d).filter(|&j| x.shape[j] == node.ty.shape[d]);
+            vec![from]
+        }
+        Op::Dot(dd) => dot_operands(dd, ty_of(node.operands[0]).rank(), ty_of(node.operands[1]).rank(), d)?,
+        Op::ReduceAdd(dims) | Op::Reduce { dims, .. } => {
+            let x = ty_of(node.operands[0]);
+            let kept: Vec<usize> = (0..x.rank()).filter(|j| !dims.contains(j)).collect();
+            let mut needs = vec![Some(kept[d])];
+            needs.extend(node.operands[1..].iter().map(|_| None));
+            needs
+        }
+        Op::Slice(ranges) => {
+            let x = ty_of(node.operands[0]);
+            (ranges[d] == (0, x.shape[d], 1)).then_some(())?;
+            vec![Some(d)]
+        }
+        Op::Concatenate(along) if *along != d => node.operands.iter().map(|_| Some(d)).collect(),
+        _ => return None,
+    })
+}
+
+/// The operands' needs of a product whose result is split along `d`: both operands along a
+/// batch dimension, or the one operand whose free dimension it is.
+fn dot_operands(dd: &DotDims, lhs_rank: usize, rhs_rank: usize, d: usize) -> Option<Vec<Need>> {
+    let lhs_free = DotDims::free(lhs_rank, &dd.lhs_batch, &dd.lhs_contracting);
+    let rhs_free = DotDims::free(rhs_rank, &dd.rhs_batch, &dd.rhs_contracting);
+    let batch = dd.lhs_batch.len();
+    Some(if d < batch {
+        vec![Some(dd.lhs_batch[d]), Some(dd.rhs_batch[d])]
+    } else if d < batch + lhs_free.len() {
+        vec![Some(lhs_free[d - batch]), None]
+    } else {
+        vec![None, Some(*rhs_free.get(d - batch - lhs_free.len())?)]
+    })
+}
+
+/// What node `k`'s operands must give for all of its value, which every block reads: only a
+/// kernel input or a literal, moved about, so that no block repeats a computation.
+fn whole_operands(kernel: &Kernel, k: usize) -> Option<Vec<Need>> {
+    let node = &kernel.nodes[k];
+    match node.op {
+        Op::Parameter(_) | Op::Constant(_) => Some(Vec::new()),
+        Op::Reshape | Op::Transpose(_) | Op::Broadcast(_) | Op::BitcastConvert | Op::Copy | Op::Convert | Op::Slice(_) => {
+            Some(node.operands.iter().map(|_| None).collect())
+        }
+        _ => None,
+    }
+}
+
+/// The kernel of one block: `kernel` with each dimension `split` names `1 / blocks` as long.
+fn block_kernel(kernel: &Kernel, split: &[Need], blocks: i64) -> Kernel {
+    let mut block = kernel.clone();
+    for (node, &dim) in block.nodes.iter_mut().zip(split) {
+        let Some(d) = dim else { continue };
+        node.ty.shape[d] /= blocks;
+        match &mut node.op {
+            Op::Slice(ranges) => ranges[d].1 /= blocks,
+            // A splat written out element by element: as many of its one value as a block has.
+            Op::Constant(literal) if literal.bits.len() > 1 => literal.bits.truncate(node.ty.elements() as usize),
+            _ => {}
+        }
+    }
+    block.params = block.param_nodes.iter().map(|&p| block.nodes[p].ty.clone()).collect();
+    block.outputs = vec![block.nodes[block.root].ty.clone()];
+    block
+}
+
+/// A region of HBM a block's program uses, and where it lies for block `i`.
+struct Region {
+    start: i64,
+    end: i64,
+    /// Bytes between block `i`'s region and the block program's (`moved + i * per_block`).
+    moved: i64,
+    per_block: i64,
+}
+
+/// The assembly of `plan.blocks` runs of `program` (the program of `plan.block`, placed in
+/// `block_layout`), each moved to its block's rows of the inputs it splits and of the output,
+/// for the whole kernel's `sig` and `layout`; `None` where an access cannot be moved.
+pub fn instantiate(
+    isa: &Isa,
+    plan: &Plan,
+    program: &PlacedProgram,
+    block_layout: &HbmLayout,
+    sig: &Signature,
+    layout: &HbmLayout,
+) -> Option<String> {
+    let mut regions: Vec<Region> = Vec::new();
+    for ((block, whole), &split) in block_layout.inputs.iter().zip(&layout.inputs).zip(&plan.split_inputs) {
+        let per_block = if split { block.bytes } else { 0 };
+        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, per_block });
+    }
+    let out = block_layout.output;
+    regions.push(Region { start: out.addr, end: out.end(), moved: layout.output.addr - out.addr, per_block: out.bytes });
+    // The scratch after the block's output lies after the whole output, shared by all blocks.
+    let scratch_moved = layout.output.end() - out.end();
+    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch_moved, per_block: 0 });
+    // Sizes of empty inputs make empty regions; an access never lies in one.
+    regions.retain(|r| r.start < r.end);
+
+    let mut steps = Vec::with_capacity(program.steps.len() * plan.blocks as usize);
+    for i in 0..plan.blocks {
+        for (instr, comp, addr) in &program.steps {
+            steps.push((*instr, comp.clone(), moved_addresses(isa, *instr, comp, addr, &regions, i)?));
+        }
+    }
+    let constants = program.constants.iter().map(|(addr, ty, bits)| (addr + scratch_moved, ty.clone(), bits.clone())).collect();
+    let moved = PlacedProgram { steps, constants, hbm_end: program.hbm_end + scratch_moved };
+    moved.assembly(isa, sig, layout).ok()
+}
+
+/// The addressing attributes of one step of block `i`: each HBM access moved by the offset
+/// of the region it lies in, through the one attribute its start depends on; `None` where an
+/// access spans two regions, its start depends on no attribute or several, or two accesses
+/// move one attribute differently.
+fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: i64) -> Option<Vec<i64>> {
+    let def = &isa.instructions[instr];
+    let mut env = def.comp_env(comp);
+    env.extend(def.addr_attrs.iter().zip(addr).map(|(n, v)| (format!("a.{n}"), *v)));
+    let mut moved: BTreeMap<usize, i64> = BTreeMap::new();
+    for slice in def.inputs.iter().chain(&def.outputs).filter(|s| isa.buffer(&s.buffer).is_hbm()) {
+        let ([start], [size]) = (&slice.start[..], &slice.size[..]) else { return None };
+        let (at, bytes) = (start.eval(&env).ok()?, size.eval(&env).ok()?);
+        let region = regions.iter().find(|r| r.start <= at && at < r.end)?;
+        if at + bytes > region.end {
+            return None;
+        }
+        let delta = region.moved + i * region.per_block;
+        // The start must be affine in one addressing attribute alone, which moves it.
+        let names: Vec<String> = start.attrs().into_iter().filter(|n| n.starts_with("a.")).collect();
+        let [name] = &names[..] else { return None };
+        let k = def.addr_attrs.iter().position(|n| format!("a.{n}") == *name)?;
+        let mut others = env.clone();
+        others.remove(name);
+        let form = start.affine(&others).ok()?;
+        let per_unit = *form.terms.get(name)?;
+        if per_unit == 0 || delta % per_unit != 0 {
+            return None;
+        }
+        let value = addr[k] + delta / per_unit;
+        if *moved.entry(k).or_insert(value) != value {
+            return None;
+        }
+    }
+    Some(addr.iter().enumerate().map(|(k, &v)| moved.get(&k).copied().unwrap_or(v)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::parse_kernel;
+
+    fn kernel(body: &str) -> Kernel {
+        parse_kernel(&format!("HloModule m\n\nENTRY e {{\n{body}\n}}\n"), "k.hlo").expect("a valid kernel")
+    }
+
+    /// Tiles counted as the output's rows: a plan then keeps at most `max` rows a block.
+    fn by_rows(k: &Kernel) -> usize {
+        k.nodes[k.root].ty.shape[0] as usize
+    }
+
+    fn shapes(k: &Kernel) -> Vec<Vec<i64>> {
+        k.params.iter().map(|t| t.shape.clone()).collect()
+    }
+
+    #[test]
+    fn elementwise_work_splits_every_operand_into_its_rows() {
+        let k = kernel(
+            "  x = f32[64,16] parameter(0)\n  y = f32[64,16] parameter(1)\n  s = f32[] constant(2)\n\
+             \x20 b = f32[64,16] broadcast(s), dimensions={}\n  m = f32[64,16] multiply(x, b)\n\
+             \x20 ROOT a = f32[64,16] add(m, y)",
+        );
+        let plan = plan(&k, by_rows, 16).expect("a split");
+        assert_eq!(plan.blocks, 4);
+        assert_eq!(plan.split_inputs, [true, true]);
+        assert_eq!(shapes(&plan.block), [vec![16, 16], vec![16, 16]]);
+        assert_eq!(plan.block.outputs[0].shape, [16, 16]);
+    }
+
+    #[test]
+    fn a_product_splits_its_left_operand_and_reads_the_right_one_whole() {
+        let k = kernel(
+            "  a = s8[64,32] parameter(0)\n  b = s8[32,48] parameter(1)\n\
+             \x20 ROOT d = s32[64,48] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        );
+        let plan = plan(&k, by_rows, 32).expect("a split");
+        assert_eq!((plan.blocks, plan.split_inputs.clone()), (2, vec![true, false]));
+        assert_eq!(shapes(&plan.block), [vec![32, 32], vec![32, 48]]);
+    }
+
+    #[test]
+    fn a_row_broadcast_is_read_whole_and_a_reduction_of_columns_keeps_the_rows() {
+        let text = "HloModule m\n\nsum {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n  ROOT o = f32[] add(p, q)\n}\n\n\
+                    ENTRY e {\n  x = f32[64,32] parameter(0)\n  v = f32[32] parameter(1)\n\
+                    \x20 b = f32[64,32] broadcast(v), dimensions={1}\n  s = f32[64,32] add(x, b)\n\
+                    \x20 z = f32[] constant(0)\n  ROOT r = f32[64] reduce(s, z), dimensions={1}, to_apply=sum\n}\n";
+        let k = parse_kernel(text, "k.hlo").expect("a valid kernel");
+        let plan = plan(&k, by_rows, 16).expect("a split");
+        assert_eq!((plan.blocks, plan.split_inputs.clone()), (4, vec![true, false]));
+        assert_eq!(shapes(&plan.block), [vec![16, 32], vec![32]]);
+    }
+
+    #[test]
+    fn a_kernel_within_the_limit_is_compiled_whole() {
+        let k = kernel("  x = f32[64,16] parameter(0)\n  ROOT n = f32[64,16] add(x, x)");
+        assert!(plan(&k, by_rows, 64).is_none());
+    }
+
+    #[test]
+    fn no_split_where_a_block_needs_another_dimension_of_an_input_or_a_whole_computation() {
+        // The result's rows are B's columns: no block of B's rows gives them.
+        let transposed = kernel(
+            "  a = s8[32,32] parameter(0)\n  b = s8[32,64] parameter(1)\n\
+             \x20 d = s32[32,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n\
+             \x20 ROOT t = s32[64,32] transpose(d), dimensions={1,0}",
+        );
+        assert!(plan(&transposed, by_rows, 16).is_none());
+        // Every block would compute the whole product again.
+        let shared = kernel(
+            "  a = s32[16,16] parameter(0)\n  x = s32[64,16] parameter(1)\n\
+             \x20 d = s32[16,16] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n\
+             \x20 ROOT p = s32[64,16] dot(x, d), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        );
+        assert!(plan(&shared, by_rows, 16).is_none());
+    }
+}
