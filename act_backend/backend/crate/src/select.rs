@@ -347,6 +347,9 @@ pub fn select_with(
     if !isa.buffers.iter().any(|b| b.is_hbm()) {
         return Err(SelectError::BadTable(TableError::NoHbm));
     }
+    if let Some(refusal) = float_reduction_without_instruction(kernel, isa) {
+        return Err(refusal);
+    }
     match select_once(kernel, isa, patterns, limits, Mode::default()) {
         Err((refusal @ SelectError::NoInstruction { .. }, StopReason::NodeLimit, iterations)) => {
             // Held-back rules keep a search from saturating, and each iteration near the node
@@ -356,6 +359,52 @@ pub fn select_with(
         }
         other => other.map_err(|(e, _, _)| e),
     }
+}
+
+/// A float reduction of inputs over more than one element on an ISA none of whose semantics
+/// reduces: no program computes it (no rule computes a float reduction by other operations,
+/// which would fix the order of its accumulation), so the search is not run. A search would
+/// grow the windows of its input to the node limit and refuse without proof (a row sum of
+/// 17x32 floats on the Registers test accelerator took 15 s).
+fn float_reduction_without_instruction(kernel: &Kernel, isa: &Isa) -> Option<SelectError> {
+    let reduces = isa.instructions.iter().flat_map(|i| &i.semantics).any(|o| matches!(o.op, OpCode::Reduce | OpCode::ReduceAdd));
+    if reduces {
+        return None;
+    }
+    // Values of constants alone are folded before the search; only inputs' reductions count.
+    let mut of_inputs = vec![false; kernel.nodes.len()];
+    let mut needed = vec![false; kernel.nodes.len()];
+    needed[kernel.root] = true;
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        of_inputs[k] = matches!(node.op, Op::Parameter(_)) || node.operands.iter().any(|&o| of_inputs[o]);
+    }
+    for k in (0..kernel.nodes.len()).rev() {
+        if needed[k] {
+            kernel.nodes[k].operands.iter().for_each(|&o| needed[o] = true);
+        }
+    }
+    let k = (0..kernel.nodes.len()).find(|&k| {
+        let node = &kernel.nodes[k];
+        let Some(&x) = node.operands.first() else { return false };
+        let (Op::ReduceAdd(dims) | Op::Reduce { dims, .. }) = &node.op else { return false };
+        let x_ty = &kernel.nodes[x].ty;
+        let reduced: i64 = dims.iter().map(|&d| x_ty.shape[d]).product();
+        needed[k] && of_inputs[x] && x_ty.dtype.is_float() && reduced > 1
+    })?;
+    let node = &kernel.nodes[k];
+    Some(SelectError::NoInstruction {
+        file: kernel.file.clone(),
+        line: node.line,
+        op: node.op.hlo_name().to_string(),
+        message: format!(
+            "no instruction of {} computes `{}` ({}): no instruction's semantics reduces, and no \
+             rule computes a {} reduction by other operations",
+            isa.name,
+            node.op.hlo_name(),
+            node.text,
+            kernel.nodes[node.operands[0]].ty.dtype
+        ),
+    })
 }
 
 /// The selection to try where no candidate of [`select_with`]'s fits in memory: the search

@@ -215,6 +215,16 @@ fn an_operation_no_instruction_computes_is_blamed_rather_than_the_input_it_alone
 }
 
 #[test]
+fn a_float_reduction_on_an_isa_whose_semantics_never_reduce_is_refused_before_any_search() {
+    // No rule computes a float sum by other operations: the refusal needs no search (one grew
+    // the input's windows to its node limit for 15 s and refused without proof).
+    let message = refusal("registers_isa.json", "registers_row_sums_17x32");
+    assert!(message.contains("no instruction of Registers computes `reduce`"), "{message}");
+    assert!(message.contains("no instruction's semantics reduces, and no rule computes a f32 reduction"), "{message}");
+    assert!(!message.contains("node limit"), "{message}");
+}
+
+#[test]
 fn an_integer_contraction_longer_than_every_product_where_nothing_adds_is_named() {
     // WeightStationary's array contracts 64 and nothing adds int32 values: a contraction of
     // 128 splits into two products that nothing could sum.

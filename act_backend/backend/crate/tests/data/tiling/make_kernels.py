@@ -323,6 +323,8 @@ KERNELS = {
     "registers_max_4x8x12": (jnp.maximum, [shape(4, 8, 12, dtype=F32)] * 2),
     # refused: an absolute value, which no instruction computes (its input loads in rows)
     "registers_abs_64x32": (jnp.abs, [shape(64, 32, dtype=F32)]),
+    # refused at once: a float row sum, where no instruction's semantics reduces
+    "registers_row_sums_17x32": (lambda x: jnp.sum(x, axis=1), [shape(17, 32, dtype=F32)]),
     # 17 floats, where every load and store moves 16: the first 16, then the last 16, which
     # overlap by 15 computed twice; and so for a 17x17 sum (289 elements: 19 registers), an
     # 17x8 one (136: 9) and rows of 17 shifted by a scalar each (two registers a row)
