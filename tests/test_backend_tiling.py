@@ -107,8 +107,8 @@ TILED = {
     "gemmini_matmul_16x16x64": ("Gemmini", {"matmul32": 4, "mvout_acc_strided": 4}),
     # every dimension: (64/16)^3 products, each once
     "gemmini_matmul_64x64x64": ("Gemmini", {"matmul32": 16, "mac32": 48}),
-    # 32,768 tiles, more than one search holds: one block of 32 rows of the result compiled
-    # and run 16 times at the rows of A and of the result it computes, each product once
+    # 32,768 tiles, more than one search holds: one block of 64 rows of the result compiled
+    # and run 8 times at the rows of A and of the result it computes, each product once
     "gemmini_matmul_512x512x512": ("Gemmini", {"matmul32": 1024, "mac32": 31744}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
     # through the ReLU into its columns at once; every operand element loaded once: A's two
@@ -330,9 +330,9 @@ REGISTERS = {
     "registers_clamp_48": {"vmax": 3, "vmin": 3, "vload": 9, "vstore": 3},
     # the zero vector is a constant in HBM, loaded once
     "registers_relu_32x32": {"vmax": 64, "vload": 65, "vstore": 64},
-    # 8,192 registers of elements: one block of 4 x 64 x 64 compiled and run 8 times, each
+    # 8,192 registers of elements: one block of 1 x 64 x 64 compiled and run 32 times, each
     # block loading the broadcast 0.01 once
-    "registers_leaky_relu_32x64x64": {"vmul": 8192, "vmax": 8192, "vload": 8200, "vstore": 8192},
+    "registers_leaky_relu_32x64x64": {"vmul": 8192, "vmax": 8192, "vload": 8224, "vstore": 8192},
     # the row of scales is two registers, loaded once for all eight rows
     "registers_scale_rows_8x32": {"vmul": 16, "vload": 18, "vstore": 16},
     # rows narrower than a register (8), or of no multiple of it in a batch (4 x 8 x 12): the

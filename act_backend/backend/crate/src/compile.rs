@@ -293,7 +293,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         }
     };
     let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
-    if let Some(plan) = partition::plan(&kernel, tiles, partition::MAX_BLOCK_TILES) {
+    if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns)) {
         let rows = kernel.nodes[kernel.root].ty.shape[0] / plan.blocks;
         say(&format!(
             "compiling one block of {rows} of its {} output rows ({} tiles), run {} times",

@@ -44,6 +44,9 @@ pub struct Plan {
 /// the fewest blocks of the fewest tiles; `None` where the kernel has no more tiles than
 /// that, more than one result, or no split.
 pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Plan> {
+    // Every operation counts one tile at least: a 256^3 product's 4,096 products and its two
+    // inputs are 4,098 tiles, within a limit of 4,096.
+    let max_tiles = max_tiles + kernel.nodes.len();
     if kernel.results.len() != 1 || tiles(kernel) <= max_tiles {
         return None;
     }

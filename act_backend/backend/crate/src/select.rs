@@ -198,6 +198,20 @@ pub fn tile_count(kernel: &Kernel, isa: &Isa, patterns: &Patterns) -> usize {
     rules_for(isa, patterns).tiles.tile_count(kernel)
 }
 
+/// The most tiles one search of a kernel on `isa` is given before the kernel is compiled in
+/// blocks (`partition.rs`): [`crate::partition::MAX_BLOCK_TILES`], or on an ISA that reads
+/// windows a row at a time, whose tiles each grow [`ROW_BY_ROW_TILE_FACTOR`] times the
+/// e-nodes, that many times fewer (a 256^3 int8 product on the Contiguous test accelerator in
+/// two blocks of 2,048 tiles took 42 s and 3.6 GB).
+pub fn block_tiles(isa: &Isa, patterns: &Patterns) -> usize {
+    let most = crate::partition::MAX_BLOCK_TILES;
+    if rules_for(isa, patterns).strided_reads {
+        most
+    } else {
+        most / ROW_BY_ROW_TILE_FACTOR
+    }
+}
+
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
 /// spill through (where the ISA both loads and stores), and what the rules add once (identity
 /// paths for its values, its windows one dimension at a time, the rows of a product with a
