@@ -511,7 +511,10 @@ enum Transfer {
 /// otherwise. Only the buffers that hold elements of the value's type count where some do (a
 /// float vector is not read into an int32 tile register); where its element count is no
 /// multiple either, the clause says so (no view of it as other rows divides).
-fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
+///
+/// With `rows_of_elements`, a value whose elements divide into such rows whatever its shape
+/// (as elementwise work sees it) moves too.
+fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer, rows_of_elements: bool) -> Option<String> {
     let n = *ty.shape.last()?;
     let in_hbm = |slices: &[crate::isa::Slice]| slices.iter().any(|s| isa.buffer(&s.buffer).is_hbm());
     let moves = |i: &&Instruction| match transfer {
@@ -533,7 +536,7 @@ fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer) -> Option<String> {
     for instr in &transfers {
         for buffer in on_chip(instr) {
             let unit: i64 = buffer.unit_dims.iter().product();
-            if buffer.unit_dims.len() != 1 || n % unit == 0 {
+            if buffer.unit_dims.len() != 1 || n % unit == 0 || (rows_of_elements && ty.elements() % unit == 0) {
                 return None;
             }
             if !units.contains(&(unit, buffer.name.as_str())) {
@@ -640,7 +643,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
                 | Op::Constant(_)
         );
         let verb = if !moves || ex.computed(eg.find(kg.node_class[k])) { "stores" } else { "copies" };
-        let why = unit_rows(isa, &kernel.nodes[k].ty, Transfer::Store).unwrap_or_default();
+        let why = unit_rows(isa, &kernel.nodes[k].ty, Transfer::Store, false).unwrap_or_default();
         error(k, format!("{verb} the result of `{}` to HBM{why}", kernel.nodes[k].op.hlo_name()))
     };
     if ok(root) {
@@ -735,7 +738,9 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
     // A parameter read only by an operation no semantics computes (`abs` on an ISA without
     // one), whose rows the loads do take, is not loaded because nothing reads its tiles:
     // that operation is what fails.
-    if matches!(kernel.nodes[k].op, Op::Parameter(_)) && unit_rows(isa, &kernel.nodes[k].ty, Transfer::Load).is_none() {
+    // Its elements as rows of a unit are enough: elementwise work on it would read them so
+    // (`abs` of 48x3x3 floats is 27 registers of 16).
+    if matches!(kernel.nodes[k].op, Op::Parameter(_)) && unit_rows(isa, &kernel.nodes[k].ty, Transfer::Load, true).is_none() {
         let computed: BTreeSet<OpCode> = isa.instructions.iter().flat_map(|i| i.semantics.iter().map(|o| o.op)).collect();
         let users: Vec<usize> = (0..kernel.nodes.len()).filter(|&u| seen[u] && kernel.nodes[u].operands.contains(&k)).collect();
         let uncomputed = |u: &usize| OpCode::parse(kernel.nodes[*u].op.hlo_name()).is_some_and(|code| !computed.contains(&code));
@@ -761,7 +766,7 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
                     ty = user.ty,
                     n = user.ty.shape[dim]
                 ),
-                None => unit_rows(isa, &node.ty, Transfer::Load).unwrap_or_default(),
+                None => unit_rows(isa, &node.ty, Transfer::Load, false).unwrap_or_default(),
             };
             format!("loads parameter {i} (`{}`, {}){windows}", node.name, node.ty)
         }

@@ -212,6 +212,10 @@ fn an_operation_no_instruction_computes_is_blamed_rather_than_the_input_it_alone
     // an operation no semantics computes into the tiles a load would read.
     let message = refusal("registers_isa.json", "registers_abs_64x32");
     assert!(message.contains("no instruction of Registers computes `abs`"), "{message}");
+    // Rows of 3 no load takes, but elementwise work would read its 432 elements as 27
+    // registers: `abs` is still what fails.
+    let message = refusal("registers_isa.json", "registers_abs_48x3x3");
+    assert!(message.contains("no instruction of Registers computes `abs`"), "{message}");
 }
 
 #[test]

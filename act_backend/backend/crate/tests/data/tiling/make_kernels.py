@@ -323,6 +323,8 @@ KERNELS = {
     "registers_max_4x8x12": (jnp.maximum, [shape(4, 8, 12, dtype=F32)] * 2),
     # refused: an absolute value, which no instruction computes (its input loads in rows)
     "registers_abs_64x32": (jnp.abs, [shape(64, 32, dtype=F32)]),
+    # refused: the same, its rows of 3 loading only as the 27 registers its elements fill
+    "registers_abs_48x3x3": (jnp.abs, [shape(48, 3, 3, dtype=F32)]),
     # refused at once: a float row sum, where no instruction's semantics reduces
     "registers_row_sums_17x32": (lambda x: jnp.sum(x, axis=1), [shape(17, 32, dtype=F32)]),
     # 17 floats, where every load and store moves 16: the first 16, then the last 16, which
