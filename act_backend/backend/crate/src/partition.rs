@@ -251,8 +251,9 @@ pub fn instantiate(
 
 /// The addressing attributes of one step of block `i`: each HBM access moved by the offset
 /// of the region it lies in, through the one attribute its start depends on; `None` where an
-/// access spans two regions, its start depends on no attribute or several, or two accesses
-/// move one attribute differently.
+/// access spans two regions, its start depends on no attribute or several, that attribute
+/// also places a value on chip, two accesses move one attribute differently, or a constraint
+/// of the instruction no longer holds.
 fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: i64) -> Option<Vec<i64>> {
     let def = &isa.instructions[instr];
     let mut env = def.comp_env(comp);
@@ -270,6 +271,11 @@ fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions:
         let names: Vec<String> = start.attrs().into_iter().filter(|n| n.starts_with("a.")).collect();
         let [name] = &names[..] else { return None };
         let k = def.addr_attrs.iter().position(|n| format!("a.{n}") == *name)?;
+        // An attribute that also places a value on chip cannot move.
+        let on_chip = def.inputs.iter().chain(&def.outputs).filter(|s| !isa.buffer(&s.buffer).is_hbm());
+        if on_chip.flat_map(|s| s.start.iter().chain(&s.size)).any(|e| e.attrs().contains(name)) {
+            return None;
+        }
         let mut others = env.clone();
         others.remove(name);
         let form = start.affine(&others).ok()?;
@@ -282,7 +288,10 @@ fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions:
             return None;
         }
     }
-    Some(addr.iter().enumerate().map(|(k, &v)| moved.get(&k).copied().unwrap_or(v)).collect())
+    let moved: Vec<i64> = addr.iter().enumerate().map(|(k, &v)| moved.get(&k).copied().unwrap_or(v)).collect();
+    // The instruction's conditions on its attributes (an alignment, a range) must still hold.
+    env.extend(def.addr_attrs.iter().zip(&moved).map(|(n, v)| (format!("a.{n}"), *v)));
+    def.constraints.iter().all(|c| c.holds(&env) == Some(true)).then_some(moved)
 }
 
 #[cfg(test)]
