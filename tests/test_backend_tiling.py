@@ -110,6 +110,8 @@ TILED = {
     # 32,768 tiles, more than one search holds: one block of 64 rows of the result compiled
     # and run 8 times at the rows of A and of the result it computes, each product once
     "gemmini_matmul_512x512x512": ("Gemmini", {"matmul32": 1024, "mac32": 31744}),
+    # a batch of four 256^3 products, 16,384 tiles: one item compiled and run 4 times
+    "gemmini_batch_matmul_4x256x256x256": ("Gemmini", {"matmul32": 1024, "mac32": 15360}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
     # through the ReLU into its columns at once; every operand element loaded once: A's two
     # 128-row column windows, kept for every column, and B's eight column windows (24 loads

@@ -528,6 +528,16 @@ impl Extents {
             .map(|node| {
                 let Some(code) = opcode(&node.op) else { return 1 };
                 let lead = node.ty.shape.first().map_or(1, |&m| ceil(m, self.leading_tile(code, &node.ty)));
+                if let (Op::Dot(dd), rank @ 3..) = (&node.op, node.ty.rank()) {
+                    // A batch of products: each item's tiles, as a product of its own rank.
+                    let items: i64 = node.ty.shape[..rank - 2].iter().product();
+                    let item = Ty::new(node.ty.dtype, node.ty.shape[rank - 2..].to_vec());
+                    let k: i64 = dd.lhs_contracting.iter().map(|&d| kernel.nodes[node.operands[0]].ty.shape[d]).product();
+                    let split_k = node.ty.dtype.is_int().then(|| self.longest_contraction()).flatten();
+                    let rows = ceil(item.shape[0], self.leading_tile(code, &item));
+                    let columns = ceil(item.shape[1], widest(self, OpCode::Dot, &item, 1));
+                    return (items * rows * columns * ceil(k, split_k)).max(1) as usize;
+                }
                 let more = match (&node.op, node.ty.rank()) {
                     (Op::Dot(dd), 2) => {
                         // An outer product contracts nothing.

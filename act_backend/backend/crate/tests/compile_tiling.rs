@@ -822,6 +822,17 @@ fn a_kernel_of_more_tiles_than_one_search_holds_runs_one_block_of_rows_per_block
 }
 
 #[test]
+fn a_batch_of_products_each_as_large_as_one_search_holds_runs_one_item_per_block() {
+    // Each item's 4,096 tiles count (a batched product counted 4 before, one per item, and its
+    // search stopped at its node limit without a program).
+    let text = data("tiling/gemmini_batch_matmul_4x256x256x256.hlo");
+    let asm = compile(&text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(asm.report.blocks, Some((4, 1)));
+    let calls = calls(&asm.text);
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4 * 16 * 16 * 16, "each product once");
+}
+
+#[test]
 fn an_elementwise_kernel_of_thousands_of_registers_is_compiled_a_block_at_a_time() {
     let text = data("tiling/registers_leaky_relu_32x64x64.hlo");
     let asm = compile(&text, &CompileOptions::new(target("registers_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));

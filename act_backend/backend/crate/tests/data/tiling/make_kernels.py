@@ -180,6 +180,8 @@ KERNELS = {
     # block with its addresses moved to the block's rows of A and of the result
     "gemmini_matmul_512x512x512": (int8_product,
                                    [shape(512, 512, dtype=I8), shape(512, 512, dtype=I8)]),
+    # a batch of four 256^3 products (16,384 tiles): one item compiled, run once per item
+    "gemmini_batch_matmul_4x256x256x256": (int8_product, [shape(4, 256, 256, dtype=I8)] * 2),
     # on an array that takes any number of rows, without strided transfers: 96-row products
     # whose operand windows are read, and whose results are written, 96 rows one by one
     "gemmini_matmul_96x32x32": (int8_product, [shape(96, 32, dtype=I8), shape(32, 32, dtype=I8)]),
