@@ -326,6 +326,11 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     })
 }
 
+/// The interface of `kernel` as the assembly sees it.
+fn signature(kernel: &Kernel) -> Signature {
+    Signature { module: kernel.name.clone(), inputs: kernel.params.clone(), outputs: kernel.outputs.clone() }
+}
+
 /// Hands `line` to the listener as progress.
 fn say(options: &CompileOptions, line: &str) {
     if let Some(listen) = &options.listener {
@@ -339,7 +344,6 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
     let isa = &options.target.isa;
     let (mut report, warning) = placed;
     let best = report.best.clone()?;
-    let signature = |k: &Kernel| Signature { module: k.name.clone(), inputs: k.params.clone(), outputs: k.outputs.clone() };
     let (sig, block_sig) = (signature(kernel), signature(&plan.block));
     let (layout, block_layout) = (HbmLayout::packed(&sig).ok()?, HbmLayout::packed(&block_sig).ok()?);
     let text = partition::instantiate(isa, plan, &best.program, &block_layout, &sig, &layout)?;
@@ -407,11 +411,7 @@ fn place(kernel: &Kernel, options: &CompileOptions, dir: &std::path::Path, start
         p.phase = "the candidate loop";
     }
 
-    let sig = Signature {
-        module: kernel.name.clone(),
-        inputs: kernel.params.clone(),
-        outputs: kernel.outputs.clone(),
-    };
+    let sig = signature(kernel);
     // The bound holds for the table's costs, which only the default model adds up.
     let lower_bound = if crate::cost::DEFAULT_MODEL { selection.stats.lower_bound } else { None };
     let config = Config {
