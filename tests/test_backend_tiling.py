@@ -112,6 +112,9 @@ TILED = {
     "gemmini_matmul_512x512x512": ("Gemmini", {"matmul32": 1024, "mac32": 31744}),
     # a batch of four 256^3 products, 16,384 tiles: one item compiled and run 4 times
     "gemmini_batch_matmul_4x256x256x256": ("Gemmini", {"matmul32": 1024, "mac32": 15360}),
+    # a batch of two 512^3 products, each item more than one search holds: one block of rows of
+    # an item compiled and run for each block of each item, each product once
+    "gemmini_batch_matmul_2x512x512x512": ("Gemmini", {"matmul32": 2048, "mac32": 63488}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
     # through the ReLU into its columns at once; every operand element loaded once: A's two
     # 128-row column windows, kept for every column, and B's eight column windows (24 loads

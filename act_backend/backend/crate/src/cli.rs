@@ -255,7 +255,7 @@ fn run(args: &Args, target: Arc<Target>) -> ExitCode {
             }
             if args.verbose {
                 if let Some(best) = &snapshot.best {
-                    let of = snapshot.blocks.map_or(String::new(), |(n, rows)| format!(" for one block of {rows} rows, run {n} times"));
+                    let of = snapshot.blocks.as_ref().map_or(String::new(), |(n, shape)| format!(" for one block of {} of the output, run {n} times", crate::compile::dims(shape)));
                     eprintln!(
                         "chose candidate {} (cost {}) of {} tried ({}){of}; total {:.3} ms",
                         best.index,

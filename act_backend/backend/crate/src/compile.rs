@@ -294,12 +294,12 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     };
     let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
     if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns)) {
-        let rows = kernel.nodes[kernel.root].ty.shape[0] / plan.blocks;
         say(&format!(
-            "compiling one block of {rows} of its {} output rows ({} tiles), run {} times",
-            kernel.nodes[kernel.root].ty.shape[0],
+            "compiling one block of {} of its {} output ({} tiles), run {} times",
+            dims(&plan.block.nodes[plan.block.root].ty.shape),
+            dims(&kernel.nodes[kernel.root].ty.shape),
             tiles(&plan.block),
-            plan.blocks
+            plan.blocks()
         ));
         match place(&plan.block, options, &dir, started) {
             Ok(placed) => match in_blocks(&kernel, &plan, placed, options, &dir) {
@@ -331,6 +331,14 @@ fn signature(kernel: &Kernel) -> Signature {
     Signature { module: kernel.name.clone(), inputs: kernel.params.clone(), outputs: kernel.outputs.clone() }
 }
 
+/// A shape as `64x16` (`scalar` for none).
+pub(crate) fn dims(shape: &[i64]) -> String {
+    if shape.is_empty() {
+        return "scalar".into();
+    }
+    shape.iter().map(i64::to_string).collect::<Vec<_>>().join("x")
+}
+
 /// Hands `line` to the listener as progress.
 fn say(options: &CompileOptions, line: &str) {
     if let Some(listen) = &options.listener {
@@ -353,11 +361,12 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
     std::fs::write(&path, &text).ok()?;
     let block_file = dir.join(format!("candidate_{}.py", best.index));
     let weights = best.cost - crate::cost::cost_of(&block_file).ok()?;
-    let cost = crate::cost::cost_of(&path).ok()? + weights * plan.blocks as f64;
-    let instructions = best.program.steps.len() * plan.blocks as usize;
-    report.blocks = Some((plan.blocks, plan.block.nodes[plan.block.root].ty.shape[0]));
+    let blocks = plan.blocks();
+    let cost = crate::cost::cost_of(&path).ok()? + weights * blocks as f64;
+    let instructions = best.program.steps.len() * blocks as usize;
+    report.blocks = Some((blocks, plan.block.nodes[plan.block.root].ty.shape.clone()));
     *lock(&options.progress) = report.clone();
-    say(options, &format!("{} blocks: {instructions} instructions, cost {cost}", plan.blocks));
+    say(options, &format!("{blocks} blocks: {instructions} instructions, cost {cost}"));
     Some(Assembly {
         text,
         cost,

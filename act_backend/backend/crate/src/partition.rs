@@ -28,21 +28,47 @@ use std::collections::BTreeMap;
 /// in about 4 s, and its e-graph grows with the tiles (512^3 whole: 32,768 tiles, 35 s, 3.4 GB).
 pub const MAX_BLOCK_TILES: usize = 4096;
 
-/// A kernel split into blocks of its output's rows.
+/// A kernel split into blocks: its output's rows, and where even one row of it is more than a
+/// search holds (an item of a batch), each row's rows in turn.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// How many blocks, each `1 / blocks` of the output's leading dimension.
-    pub blocks: i64,
-    /// The kernel one block computes: every split dimension `1 / blocks` as long.
+    /// The splits, outermost first: each splits the kernel the one before it leaves along the
+    /// next dimension of its output, the first along the leading one.
+    pub levels: Vec<Level>,
+    /// The kernel one block computes: every split dimension as long as its part.
     pub block: Kernel,
-    /// Per kernel parameter: whether each block reads its own rows of it, rather than all of it.
-    pub split_inputs: Vec<bool>,
 }
 
-/// The split of `kernel` into the fewest blocks (dividing its output's leading dimension) of
-/// at most `max_tiles` tiles each, as `tiles` counts them, or where no split is that small,
-/// the fewest blocks of the fewest tiles; `None` where the kernel has no more tiles than
-/// that, more than one result, or no split.
+/// One split of a kernel into equal parts of one dimension of its output.
+#[derive(Debug, Clone)]
+pub struct Level {
+    /// How many parts.
+    pub parts: i64,
+    /// Per kernel parameter: the bytes between one part's region of it and the next, 0 where
+    /// each part reads all of it.
+    pub input_stride: Vec<i64>,
+    /// The bytes between one part's region of the output and the next.
+    pub output_stride: i64,
+}
+
+impl Plan {
+    /// How many blocks: the product of every level's parts.
+    pub fn blocks(&self) -> i64 {
+        self.levels.iter().map(|l| l.parts).product()
+    }
+
+    /// Per kernel parameter: whether each block reads its own part of it, rather than all of it.
+    pub fn split_inputs(&self) -> Vec<bool> {
+        let inputs = self.block.params.len();
+        (0..inputs).map(|p| self.levels.iter().any(|l| l.input_stride[p] != 0)).collect()
+    }
+}
+
+/// The split of `kernel` into the fewest blocks of at most `max_tiles` tiles each, as `tiles`
+/// counts them, or where no split is that small, the fewest blocks of the fewest tiles; `None`
+/// where the kernel has no more tiles than that, more than one result, or no split. Blocks
+/// divide its output's leading dimension; where blocks of one row of it are still too large,
+/// each is split along the next dimension alike.
 pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Plan> {
     // Every operation counts one tile at least: a 256^3 product's 4,096 products and its two
     // inputs are 4,098 tiles, within a limit of 4,096.
@@ -50,33 +76,68 @@ pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize)
     if kernel.results.len() != 1 || tiles(kernel) <= max_tiles {
         return None;
     }
-    let rows = *kernel.nodes[kernel.root].ty.shape.first()?;
+    plan_along(kernel, 0, &tiles, max_tiles).map(|(_, plan)| plan)
+}
+
+/// [`plan`] of blocks of output dimension `dim` (every dimension before it of length 1), and
+/// the tiles of one block.
+fn plan_along(kernel: &Kernel, dim: usize, tiles: &impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<(usize, Plan)> {
+    let rows = *kernel.nodes[kernel.root].ty.shape.get(dim)?;
     let mut smallest: Option<(usize, Plan)> = None;
-    for blocks in (2..=rows).filter(|b| rows % b == 0) {
-        let Some(split) = split_dims(kernel, blocks) else { continue };
-        let block = block_kernel(kernel, &split, blocks);
+    let mut one_row = None;
+    for parts in (2..=rows).filter(|b| rows % b == 0) {
+        let Some(split) = split_dims(kernel, dim, parts) else { continue };
+        let block = block_kernel(kernel, &split, parts);
+        let Some(level) = level(kernel, &block, &split, parts) else { continue };
         let count = tiles(&block);
-        let plan = Plan { blocks, split_inputs: kernel.param_nodes.iter().map(|&p| split[p].is_some()).collect(), block };
+        let plan = Plan { levels: vec![level], block };
         if count <= max_tiles {
-            return Some(plan);
+            return Some((count, plan));
+        }
+        if parts == rows {
+            one_row = Some(plan.clone());
         }
         if smallest.as_ref().is_none_or(|(least, _)| count < *least) {
             smallest = Some((count, plan));
         }
     }
-    smallest.map(|(_, plan)| plan)
+    // Even one row is too large: each row is split along the next dimension.
+    if let Some(outer) = one_row {
+        if let Some((count, inner)) = plan_along(&outer.block, dim + 1, tiles, max_tiles) {
+            let levels = outer.levels.into_iter().chain(inner.levels).collect();
+            let nested = Plan { levels, block: inner.block };
+            if count <= max_tiles || smallest.as_ref().is_none_or(|(least, _)| count < *least) {
+                return Some((count, nested));
+            }
+        }
+    }
+    smallest
+}
+
+/// The strides of one level between its parts, from the types of the kernel it splits and of
+/// its block; `None` where a size does not fit an `i64`.
+fn level(kernel: &Kernel, block: &Kernel, split: &[Need], parts: i64) -> Option<Level> {
+    let bytes = |t| crate::layout::bytes_of(t).ok();
+    let input_stride = kernel.param_nodes.iter().zip(&block.params)
+        .map(|(&p, t)| if split[p].is_some() { bytes(t) } else { Some(0) })
+        .collect::<Option<_>>()?;
+    Some(Level { parts, input_stride, output_stride: bytes(&block.outputs[0])? })
 }
 
 /// What a block needs of a node: the dimension it takes `1 / blocks` of, or all of it.
 type Need = Option<usize>;
 
 /// Per node, the dimension a block computes a part of (`None`: all of it, or unused), where
-/// each block computes exactly its rows of the output; `None` where the kernel has no such
-/// split into `blocks`.
-fn split_dims(kernel: &Kernel, blocks: i64) -> Option<Vec<Need>> {
+/// each block computes exactly its part of output dimension `dim` (every one before it of
+/// length 1, so that a part is a range of the output's bytes); `None` where the kernel has no
+/// such split into `blocks`.
+fn split_dims(kernel: &Kernel, dim: usize, blocks: i64) -> Option<Vec<Need>> {
     let n = kernel.nodes.len();
+    if !leading_ones(&kernel.nodes[kernel.root].ty.shape, dim) {
+        return None;
+    }
     let mut need: Vec<Option<Need>> = vec![None; n];
-    need[kernel.root] = Some(Some(0));
+    need[kernel.root] = Some(Some(dim));
     // Operands come before their users: walking back, each node's need is known when reached.
     for k in (0..n).rev() {
         let Some(dim) = need[k] else { continue };
@@ -112,7 +173,7 @@ fn split_operands(kernel: &Kernel, k: usize, d: usize) -> Option<Vec<Need>> {
     Some(match &node.op {
         // A block of an input's leading rows is one contiguous byte range.
         Op::Parameter(_) => {
-            (d == 0).then_some(())?;
+            leading_ones(&node.ty.shape, d).then_some(())?;
             Vec::new()
         }
         // A literal every element of which is one value is the same value in a block.
@@ -125,15 +186,15 @@ fn split_operands(kernel: &Kernel, k: usize, d: usize) -> Option<Vec<Need>> {
         // A bit cast between types of other widths adds or drops a last dimension.
         Op::BitcastConvert => {
             let x = ty_of(node.operands[0]);
-            (x.shape == node.ty.shape || (d == 0 && x.shape.first() == node.ty.shape.first())).then_some(())?;
+            (x.shape == node.ty.shape || (d < x.rank().min(node.ty.rank()) && x.shape[..=d] == node.ty.shape[..=d])).then_some(())?;
             vec![Some(d)]
         }
-        // Rows of a row-major value are a range of its elements: blocks of the leading
-        // dimension of a reshape and of its operand are the same elements.
+        // Rows of a row-major value are a range of its elements: blocks of the first dimension
+        // longer than 1 of a reshape and of its operand are the same elements.
         Op::Reshape => {
             let x = ty_of(node.operands[0]);
-            (d == 0 && x.rank() > 0).then_some(())?;
-            vec![Some(0)]
+            leading_ones(&node.ty.shape, d).then_some(())?;
+            vec![Some(x.shape.iter().position(|&s| s != 1)?)]
         }
         Op::Transpose(perm) => vec![Some(perm[d])],
         Op::Broadcast(dims) => {
@@ -157,6 +218,12 @@ fn split_operands(kernel: &Kernel, k: usize, d: usize) -> Option<Vec<Need>> {
         Op::Concatenate(along) if *along != d => node.operands.iter().map(|_| Some(d)).collect(),
         _ => return None,
     })
+}
+
+/// Whether every dimension of `shape` before `d` has length 1: then a part of dimension `d`
+/// is a range of the value's row-major elements.
+fn leading_ones(shape: &[i64], d: usize) -> bool {
+    shape.iter().take(d).all(|&s| s == 1)
 }
 
 /// The operands' needs of a product whose result is split along `d`: both operands along a
@@ -209,12 +276,21 @@ fn block_kernel(kernel: &Kernel, split: &[Need], blocks: i64) -> Kernel {
 struct Region {
     start: i64,
     end: i64,
-    /// Bytes between block `i`'s region and the block program's (`moved + i * per_block`).
+    /// Bytes between block `i`'s region and the block program's: `moved + offsets[i]`.
     moved: i64,
-    per_block: i64,
+    offsets: Vec<i64>,
 }
 
-/// The assembly of `plan.blocks` runs of `program` (the program of `plan.block`, placed in
+/// Per block, in the order the blocks run (the outermost level's parts slowest), the bytes
+/// its region of one value lies after block 0's, where `stride` gives each level's step.
+fn block_offsets(levels: &[Level], stride: impl Fn(&Level) -> i64) -> Vec<i64> {
+    levels.iter().fold(vec![0], |offsets, level| {
+        let step = stride(level);
+        offsets.iter().flat_map(|&o| (0..level.parts).map(move |j| o + j * step)).collect()
+    })
+}
+
+/// The assembly of `plan.blocks()` runs of `program` (the program of `plan.block`, placed in
 /// `block_layout`), each moved to its block's rows of the inputs it splits and of the output,
 /// for the whole kernel's `sig` and `layout`; `None` where an access cannot be moved.
 pub fn instantiate(
@@ -225,21 +301,23 @@ pub fn instantiate(
     sig: &Signature,
     layout: &HbmLayout,
 ) -> Option<String> {
+    let blocks = plan.blocks() as usize;
     let mut regions: Vec<Region> = Vec::new();
-    for ((block, whole), &split) in block_layout.inputs.iter().zip(&layout.inputs).zip(&plan.split_inputs) {
-        let per_block = if split { block.bytes } else { 0 };
-        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, per_block });
+    for (p, (block, whole)) in block_layout.inputs.iter().zip(&layout.inputs).enumerate() {
+        let offsets = block_offsets(&plan.levels, |l| l.input_stride[p]);
+        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, offsets });
     }
     let out = block_layout.output;
-    regions.push(Region { start: out.addr, end: out.end(), moved: layout.output.addr - out.addr, per_block: out.bytes });
+    let offsets = block_offsets(&plan.levels, |l| l.output_stride);
+    regions.push(Region { start: out.addr, end: out.end(), moved: layout.output.addr - out.addr, offsets });
     // The scratch after the block's output lies after the whole output, shared by all blocks.
     let scratch_moved = layout.output.end() - out.end();
-    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch_moved, per_block: 0 });
+    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch_moved, offsets: vec![0; blocks] });
     // Sizes of empty inputs make empty regions; an access never lies in one.
     regions.retain(|r| r.start < r.end);
 
-    let mut steps = Vec::with_capacity(program.steps.len() * plan.blocks as usize);
-    for i in 0..plan.blocks {
+    let mut steps = Vec::with_capacity(program.steps.len() * blocks);
+    for i in 0..blocks {
         for (instr, comp, addr) in &program.steps {
             steps.push((*instr, comp.clone(), moved_addresses(isa, *instr, comp, addr, &regions, i)?));
         }
@@ -254,7 +332,7 @@ pub fn instantiate(
 /// access spans two regions, its start depends on no attribute or several, that attribute
 /// also places a value on chip, two accesses move one attribute differently, or a constraint
 /// of the instruction no longer holds.
-fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: i64) -> Option<Vec<i64>> {
+fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: usize) -> Option<Vec<i64>> {
     let def = &isa.instructions[instr];
     let mut env = def.comp_env(comp);
     env.extend(def.addr_attrs.iter().zip(addr).map(|(n, v)| (format!("a.{n}"), *v)));
@@ -266,7 +344,7 @@ fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions:
         if at + bytes > region.end {
             return None;
         }
-        let delta = region.moved + i * region.per_block;
+        let delta = region.moved + region.offsets[i];
         // The start must be affine in one addressing attribute alone, which moves it.
         let names: Vec<String> = start.attrs().into_iter().filter(|n| n.starts_with("a.")).collect();
         let [name] = &names[..] else { return None };
@@ -320,8 +398,8 @@ mod tests {
              \x20 ROOT a = f32[64,16] add(m, y)",
         );
         let plan = plan(&k, by_rows, 16).expect("a split");
-        assert_eq!(plan.blocks, 4);
-        assert_eq!(plan.split_inputs, [true, true]);
+        assert_eq!(plan.blocks(), 4);
+        assert_eq!(plan.split_inputs(), [true, true]);
         assert_eq!(shapes(&plan.block), [vec![16, 16], vec![16, 16]]);
         assert_eq!(plan.block.outputs[0].shape, [16, 16]);
     }
@@ -333,7 +411,7 @@ mod tests {
              \x20 ROOT d = s32[64,48] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
         );
         let plan = plan(&k, by_rows, 32).expect("a split");
-        assert_eq!((plan.blocks, plan.split_inputs.clone()), (2, vec![true, false]));
+        assert_eq!((plan.blocks(), plan.split_inputs()), (2, vec![true, false]));
         assert_eq!(shapes(&plan.block), [vec![32, 32], vec![32, 48]]);
     }
 
@@ -345,8 +423,37 @@ mod tests {
                     \x20 z = f32[] constant(0)\n  ROOT r = f32[64] reduce(s, z), dimensions={1}, to_apply=sum\n}\n";
         let k = parse_kernel(text, "k.hlo").expect("a valid kernel");
         let plan = plan(&k, by_rows, 16).expect("a split");
-        assert_eq!((plan.blocks, plan.split_inputs.clone()), (4, vec![true, false]));
+        assert_eq!((plan.blocks(), plan.split_inputs()), (4, vec![true, false]));
         assert_eq!(shapes(&plan.block), [vec![16, 32], vec![32]]);
+    }
+
+    #[test]
+    fn where_one_row_is_too_large_each_row_is_split_along_the_next_dimension() {
+        let k = kernel(
+            "  a = s8[2,64,32] parameter(0)\n  b = s8[2,32,48] parameter(1)\n\
+             \x20 ROOT d = s32[2,64,48] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, \
+             rhs_batch_dims={0}, rhs_contracting_dims={1}",
+        );
+        let elements = |k: &Kernel| k.nodes[k.root].ty.elements() as usize;
+        // An item's 3,072 result elements are too many; 16 of its rows are 768.
+        let plan = plan(&k, elements, 16 * 48).expect("a split");
+        assert_eq!(plan.levels.iter().map(|l| l.parts).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!((plan.blocks(), plan.split_inputs()), (8, vec![true, true]));
+        assert_eq!(shapes(&plan.block), [vec![1, 16, 32], vec![1, 32, 48]]);
+        // Items of A, B and the result lie 2,048, 1,536 and 12,288 bytes apart; blocks of an
+        // item's rows 512 bytes of A and 3,072 of the result, each reading all of B's item.
+        assert_eq!((plan.levels[0].input_stride.clone(), plan.levels[0].output_stride), (vec![2048, 1536], 12288));
+        assert_eq!((plan.levels[1].input_stride.clone(), plan.levels[1].output_stride), (vec![512, 0], 3072));
+        let offsets = block_offsets(&plan.levels, |l| l.output_stride);
+        assert_eq!(offsets, [0, 3072, 6144, 9216, 12288, 15360, 18432, 21504]);
+    }
+
+    #[test]
+    fn a_reshape_splits_its_operand_at_its_first_dimension_longer_than_one() {
+        // A row of 128 read as 8 rows of 16: a block of its rows is a range of the row.
+        let k = kernel("  x = f32[1,128] parameter(0)\n  r = f32[8,16] reshape(x)\n  ROOT n = f32[8,16] add(r, r)");
+        let plan = plan(&k, by_rows, 1).expect("a split");
+        assert_eq!((plan.blocks(), shapes(&plan.block)), (2, vec![vec![1, 64]]));
     }
 
     #[test]

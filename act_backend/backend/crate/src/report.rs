@@ -35,9 +35,9 @@ pub struct Progress {
     pub best: Option<Best>,
     pub stop: Option<StopReason>,
     pub phases: Phases,
-    /// Where the kernel is compiled in blocks of its output's rows: how many blocks, and how
-    /// many rows each. The candidates are then those of one block.
-    pub blocks: Option<(i64, i64)>,
+    /// Where the kernel is compiled in blocks of its output: how many blocks, and the shape of
+    /// each block's part of the output. The candidates are then those of one block.
+    pub blocks: Option<(i64, Vec<i64>)>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -121,7 +121,7 @@ impl Progress {
             "candidates_found": self.candidates_found,
             "candidates_tried": self.records.len(),
             "stop_reason": self.stop.map(StopReason::name),
-            "blocks": self.blocks.map(|(count, rows)| json!({"count": count, "rows": rows})),
+            "blocks": self.blocks.as_ref().map(|(count, shape)| json!({"count": count, "shape": shape})),
             "chosen": self.best.as_ref().map(|b| b.index),
             "chosen_cost": self.best.as_ref().map(|b| b.cost),
             "timings_ms": timings,

@@ -361,7 +361,7 @@ pub fn select_with(
     if !isa.buffers.iter().any(|b| b.is_hbm()) {
         return Err(SelectError::BadTable(TableError::NoHbm));
     }
-    if let Some(refusal) = float_reduction_without_instruction(kernel, isa) {
+    if let Some(refusal) = refusal_without_search(kernel, isa) {
         return Err(refusal);
     }
     match select_once(kernel, isa, patterns, limits, Mode::default()) {
@@ -373,6 +373,12 @@ pub fn select_with(
         }
         other => other.map_err(|(e, _, _)| e),
     }
+}
+
+/// A refusal of `kernel` that is a proof without a search: a float reduction on an ISA that
+/// never reduces, or an operation larger than every instruction that nothing could shrink.
+pub fn refusal_without_search(kernel: &Kernel, isa: &Isa) -> Option<SelectError> {
+    float_reduction_without_instruction(kernel, isa).or_else(|| too_large_for_every_instruction(kernel, isa))
 }
 
 /// A float reduction of inputs over more than one element on an ISA none of whose semantics
@@ -464,9 +470,9 @@ fn select_once(
             Ok(Selection { candidates, origins, stats })
         }
         Err(ExtractFailure::RootUnreachable) => {
-            let mut error = no_instruction(kernel, isa, &kg, &ex);
-            // A search cut short proves nothing: say so.
-            if let (StopReason::NodeLimit, SelectError::NoInstruction { message, .. }) = (stats.stop_reason, &mut error) {
+            let (mut error, proof) = no_instruction(kernel, isa, &kg, &ex);
+            // A search cut short proves nothing, unless the blame is a proof by itself: say so.
+            if let (StopReason::NodeLimit, false, SelectError::NoInstruction { message, .. }) = (stats.stop_reason, proof, &mut error) {
                 message.push_str(&format!(
                     "; the search stopped at its node limit ({} e-nodes) before saturating, so a \
                      larger search might find a program",
@@ -571,9 +577,106 @@ fn unit_rows(isa: &Isa, ty: &Ty, transfer: Transfer, rows_of_elements: bool) -> 
     })
 }
 
+/// An operation larger than every instruction as [`too_large`] says, that the output needs, and
+/// that no rule could make smaller: what it reads is computed from inputs alone by operations
+/// no identity removes or shortens (no literal, broadcast, padding or concatenation), so the
+/// search is not run. A search would only grow to its node limit (a product of 256x256 bf16
+/// matrices on QKV's 64-long contraction took 7 s to refuse).
+fn too_large_for_every_instruction(kernel: &Kernel, isa: &Isa) -> Option<SelectError> {
+    let n = kernel.nodes.len();
+    let mut plain = vec![false; n];
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        // A reduction's initial value is a literal: only what it reduces counts.
+        let read = match node.op {
+            Op::ReduceAdd(_) | Op::Reduce { .. } => &node.operands[..1],
+            _ => &node.operands[..],
+        };
+        let simple = matches!(
+            node.op,
+            Op::Parameter(_)
+                | Op::Dot(_)
+                | Op::ReduceAdd(_)
+                | Op::Reduce { .. }
+                | Op::Reshape
+                | Op::Transpose(_)
+                | Op::Convert
+                | Op::Copy
+                | Op::BitcastConvert
+                | Op::Slice(_)
+        ) || node.op.is_elementwise();
+        plain[k] = simple && read.iter().all(|&o| plain[o]);
+    }
+    let mut needed = vec![false; n];
+    needed[kernel.root] = true;
+    for k in (0..n).rev() {
+        if needed[k] {
+            kernel.nodes[k].operands.iter().for_each(|&o| needed[o] = true);
+        }
+    }
+    let extents = crate::tiling::Extents::of(isa);
+    let (k, why) = (0..n).filter(|&k| needed[k] && plain[k]).find_map(|k| Some((k, too_large(kernel, isa, &extents, k)?)))?;
+    let node = &kernel.nodes[k];
+    Some(SelectError::NoInstruction {
+        file: kernel.file.clone(),
+        line: node.line,
+        op: node.op.hlo_name().to_string(),
+        message: format!("no instruction of {} {why} ({})", isa.name, node.text),
+    })
+}
+
+/// Why operation `k` has no program, where that is a proof by itself: it is larger than every
+/// instruction of its operator along a dimension tiling does not split, or it is a reduction
+/// or product longer than every instruction's that is not split across tiles (a float sum or
+/// contraction, whose order of accumulation a split would change).
+fn too_large(kernel: &Kernel, isa: &Isa, extents: &crate::tiling::Extents, k: usize) -> Option<String> {
+    let node = &kernel.nodes[k];
+    let name = node.op.hlo_name();
+    if let Some((dim, widest)) = extents.too_large(&node.op, &node.ty) {
+        return Some(format!(
+            "computes `{name}` of type {}: its dimension {dim} ({}) is larger than every instruction \
+             computing `{name}` takes (at most {widest}), and tiling does not split that dimension",
+            node.ty, node.ty.shape[dim]
+        ));
+    }
+    let x_ty = &kernel.nodes[*node.operands.first()?].ty;
+    if let Op::Dot(dd) = &node.op {
+        let length: i64 = dd.lhs_contracting.iter().map(|&d| x_ty.shape[d]).product();
+        // A product whose operands are read from buffers of the result's type could sum
+        // partial products against ones.
+        let reads_results = isa.instructions.iter().any(|i| {
+            i.semantics.iter().any(|o| o.op == OpCode::Dot)
+                && i.inputs.iter().any(|s| !isa.buffer(&s.buffer).is_hbm() && isa.buffer(&s.buffer).dtype == node.ty.dtype)
+        });
+        if let Some(longest) = extents.unsummed_contraction(&node.ty, length).filter(|_| !reads_results) {
+            return Some(format!(
+                "computes `{name}` of type {}: its contraction ({length}) is longer than every instruction \
+                 computing `{name}` contracts (at most {longest}), and no instruction adds {} values \
+                 (`add`, `subtract` or a sum by `reduce`) or multiplies them, so the products of its \
+                 parts cannot be summed",
+                node.ty, node.ty.dtype
+            ));
+        }
+        let longest = extents.unsplit_contraction(&node.ty, length)?;
+        return Some(format!(
+            "computes `{name}` of type {}: its contraction ({length}) is longer than every instruction \
+             computing `{name}` contracts (at most {longest}); a {} contraction is not split across \
+             tiles, which would change the order of its accumulation",
+            node.ty, node.ty.dtype
+        ));
+    }
+    let (dim, longest) = extents.unsplit_reduction(&node.op, x_ty, &node.ty)?;
+    Some(format!(
+        "computes `{name}` of {x_ty} over its dimension {dim} ({}), longer than every instruction \
+         computing `{name}` reduces (at most {longest}); a {} reduction is not split across tiles, \
+         which would change the order of its accumulation",
+        x_ty.shape[dim], x_ty.dtype
+    ))
+}
+
 /// Names the kernel operation to blame: walking from the output through operations that
-/// cannot be produced, the first one (program order) whose operands all can.
-fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> SelectError {
+/// cannot be produced, the first one (program order) whose operands all can; and whether the
+/// blame is a proof whatever the search's size.
+fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) -> (SelectError, bool) {
     let eg = &kg.egraph;
     let reachable = |k: usize| ex.reachable(eg.find(kg.node_class[k]));
     // A reshape computes nothing: one of a value that exists is blamed on its reader (a
@@ -647,14 +750,14 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         error(k, format!("{verb} the result of `{}` to HBM{why}", kernel.nodes[k].op.hlo_name()))
     };
     if ok(root) {
-        return not_in_hbm(root);
+        return (not_in_hbm(root), false);
     }
     // Several results: the first one computed but never written to HBM (its bytes, the
     // root's operand, are not produced) is what fails.
     if kernel.results.len() > 1 {
         let parts = &kernel.nodes[root].operands;
         if let Some(k) = kernel.results.iter().zip(parts).find(|&(&r, &p)| ok(r) && !ok(p)).map(|(&r, _)| r) {
-            return not_in_hbm(k);
+            return (not_in_hbm(k), false);
         }
     }
     // Values computed from constants alone are not blamed: an operation that needs one is
@@ -667,57 +770,11 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
             _ => !node.operands.is_empty() && node.operands.iter().all(|&o| constant[o]),
         };
     }
-    // An operation wider than every instruction of its operator, along a dimension tiling
-    // does not split, or a reduction or product longer than every instruction's that is not
-    // split across tiles (a float sum or contraction), is the proof by itself: blame the
-    // first one (program order).
+    // An operation larger than every instruction along a dimension no rule splits is the proof
+    // by itself: blame the first one (program order).
     let extents = crate::tiling::Extents::of(isa);
-    let too_large = |k: usize| {
-        let node = &kernel.nodes[k];
-        let name = node.op.hlo_name();
-        if let Some((dim, widest)) = extents.too_large(&node.op, &node.ty) {
-            return Some(format!(
-                "computes `{name}` of type {}: its dimension {dim} ({}) is larger than every instruction \
-                 computing `{name}` takes (at most {widest}), and tiling does not split that dimension",
-                node.ty, node.ty.shape[dim]
-            ));
-        }
-        let x_ty = &kernel.nodes[*node.operands.first()?].ty;
-        if let Op::Dot(dd) = &node.op {
-            let k: i64 = dd.lhs_contracting.iter().map(|&d| x_ty.shape[d]).product();
-            // A product whose operands are read from buffers of the result's type could sum
-            // partial products against ones.
-            let reads_results = isa.instructions.iter().any(|i| {
-                i.semantics.iter().any(|o| o.op == OpCode::Dot)
-                    && i.inputs.iter().any(|s| !isa.buffer(&s.buffer).is_hbm() && isa.buffer(&s.buffer).dtype == node.ty.dtype)
-            });
-            if let Some(longest) = extents.unsummed_contraction(&node.ty, k).filter(|_| !reads_results) {
-                return Some(format!(
-                    "computes `{name}` of type {}: its contraction ({k}) is longer than every instruction \
-                     computing `{name}` contracts (at most {longest}), and no instruction adds {} values \
-                     (`add`, `subtract` or a sum by `reduce`) or multiplies them, so the products of its \
-                     parts cannot be summed",
-                    node.ty, node.ty.dtype
-                ));
-            }
-            let longest = extents.unsplit_contraction(&node.ty, k)?;
-            return Some(format!(
-                "computes `{name}` of type {}: its contraction ({k}) is longer than every instruction \
-                 computing `{name}` contracts (at most {longest}); a {} contraction is not split across \
-                 tiles, which would change the order of its accumulation",
-                node.ty, node.ty.dtype
-            ));
-        }
-        let (dim, longest) = extents.unsplit_reduction(&node.op, x_ty, &node.ty)?;
-        Some(format!(
-            "computes `{name}` of {x_ty} over its dimension {dim} ({}), longer than every instruction \
-             computing `{name}` reduces (at most {longest}); a {} reduction is not split across tiles, \
-             which would change the order of its accumulation",
-            x_ty.shape[dim], x_ty.dtype
-        ))
-    };
-    if let Some((k, why)) = (0..kernel.nodes.len()).filter(|&k| !ok(k)).find_map(|k| Some((k, too_large(k)?))) {
-        return error(k, why);
+    if let Some((k, why)) = (0..kernel.nodes.len()).filter(|&k| !ok(k)).find_map(|k| Some((k, too_large(kernel, isa, &extents, k)?))) {
+        return (error(k, why), true);
     }
     let mut seen = vec![false; kernel.nodes.len()];
     let mut stack = vec![root];
@@ -776,5 +833,5 @@ fn no_instruction(kernel: &Kernel, isa: &Isa, kg: &KernelGraph, ex: &Extractor) 
         ),
         op => format!("computes `{}`", op.hlo_name()),
     };
-    error(k, what)
+    (error(k, what), false)
 }

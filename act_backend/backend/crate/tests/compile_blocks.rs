@@ -18,7 +18,7 @@ fn blocks() -> (Kernel, Plan) {
     let kernel = parse_kernel(text, "k.hlo").expect("a valid kernel");
     let rows = |k: &Kernel| k.nodes[k.root].ty.shape[0] as usize;
     let plan = plan(&kernel, rows, 12).expect("a split into blocks");
-    assert_eq!((plan.blocks, plan.split_inputs.clone()), (4, vec![true, false]));
+    assert_eq!((plan.blocks(), plan.split_inputs()), (4, vec![true, false]));
     (kernel, plan)
 }
 

@@ -8,7 +8,7 @@ mod select_support;
 
 use act_compiler::compile::{compile, CompileError, CompileOptions, Target};
 use act_compiler::isa::Isa;
-use act_compiler::select::{select, SelectLimits, StopReason};
+use act_compiler::select::{refusal_without_search, select, SelectLimits, StopReason};
 use select_support::{assert_candidates_compute_kernel, data, isa, kernel_text, multiset, run, without};
 use std::sync::Arc;
 
@@ -164,6 +164,33 @@ fn a_float_contraction_longer_than_every_product_is_named_in_the_refusal() {
     let message = refusal("qkv_isa.json", "qkv_matmul_contraction_128");
     assert!(message.contains("computes `dot` of type bf16[64,64]: its contraction (128)"), "{message}");
     assert!(message.contains("at most 64"), "{message}");
+}
+
+#[test]
+fn a_refusal_that_is_a_proof_by_itself_needs_no_search() {
+    let refused = |table: &str, name: &str| {
+        let kernel = kernel_text(&data(&format!("tiling/{name}.hlo")));
+        refusal_without_search(&kernel, &isa(table)).map(|e| e.to_string())
+    };
+    // Nothing shortens a bf16 contraction of two inputs, or a bf16 row sum of their product's
+    // exponential (a search of the first grew to its node limit for 7 s, of a 256-row
+    // attention over 128 keys for 13 s).
+    let message = refused("qkv_isa.json", "qkv_matmul_contraction_128").expect("refused without a search");
+    assert!(message.contains("computes `dot` of type bf16[64,64]: its contraction (128)"), "{message}");
+    let message = refused("qkv_isa.json", "qkv_softmax_128_columns").expect("refused without a search");
+    assert!(message.contains("computes `reduce` of bf16[64,128] over its dimension 1 (128)"), "{message}");
+    // Kernels some program computes are searched: an int8 contraction splits across tiles, a
+    // bf16 one of 64 fits the unit.
+    assert_eq!(refused("gemmini_isa.json", "gemmini_matmul_16x64x16"), None);
+    assert_eq!(refused("qkv_isa.json", "qkv_matmul_128x64x128"), None);
+    // A contraction padded with zeros may lose its padding to a rule: it is searched.
+    let padded = kernel_text(
+        "HloModule k\nENTRY e {\n  a = bf16[64,64] parameter(0)\n  b = bf16[64,64] parameter(1)\n  \
+         z = bf16[] constant(0)\n  p = bf16[64,128] pad(a, z), padding=0_0x0_64\n  \
+         q = bf16[128,64] pad(b, z), padding=0_64x0_0\n  \
+         ROOT d = bf16[64,64] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+    );
+    assert!(refusal_without_search(&padded, &isa("qkv_isa.json")).is_none());
 }
 
 #[test]
@@ -809,7 +836,7 @@ fn a_kernel_of_more_tiles_than_one_search_holds_runs_one_block_of_rows_per_block
     // program runs 8 times, at the rows of A and of the result each block computes.
     let text = data("tiling/gemmini_matmul_512x512x512.hlo");
     let asm = compile(&text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(asm.report.blocks, Some((8, 64)));
+    assert_eq!(asm.report.blocks, Some((8, vec![64, 512])));
     let calls = calls(&asm.text);
     assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 32 * 32 * 32, "each product once");
     assert_eq!(asm.instructions, calls.len());
@@ -827,16 +854,27 @@ fn a_batch_of_products_each_as_large_as_one_search_holds_runs_one_item_per_block
     // search stopped at its node limit without a program).
     let text = data("tiling/gemmini_batch_matmul_4x256x256x256.hlo");
     let asm = compile(&text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(asm.report.blocks, Some((4, 1)));
+    assert_eq!(asm.report.blocks, Some((4, vec![1, 256, 256])));
     let calls = calls(&asm.text);
     assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 4 * 16 * 16 * 16, "each product once");
+}
+
+#[test]
+fn an_item_of_a_batch_larger_than_one_search_holds_is_itself_run_in_blocks_of_its_rows() {
+    // One 512^3 item is 32,768 tiles: each item runs as 8 blocks of 64 of its rows (the whole
+    // batch ran out of time and memory in one search).
+    let text = data("tiling/gemmini_batch_matmul_2x512x512x512.hlo");
+    let asm = compile(&text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(asm.report.blocks, Some((16, vec![1, 64, 512])));
+    let calls = calls(&asm.text);
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 2 * 32 * 32 * 32, "each product once");
 }
 
 #[test]
 fn an_elementwise_kernel_of_thousands_of_registers_is_compiled_a_block_at_a_time() {
     let text = data("tiling/registers_leaky_relu_32x64x64.hlo");
     let asm = compile(&text, &CompileOptions::new(target("registers_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(asm.report.blocks, Some((32, 1)));
+    assert_eq!(asm.report.blocks, Some((32, vec![1, 64, 64])));
     let calls = calls(&asm.text);
     assert_eq!((count(&calls, "vmax"), count(&calls, "vmul"), count(&calls, "vstore")), (8192, 8192, 8192));
 }

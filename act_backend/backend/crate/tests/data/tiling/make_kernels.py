@@ -182,6 +182,9 @@ KERNELS = {
                                    [shape(512, 512, dtype=I8), shape(512, 512, dtype=I8)]),
     # a batch of four 256^3 products (16,384 tiles): one item compiled, run once per item
     "gemmini_batch_matmul_4x256x256x256": (int8_product, [shape(4, 256, 256, dtype=I8)] * 2),
+    # a batch of two 512^3 products, one item more than one search holds: each item compiled
+    # in blocks of its rows, run once per block of each item
+    "gemmini_batch_matmul_2x512x512x512": (int8_product, [shape(2, 512, 512, dtype=I8)] * 2),
     # on an array that takes any number of rows, without strided transfers: 96-row products
     # whose operand windows are read, and whose results are written, 96 rows one by one
     "gemmini_matmul_96x32x32": (int8_product, [shape(96, 32, dtype=I8), shape(32, 32, dtype=I8)]),
