@@ -112,6 +112,9 @@ TILED = {
     "gemmini_matmul_512x512x512": ("Gemmini", {"matmul32": 1024, "mac32": 31744}),
     # a batch of four 256^3 products, 16,384 tiles: one item compiled and run 4 times
     "gemmini_batch_matmul_4x256x256x256": ("Gemmini", {"matmul32": 1024, "mac32": 15360}),
+    # 197 rows, a prime: 13 blocks of 16 rows, the last starting 11 rows early (one-row
+    # blocks before: 16 times the products)
+    "gemmini_matmul_197x768x768": ("Gemmini", {"matmul32": 13 * 48, "mac32": 13 * 48 * 47}),
     # a batch of two 512^3 products, each item more than one search holds: one block of rows of
     # an item compiled and run for each block of each item, each product once
     "gemmini_batch_matmul_2x512x512x512": ("Gemmini", {"matmul32": 2048, "mac32": 63488}),

@@ -294,8 +294,10 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     };
     let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
     if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns)) {
+        let back = plan.levels.last().map_or(0, |l| l.back);
+        let overlap = if back > 0 { format!("; the last block starts {back} rows early, computing them again") } else { String::new() };
         say(&format!(
-            "compiling one block of {} of its {} output ({} tiles), run {} times",
+            "compiling one block of {} of its {} output ({} tiles), run {} times{overlap}",
             dims(&plan.block.nodes[plan.block.root].ty.shape),
             dims(&kernel.nodes[kernel.root].ty.shape),
             tiles(&plan.block),
@@ -308,8 +310,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
             },
             Err(e) => say(&format!("one block was not compiled ({e}); compiling the kernel whole")),
         }
-        let mut p = lock(progress);
-        *p = Progress { free_attributes: p.free_attributes.clone(), parse: p.parse, module: p.module.clone(), hlo: p.hlo.clone(), ..Progress::default() };
+        restart(options);
     }
     let (report, warning) = place(&kernel, options, &dir, started)?;
     let best = report.best.clone().expect("an outcome without error has a best candidate");
@@ -324,6 +325,13 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         free_attributes: report.free_attributes.clone(),
         report,
     })
+}
+
+/// Clears the progress of a search before another one starts, keeping what the kernel's
+/// parse reported.
+fn restart(options: &CompileOptions) {
+    let mut p = lock(&options.progress);
+    *p = Progress { free_attributes: p.free_attributes.clone(), parse: p.parse, module: p.module.clone(), hlo: p.hlo.clone(), ..Progress::default() };
 }
 
 /// The interface of `kernel` as the assembly sees it.

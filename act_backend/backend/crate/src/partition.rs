@@ -3,7 +3,11 @@
 //! that block's rows.
 //!
 //! The rows `[i R, (i + 1) R)` of a row-major output are one contiguous byte range, and so are
-//! the rows of an input split alike; every other input is read whole. [`plan`] splits a kernel
+//! the rows of an input split alike; every other input is read whole. Where no number of
+//! blocks dividing the rows is as few as blocks of the most rows that fit, the last block
+//! ends at the last row and starts early: it computes some rows of the block before again
+//! from the same inputs, and writes the same values over them. Where one row is still too
+//! large (an item of a batch), each row is split again along the next dimension. [`plan`] splits a kernel
 //! only where each block computes exactly its rows of the output from those inputs:
 //! elementwise work, broadcasts, transposes, reductions of other dimensions, products along a
 //! batch or free dimension, reshapes whose leading dimensions split alike, slices and
@@ -44,6 +48,12 @@ pub struct Plan {
 pub struct Level {
     /// How many parts.
     pub parts: i64,
+    /// The length of a part along the split dimension.
+    pub rows: i64,
+    /// How far the last part starts before the end of the others: where the parts do not
+    /// divide the dimension, the last one ends at its end and computes again some of the
+    /// rows of the one before, the same values.
+    pub back: i64,
     /// Per kernel parameter: the bytes between one part's region of it and the next, 0 where
     /// each part reads all of it.
     pub input_stride: Vec<i64>,
@@ -83,45 +93,60 @@ pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize)
 /// the tiles of one block.
 fn plan_along(kernel: &Kernel, dim: usize, tiles: &impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<(usize, Plan)> {
     let rows = *kernel.nodes[kernel.root].ty.shape.get(dim)?;
-    let mut smallest: Option<(usize, Plan)> = None;
-    let mut one_row = None;
-    for parts in (2..=rows).filter(|b| rows % b == 0) {
-        let Some(split) = split_dims(kernel, dim, parts) else { continue };
-        let block = block_kernel(kernel, &split, parts);
-        let Some(level) = level(kernel, &block, &split, parts) else { continue };
-        let count = tiles(&block);
-        let plan = Plan { levels: vec![level], block };
-        if count <= max_tiles {
-            return Some((count, plan));
+    let split = split_dims(kernel, dim)?;
+    // A plan of parts of `part` rows, the last one ending at the end.
+    let of = |part: i64| -> Option<(usize, Plan)> {
+        let block = block_kernel(kernel, &split, part, rows)?;
+        let parts = (rows + part - 1) / part;
+        let level = level(kernel, &block, &split, parts, part, parts * part - rows)?;
+        Some((tiles(&block), Plan { levels: vec![level], block }))
+    };
+    // The fewest parts dividing the rows that each hold at most `max_tiles`.
+    let even = (2..=rows).filter(|b| rows % b == 0).find_map(|b| of(rows / b).filter(|(count, _)| *count <= max_tiles));
+    // Fewer parts of the most rows that fit, the last one overlapping the one before (197
+    // rows: 13 parts of 16, the last from row 181, where parts dividing 197 would be 197 of
+    // one row). Every split dimension is the output's, so any number of rows is a block, a
+    // part of every split value starts at a whole row, and tiles grow with the rows.
+    let uniform = split.iter().zip(&kernel.nodes).all(|(need, node)| need.is_none_or(|d| node.ty.shape[d] == rows));
+    let fits = |part: i64| of(part).is_some_and(|(count, _)| count <= max_tiles);
+    let uneven = (uniform && fits(1)).then(|| {
+        let (mut fit, mut over) = (1, rows);
+        while over - fit > 1 {
+            let mid = fit + (over - fit) / 2;
+            if fits(mid) { fit = mid } else { over = mid }
         }
-        if parts == rows {
-            one_row = Some(plan.clone());
-        }
-        if smallest.as_ref().is_none_or(|(least, _)| count < *least) {
-            smallest = Some((count, plan));
-        }
+        fit
+    });
+    let fewest = |(_, p): &(usize, Plan)| p.blocks();
+    match (even, uneven.and_then(of)) {
+        (Some(e), Some(u)) => return Some(if fewest(&u) < fewest(&e) { u } else { e }),
+        (Some(e), None) => return Some(e),
+        (None, Some(u)) if u.0 <= max_tiles => return Some(u),
+        _ => {}
     }
-    // Even one row is too large: each row is split along the next dimension.
-    if let Some(outer) = one_row {
+    // No part fits: where even one row is too large, each row is split along the next
+    // dimension; else the fewest parts of the fewest tiles.
+    let one_row = of(1);
+    if let Some((_, outer)) = &one_row {
         if let Some((count, inner)) = plan_along(&outer.block, dim + 1, tiles, max_tiles) {
-            let levels = outer.levels.into_iter().chain(inner.levels).collect();
+            let levels = outer.levels.iter().cloned().chain(inner.levels).collect();
             let nested = Plan { levels, block: inner.block };
-            if count <= max_tiles || smallest.as_ref().is_none_or(|(least, _)| count < *least) {
+            if count <= max_tiles || one_row.as_ref().is_none_or(|(least, _)| count < *least) {
                 return Some((count, nested));
             }
         }
     }
-    smallest
+    (2..=rows).filter(|b| rows % b == 0).filter_map(|b| of(rows / b)).min_by_key(|(count, p)| (*count, p.blocks()))
 }
 
-/// The strides of one level between its parts, from the types of the kernel it splits and of
-/// its block; `None` where a size does not fit an `i64`.
-fn level(kernel: &Kernel, block: &Kernel, split: &[Need], parts: i64) -> Option<Level> {
+/// A level of `parts` parts of `rows` rows, the last `back` rows early, its strides from the
+/// types of the kernel it splits and of its block; `None` where a size does not fit an `i64`.
+fn level(kernel: &Kernel, block: &Kernel, split: &[Need], parts: i64, rows: i64, back: i64) -> Option<Level> {
     let bytes = |t| crate::layout::bytes_of(t).ok();
     let input_stride = kernel.param_nodes.iter().zip(&block.params)
         .map(|(&p, t)| if split[p].is_some() { bytes(t) } else { Some(0) })
         .collect::<Option<_>>()?;
-    Some(Level { parts, input_stride, output_stride: bytes(&block.outputs[0])? })
+    Some(Level { parts, rows, back, input_stride, output_stride: bytes(&block.outputs[0])? })
 }
 
 /// What a block needs of a node: the dimension it takes `1 / blocks` of, or all of it.
@@ -129,9 +154,9 @@ type Need = Option<usize>;
 
 /// Per node, the dimension a block computes a part of (`None`: all of it, or unused), where
 /// each block computes exactly its part of output dimension `dim` (every one before it of
-/// length 1, so that a part is a range of the output's bytes); `None` where the kernel has no
-/// such split into `blocks`.
-fn split_dims(kernel: &Kernel, dim: usize, blocks: i64) -> Option<Vec<Need>> {
+/// length 1, so that a part is a range of the output's bytes) from the same fraction of that
+/// dimension of each node; `None` where the kernel has no such split.
+fn split_dims(kernel: &Kernel, dim: usize) -> Option<Vec<Need>> {
     let n = kernel.nodes.len();
     if !leading_ones(&kernel.nodes[kernel.root].ty.shape, dim) {
         return None;
@@ -144,9 +169,7 @@ fn split_dims(kernel: &Kernel, dim: usize, blocks: i64) -> Option<Vec<Need>> {
         let node = &kernel.nodes[k];
         let operand_needs = match dim {
             Some(d) => {
-                if node.ty.shape.get(d).is_none_or(|&s| s % blocks != 0) {
-                    return None;
-                }
+                node.ty.shape.get(d)?;
                 split_operands(kernel, k, d)?
             }
             None => whole_operands(kernel, k)?,
@@ -254,14 +277,21 @@ fn whole_operands(kernel: &Kernel, k: usize) -> Option<Vec<Need>> {
     }
 }
 
-/// The kernel of one block: `kernel` with each dimension `split` names `1 / blocks` as long.
-fn block_kernel(kernel: &Kernel, split: &[Need], blocks: i64) -> Kernel {
+/// The kernel of a block of `part` of the `rows` the output's split dimension has: `kernel`
+/// with each dimension `split` names as much shorter; `None` where one is not a whole number
+/// of elements.
+fn block_kernel(kernel: &Kernel, split: &[Need], part: i64, rows: i64) -> Option<Kernel> {
     let mut block = kernel.clone();
     for (node, &dim) in block.nodes.iter_mut().zip(split) {
         let Some(d) = dim else { continue };
-        node.ty.shape[d] /= blocks;
+        let length = node.ty.shape[d] * part;
+        if length % rows != 0 {
+            return None;
+        }
+        node.ty.shape[d] = length / rows;
         match &mut node.op {
-            Op::Slice(ranges) => ranges[d].1 /= blocks,
+            // A slice whole along the split dimension stays whole.
+            Op::Slice(ranges) => ranges[d].1 = node.ty.shape[d],
             // A splat written out element by element: as many of its one value as a block has.
             Op::Constant(literal) if literal.bits.len() > 1 => literal.bits.truncate(node.ty.elements() as usize),
             _ => {}
@@ -269,7 +299,7 @@ fn block_kernel(kernel: &Kernel, split: &[Need], blocks: i64) -> Kernel {
     }
     block.params = block.param_nodes.iter().map(|&p| block.nodes[p].ty.clone()).collect();
     block.outputs = vec![block.nodes[block.root].ty.clone()];
-    block
+    Some(block)
 }
 
 /// A region of HBM a block's program uses, and where it lies for block `i`.
@@ -282,40 +312,24 @@ struct Region {
 }
 
 /// Per block, in the order the blocks run (the outermost level's parts slowest), the bytes
-/// its region of one value lies after block 0's, where `stride` gives each level's step.
+/// its region of one value lies after block 0's, where `stride` gives each level's step
+/// between parts (a whole number of bytes a row where a last part starts early).
 fn block_offsets(levels: &[Level], stride: impl Fn(&Level) -> i64) -> Vec<i64> {
     levels.iter().fold(vec![0], |offsets, level| {
         let step = stride(level);
-        offsets.iter().flat_map(|&o| (0..level.parts).map(move |j| o + j * step)).collect()
+        let start = move |j: i64| if j == level.parts - 1 { (j * level.rows - level.back) * step / level.rows } else { j * step };
+        offsets.iter().flat_map(|&o| (0..level.parts).map(move |j| o + start(j))).collect()
     })
 }
 
 /// The assembly of `plan.blocks()` runs of `program` (the program of `plan.block`, placed in
-/// `block_layout`), each moved to its block's rows of the inputs it splits and of the output,
+/// `block_layout`), each moved to its block's part of the inputs it splits and of the output,
 /// for the whole kernel's `sig` and `layout`; `None` where an access cannot be moved.
-pub fn instantiate(
-    isa: &Isa,
-    plan: &Plan,
-    program: &PlacedProgram,
-    block_layout: &HbmLayout,
-    sig: &Signature,
-    layout: &HbmLayout,
-) -> Option<String> {
+pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout: &HbmLayout, sig: &Signature, layout: &HbmLayout) -> Option<String> {
     let blocks = plan.blocks() as usize;
-    let mut regions: Vec<Region> = Vec::new();
-    for (p, (block, whole)) in block_layout.inputs.iter().zip(&layout.inputs).enumerate() {
-        let offsets = block_offsets(&plan.levels, |l| l.input_stride[p]);
-        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, offsets });
-    }
-    let out = block_layout.output;
-    let offsets = block_offsets(&plan.levels, |l| l.output_stride);
-    regions.push(Region { start: out.addr, end: out.end(), moved: layout.output.addr - out.addr, offsets });
-    // The scratch after the block's output lies after the whole output, shared by all blocks.
-    let scratch_moved = layout.output.end() - out.end();
-    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch_moved, offsets: vec![0; blocks] });
-    // Sizes of empty inputs make empty regions; an access never lies in one.
-    regions.retain(|r| r.start < r.end);
-
+    // The scratch (the HBM after the block's output) lies after the whole output.
+    let scratch_moved = layout.output.end() - block_layout.output.end();
+    let regions = regions(plan, block_layout, layout, layout.output.end());
     let mut steps = Vec::with_capacity(program.steps.len() * blocks);
     for i in 0..blocks {
         for (instr, comp, addr) in &program.steps {
@@ -325,6 +339,24 @@ pub fn instantiate(
     let constants = program.constants.iter().map(|(addr, ty, bits)| (addr + scratch_moved, ty.clone(), bits.clone())).collect();
     let moved = PlacedProgram { steps, constants, hbm_end: program.hbm_end + scratch_moved };
     moved.assembly(isa, sig, layout).ok()
+}
+
+/// The regions of HBM a block's program, placed in `block_layout`, reads and writes, and where
+/// each lies for every block; its scratch at `scratch` in the whole kernel's `layout`.
+fn regions(plan: &Plan, block_layout: &HbmLayout, layout: &HbmLayout, scratch: i64) -> Vec<Region> {
+    let mut regions: Vec<Region> = Vec::new();
+    for (p, (block, whole)) in block_layout.inputs.iter().zip(&layout.inputs).enumerate() {
+        let offsets = block_offsets(&plan.levels, |l| l.input_stride[p]);
+        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, offsets });
+    }
+    let out = block_layout.output;
+    let offsets = block_offsets(&plan.levels, |l| l.output_stride);
+    regions.push(Region { start: out.addr, end: out.end(), moved: layout.output.addr - out.addr, offsets });
+    // Blocks run one after another: they share the scratch.
+    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch - out.end(), offsets: vec![0; plan.blocks() as usize] });
+    // Sizes of empty inputs make empty regions; an access never lies in one.
+    regions.retain(|r| r.start < r.end);
+    regions
 }
 
 /// The addressing attributes of one step of block `i`: each HBM access moved by the offset
@@ -422,7 +454,8 @@ mod tests {
                     \x20 b = f32[64,32] broadcast(v), dimensions={1}\n  s = f32[64,32] add(x, b)\n\
                     \x20 z = f32[] constant(0)\n  ROOT r = f32[64] reduce(s, z), dimensions={1}, to_apply=sum\n}\n";
         let k = parse_kernel(text, "k.hlo").expect("a valid kernel");
-        let plan = plan(&k, by_rows, 16).expect("a split");
+        // At most 16 rows a block, with one more per each of its 6 operations.
+        let plan = plan(&k, by_rows, 16 - 6).expect("a split");
         assert_eq!((plan.blocks(), plan.split_inputs()), (4, vec![true, false]));
         assert_eq!(shapes(&plan.block), [vec![16, 32], vec![32]]);
     }
@@ -446,6 +479,19 @@ mod tests {
         assert_eq!((plan.levels[1].input_stride.clone(), plan.levels[1].output_stride), (vec![512, 0], 3072));
         let offsets = block_offsets(&plan.levels, |l| l.output_stride);
         assert_eq!(offsets, [0, 3072, 6144, 9216, 12288, 15360, 18432, 21504]);
+    }
+
+    #[test]
+    fn rows_no_part_divides_end_with_a_part_that_starts_early() {
+        let k = kernel("  x = f32[37,16] parameter(0)\n  ROOT n = f32[37,16] add(x, x)");
+        // At most 10 rows a block: 4 blocks of 10, the last from row 27 (parts dividing 37
+        // would be 37 of one row).
+        let plan = plan(&k, by_rows, 10 - 2).expect("a split");
+        let level = &plan.levels[0];
+        assert_eq!((plan.blocks(), level.rows, level.back), (4, 10, 3));
+        assert_eq!(shapes(&plan.block), [vec![10, 16]]);
+        // Rows of 64 bytes: blocks at rows 0, 10, 20 and 27.
+        assert_eq!(block_offsets(&plan.levels, |l| l.output_stride), [0, 640, 1280, 1728]);
     }
 
     #[test]

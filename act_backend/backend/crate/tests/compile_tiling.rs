@@ -871,6 +871,17 @@ fn an_item_of_a_batch_larger_than_one_search_holds_is_itself_run_in_blocks_of_it
 }
 
 #[test]
+fn rows_no_block_divides_run_in_blocks_the_last_of_which_computes_some_rows_again() {
+    // 197 rows, a prime: 13 blocks of 16 rows, the last from row 181 (rows 181..192 computed
+    // twice, the same values), not 197 blocks of one row (472,997 instructions in 48 s).
+    let text = data("tiling/gemmini_matmul_197x768x768.hlo");
+    let asm = compile(&text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(asm.report.blocks, Some((13, vec![16, 768])));
+    let calls = calls(&asm.text);
+    assert_eq!(count(&calls, "matmul32") + count(&calls, "mac32"), 13 * 48 * 48);
+}
+
+#[test]
 fn an_elementwise_kernel_of_thousands_of_registers_is_compiled_a_block_at_a_time() {
     let text = data("tiling/registers_leaky_relu_32x64x64.hlo");
     let asm = compile(&text, &CompileOptions::new(target("registers_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));

@@ -182,6 +182,10 @@ KERNELS = {
                                    [shape(512, 512, dtype=I8), shape(512, 512, dtype=I8)]),
     # a batch of four 256^3 products (16,384 tiles): one item compiled, run once per item
     "gemmini_batch_matmul_4x256x256x256": (int8_product, [shape(4, 256, 256, dtype=I8)] * 2),
+    # 197 rows (a ViT's tokens), a prime: 13 blocks of 16 rows, the last one starting 11 rows
+    # early and computing them again
+    "gemmini_matmul_197x768x768": (int8_product,
+                                   [shape(197, 768, dtype=I8), shape(768, 768, dtype=I8)]),
     # a batch of two 512^3 products, one item more than one search holds: each item compiled
     # in blocks of its rows, run once per block of each item
     "gemmini_batch_matmul_2x512x512x512": (int8_product, [shape(2, 512, 512, dtype=I8)] * 2),
