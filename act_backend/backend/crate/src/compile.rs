@@ -298,8 +298,8 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         let overlap = if back > 0 { format!("; the last block starts {back} rows early, computing them again") } else { String::new() };
         say(&format!(
             "compiling one block of {} of its {} output ({} tiles), run {} times{overlap}",
-            dims(&plan.block.nodes[plan.block.root].ty.shape),
-            dims(&kernel.nodes[kernel.root].ty.shape),
+            dims(&plan.block.outputs[0].shape),
+            dims(&kernel.outputs[0].shape),
             tiles(&plan.block),
             plan.blocks()
         ));
@@ -372,7 +372,7 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
     let blocks = plan.blocks();
     let cost = crate::cost::cost_of(&path).ok()? + weights * blocks as f64;
     let instructions = best.program.steps.len() * blocks as usize;
-    report.blocks = Some((blocks, plan.block.nodes[plan.block.root].ty.shape.clone()));
+    report.blocks = Some((blocks, plan.block.outputs[0].shape.clone()));
     *lock(&options.progress) = report.clone();
     say(options, &format!("{blocks} blocks: {instructions} instructions, cost {cost}"));
     Some(Assembly {

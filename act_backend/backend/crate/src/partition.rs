@@ -2,8 +2,9 @@
 //! one block is compiled, and its program runs once per block with its HBM addresses moved to
 //! that block's rows.
 //!
-//! The rows `[i R, (i + 1) R)` of a row-major output are one contiguous byte range, and so are
-//! the rows of an input split alike; every other input is read whole. Where no number of
+//! The rows `[i R, (i + 1) R)` of a row-major output are one contiguous byte range (of each
+//! result, where there are several), and so are the rows of an input split alike; every other
+//! input is read whole. Where no number of
 //! blocks dividing the rows is as few as blocks of the most rows that fit, the last block
 //! ends at the last row and starts early: it computes some rows of the block before again
 //! from the same inputs, and writes the same values over them. Where one row is still too
@@ -23,8 +24,8 @@
 use crate::emit::PlacedProgram;
 use crate::isa::Isa;
 use crate::kernel::Kernel;
-use crate::lang::{DotDims, Op};
-use crate::layout::{HbmLayout, Signature};
+use crate::lang::{DType, DotDims, Op};
+use crate::layout::{HbmLayout, Placed, Signature};
 use std::collections::BTreeMap;
 
 /// The tiles (`tiling::Extents::tile_count`) above which a kernel is compiled in blocks, and
@@ -57,8 +58,8 @@ pub struct Level {
     /// Per kernel parameter: the bytes between one part's region of it and the next, 0 where
     /// each part reads all of it.
     pub input_stride: Vec<i64>,
-    /// The bytes between one part's region of the output and the next.
-    pub output_stride: i64,
+    /// Per result, the bytes between one part's region of it and the next.
+    pub output_stride: Vec<i64>,
 }
 
 impl Plan {
@@ -76,14 +77,14 @@ impl Plan {
 
 /// The split of `kernel` into the fewest blocks of at most `max_tiles` tiles each, as `tiles`
 /// counts them, or where no split is that small, the fewest blocks of the fewest tiles; `None`
-/// where the kernel has no more tiles than that, more than one result, or no split. Blocks
-/// divide its output's leading dimension; where blocks of one row of it are still too large,
-/// each is split along the next dimension alike.
+/// where the kernel has no more tiles than that, or no split. Blocks are parts of the leading
+/// dimension of its results (the last one possibly starting early); where blocks of one row
+/// are still too large, each is split along the next dimension alike.
 pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Plan> {
     // Every operation counts one tile at least: a 256^3 product's 4,096 products and its two
     // inputs are 4,098 tiles, within a limit of 4,096.
     let max_tiles = max_tiles + kernel.nodes.len();
-    if kernel.results.len() != 1 || tiles(kernel) <= max_tiles {
+    if tiles(kernel) <= max_tiles {
         return None;
     }
     plan_along(kernel, 0, &tiles, max_tiles).map(|(_, plan)| plan)
@@ -92,7 +93,7 @@ pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize)
 /// [`plan`] of blocks of output dimension `dim` (every dimension before it of length 1), and
 /// the tiles of one block.
 fn plan_along(kernel: &Kernel, dim: usize, tiles: &impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<(usize, Plan)> {
-    let rows = *kernel.nodes[kernel.root].ty.shape.get(dim)?;
+    let rows = *kernel.nodes[*kernel.results.first()?].ty.shape.get(dim)?;
     let split = split_dims(kernel, dim)?;
     // A plan of parts of `part` rows, the last one ending at the end.
     let of = |part: i64| -> Option<(usize, Plan)> {
@@ -146,7 +147,8 @@ fn level(kernel: &Kernel, block: &Kernel, split: &[Need], parts: i64, rows: i64,
     let input_stride = kernel.param_nodes.iter().zip(&block.params)
         .map(|(&p, t)| if split[p].is_some() { bytes(t) } else { Some(0) })
         .collect::<Option<_>>()?;
-    Some(Level { parts, rows, back, input_stride, output_stride: bytes(&block.outputs[0])? })
+    let output_stride = block.outputs.iter().map(bytes).collect::<Option<_>>()?;
+    Some(Level { parts, rows, back, input_stride, output_stride })
 }
 
 /// What a block needs of a node: the dimension it takes `1 / blocks` of, or all of it.
@@ -158,11 +160,15 @@ type Need = Option<usize>;
 /// dimension of each node; `None` where the kernel has no such split.
 fn split_dims(kernel: &Kernel, dim: usize) -> Option<Vec<Need>> {
     let n = kernel.nodes.len();
-    if !leading_ones(&kernel.nodes[kernel.root].ty.shape, dim) {
-        return None;
-    }
     let mut need: Vec<Option<Need>> = vec![None; n];
-    need[kernel.root] = Some(Some(dim));
+    // Each result alike; several results' bytes laid end to end (`results.rs`) are laid out
+    // again for the block.
+    for &r in &kernel.results {
+        if !leading_ones(&kernel.nodes[r].ty.shape, dim) {
+            return None;
+        }
+        need[r] = Some(Some(dim));
+    }
     // Operands come before their users: walking back, each node's need is known when reached.
     for k in (0..n).rev() {
         let Some(dim) = need[k] else { continue };
@@ -297,9 +303,35 @@ fn block_kernel(kernel: &Kernel, split: &[Need], part: i64, rows: i64) -> Option
             _ => {}
         }
     }
+    if let Some(&last) = block.results.iter().max().filter(|_| block.results.len() > 1) {
+        results_bytes_again(&mut block, last + 1);
+    }
     block.params = block.param_nodes.iter().map(|&p| block.nodes[p].ty.clone()).collect();
-    block.outputs = vec![block.nodes[block.root].ty.clone()];
+    block.outputs = block.results.iter().map(|&r| block.nodes[r].ty.clone()).collect();
     Some(block)
+}
+
+/// The types of the nodes from `first` on that lay several results' bytes end to end (bit
+/// casts to bytes, their flattening, and the concatenation), from the results' block types.
+fn results_bytes_again(block: &mut Kernel, first: usize) {
+    for k in first..block.nodes.len() {
+        let node = &block.nodes[k];
+        if node.ty.dtype != DType::U8 {
+            continue;
+        }
+        let operand = |i: usize| &block.nodes[node.operands[i]].ty;
+        let shape = match node.op {
+            Op::BitcastConvert => {
+                let x = operand(0);
+                let width = i64::from(x.dtype.bytes());
+                x.shape.iter().copied().chain((width > 1).then_some(width)).collect()
+            }
+            Op::Reshape if node.ty.rank() == 1 => vec![operand(0).bytes()],
+            Op::Concatenate(0) if node.ty.rank() == 1 => vec![(0..node.operands.len()).map(|i| operand(i).elements()).sum()],
+            _ => continue,
+        };
+        block.nodes[k].ty.shape = shape;
+    }
 }
 
 /// A region of HBM a block's program uses, and where it lies for block `i`.
@@ -329,7 +361,7 @@ pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout
     let blocks = plan.blocks() as usize;
     // The scratch (the HBM after the block's output) lies after the whole output.
     let scratch_moved = layout.output.end() - block_layout.output.end();
-    let regions = regions(plan, block_layout, layout, layout.output.end());
+    let regions = regions(plan, block_layout, layout, &layout.outputs(sig).ok()?, layout.output.end());
     let mut steps = Vec::with_capacity(program.steps.len() * blocks);
     for i in 0..blocks {
         for (instr, comp, addr) in &program.steps {
@@ -343,15 +375,20 @@ pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout
 
 /// The regions of HBM a block's program, placed in `block_layout`, reads and writes, and where
 /// each lies for every block; its scratch at `scratch` in the whole kernel's `layout`.
-fn regions(plan: &Plan, block_layout: &HbmLayout, layout: &HbmLayout, scratch: i64) -> Vec<Region> {
+fn regions(plan: &Plan, block_layout: &HbmLayout, layout: &HbmLayout, whole_outputs: &[Placed], scratch: i64) -> Vec<Region> {
     let mut regions: Vec<Region> = Vec::new();
     for (p, (block, whole)) in block_layout.inputs.iter().zip(&layout.inputs).enumerate() {
         let offsets = block_offsets(&plan.levels, |l| l.input_stride[p]);
         regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, offsets });
     }
+    // Each result's part, end to end in the block's output as the results are in the kernel's.
+    let mut at = block_layout.output.addr;
+    for (r, (ty, whole)) in plan.block.outputs.iter().zip(whole_outputs).enumerate() {
+        let offsets = block_offsets(&plan.levels, |l| l.output_stride[r]);
+        regions.push(Region { start: at, end: at + ty.bytes(), moved: whole.addr - at, offsets });
+        at += ty.bytes();
+    }
     let out = block_layout.output;
-    let offsets = block_offsets(&plan.levels, |l| l.output_stride);
-    regions.push(Region { start: out.addr, end: out.end(), moved: layout.output.addr - out.addr, offsets });
     // Blocks run one after another: they share the scratch.
     regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch - out.end(), offsets: vec![0; plan.blocks() as usize] });
     // Sizes of empty inputs make empty regions; an access never lies in one.
@@ -475,9 +512,9 @@ mod tests {
         assert_eq!(shapes(&plan.block), [vec![1, 16, 32], vec![1, 32, 48]]);
         // Items of A, B and the result lie 2,048, 1,536 and 12,288 bytes apart; blocks of an
         // item's rows 512 bytes of A and 3,072 of the result, each reading all of B's item.
-        assert_eq!((plan.levels[0].input_stride.clone(), plan.levels[0].output_stride), (vec![2048, 1536], 12288));
-        assert_eq!((plan.levels[1].input_stride.clone(), plan.levels[1].output_stride), (vec![512, 0], 3072));
-        let offsets = block_offsets(&plan.levels, |l| l.output_stride);
+        assert_eq!((plan.levels[0].input_stride.clone(), plan.levels[0].output_stride[0]), (vec![2048, 1536], 12288));
+        assert_eq!((plan.levels[1].input_stride.clone(), plan.levels[1].output_stride[0]), (vec![512, 0], 3072));
+        let offsets = block_offsets(&plan.levels, |l| l.output_stride[0]);
         assert_eq!(offsets, [0, 3072, 6144, 9216, 12288, 15360, 18432, 21504]);
     }
 
@@ -491,7 +528,21 @@ mod tests {
         assert_eq!((plan.blocks(), level.rows, level.back), (4, 10, 3));
         assert_eq!(shapes(&plan.block), [vec![10, 16]]);
         // Rows of 64 bytes: blocks at rows 0, 10, 20 and 27.
-        assert_eq!(block_offsets(&plan.levels, |l| l.output_stride), [0, 640, 1280, 1728]);
+        assert_eq!(block_offsets(&plan.levels, |l| l.output_stride[0]), [0, 640, 1280, 1728]);
+    }
+
+    #[test]
+    fn several_results_split_alike_and_their_bytes_are_laid_out_again_for_the_block() {
+        let k = kernel(
+            "  x = f32[64,16] parameter(0)\n  a = f32[64,16] add(x, x)\n  m = f32[64,16] maximum(a, x)\n\
+             \x20 ROOT t = (f32[64,16], f32[64,16]) tuple(a, m)",
+        );
+        // At most 16 rows a block, with one more per operation.
+        let plan = plan(&k, |k: &Kernel| k.outputs[0].shape[0] as usize, 16 - k.nodes.len()).expect("a split");
+        assert_eq!(plan.block.outputs.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(), [vec![16, 16], vec![16, 16]]);
+        // Both results' bytes, 1,024 each, end to end.
+        assert_eq!(plan.block.nodes[plan.block.root].ty.shape, [2048]);
+        assert_eq!(plan.levels[0].output_stride, [1024, 1024]);
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub struct Progress {
     pub stop: Option<StopReason>,
     pub phases: Phases,
     /// Where the kernel is compiled in blocks of its output: how many blocks, and the shape of
-    /// each block's part of the output. The candidates are then those of one block.
+    /// each block's part of the output (of its first result, where it has several). The
+    /// candidates are then those of one block.
     pub blocks: Option<(i64, Vec<i64>)>,
 }
 

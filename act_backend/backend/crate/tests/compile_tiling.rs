@@ -882,6 +882,15 @@ fn rows_no_block_divides_run_in_blocks_the_last_of_which_computes_some_rows_agai
 }
 
 #[test]
+fn several_results_run_in_blocks_of_the_rows_of_each() {
+    // The product saturated to int8 and the product itself: each block writes its rows of
+    // both, where each result lies.
+    let text = data("tiling/gemmini_saturated_and_product_512.hlo");
+    let asm = compile(&text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(asm.report.blocks, Some((11, vec![48, 512])));
+}
+
+#[test]
 fn an_elementwise_kernel_of_thousands_of_registers_is_compiled_a_block_at_a_time() {
     let text = data("tiling/registers_leaky_relu_32x64x64.hlo");
     let asm = compile(&text, &CompileOptions::new(target("registers_isa.json"), "k.hlo")).unwrap_or_else(|e| panic!("{e}"));

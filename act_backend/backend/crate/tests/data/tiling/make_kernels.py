@@ -43,6 +43,12 @@ def int8_product(a, b):
     return jnp.matmul(a, b, preferred_element_type=I32)
 
 
+def saturated_and_product(a, b):
+    """Two results: the int8 product saturated to int8, and the product."""
+    p = int8_product(a, b)
+    return jnp.clip(p, -128, 127).astype(I8), p
+
+
 def interleaved_product(a, p):
     """`a` (uint8) times the int8 matrix `p` holds four rows at a time, interleaved in each of
     its rows (`p[k, 4n + j] = b[4k + j, n]`), in int32."""
@@ -186,6 +192,8 @@ KERNELS = {
     # early and computing them again
     "gemmini_matmul_197x768x768": (int8_product,
                                    [shape(197, 768, dtype=I8), shape(768, 768, dtype=I8)]),
+    # two results, the product saturated to int8 and the product, in blocks of rows of both
+    "gemmini_saturated_and_product_512": (saturated_and_product, [shape(512, 512, dtype=I8)] * 2),
     # a batch of two 512^3 products, one item more than one search holds: each item compiled
     # in blocks of its rows, run once per block of each item
     "gemmini_batch_matmul_2x512x512x512": (int8_product, [shape(2, 512, 512, dtype=I8)] * 2),
