@@ -293,6 +293,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         }
     };
     let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
+    let mut whole = NO_BLOCKS.to_string();
     if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns)) {
         let back = plan.levels.last().map_or(0, |l| l.back);
         let overlap = if back > 0 { format!("; the last block starts {back} rows early, computing them again") } else { String::new() };
@@ -303,14 +304,18 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
             tiles(&plan.block),
             plan.blocks()
         ));
-        match place(&plan.block, options, &dir, started) {
+        whole = match place(&plan.block, options, &dir, started) {
             Ok(placed) => match in_blocks(&kernel, &plan, placed, options, &dir) {
                 Some(assembly) => return Ok(assembly),
-                None => say("a block's program reads or writes HBM where it cannot be moved to the other blocks; compiling the kernel whole"),
+                None => "a block's program reads or writes HBM where it cannot be moved to the other blocks".to_string(),
             },
-            Err(e) => say(&format!("one block was not compiled ({e}); compiling the kernel whole")),
-        }
+            Err(e) => format!("one block was not compiled ({e})"),
+        };
+        say(&format!("{whole}; compiling the kernel whole"));
         restart(options);
+    }
+    if let Some(refusal) = too_many_tiles(&kernel, tiles(&kernel), &whole, options) {
+        return Err(refusal);
     }
     let (report, warning) = place(&kernel, options, &dir, started)?;
     let best = report.best.clone().expect("an outcome without error has a best candidate");
@@ -324,6 +329,35 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         warning,
         free_attributes: report.free_attributes.clone(),
         report,
+    })
+}
+
+/// Why a kernel that does not split into blocks is compiled whole.
+const NO_BLOCKS: &str = "no split into blocks computes it (a block is a part of the leading dimension of \
+    each result, computed from one range of the bytes of each input it splits and all of the others)";
+
+/// A refusal of a kernel compiled whole (`whole` says why) whose tiles are more than any
+/// search could hold (`select::most_tiles_searched`), given before a search that would grow
+/// for minutes and gigabytes to its node limit and refuse then. Not a proof that no program
+/// exists: the message says which limit it meets.
+fn too_many_tiles(kernel: &Kernel, tiles: usize, whole: &str, options: &CompileOptions) -> Option<CompileError> {
+    let (most, per_tile) = select::most_tiles_searched(&options.target.isa, &options.target.patterns);
+    if tiles <= most {
+        return None;
+    }
+    let result = &kernel.nodes[kernel.results[0]];
+    Some(CompileError::Inexpressible {
+        file: kernel.file.clone(),
+        line: result.line,
+        operation: result.op.hlo_name().to_string(),
+        message: format!(
+            "the kernel is not searched: it has {tiles} tiles as the tiling rules count them ({per_tile} \
+             e-nodes each), more than {} times what the largest search holds ({} e-nodes), and {whole} \
+             ({})",
+            select::SEARCH_OVERREACH,
+            select::MAX_TILED_NODES,
+            result.text
+        ),
     })
 }
 

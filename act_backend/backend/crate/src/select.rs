@@ -212,6 +212,21 @@ pub fn block_tiles(isa: &Isa, patterns: &Patterns) -> usize {
     }
 }
 
+/// How many times more e-nodes than the largest search ([`MAX_TILED_NODES`]) a kernel's tiles
+/// may need for it to be searched whole at all: a 512^3 int8 product on Gemmini (32,768
+/// tiles, about 5 million e-nodes as counted) compiles whole in 35 s, a 1024^3 one (262,144)
+/// was refused at its node limit after 100 s and 7.6 GB, a batch of two of those ran past
+/// 200 s and 14.6 GB.
+pub const SEARCH_OVERREACH: usize = 16;
+
+/// The most tiles a kernel that does not split into blocks is searched with on `isa`, and the
+/// e-nodes a tile is counted: past that many tiles, they need more than
+/// [`SEARCH_OVERREACH`] times the largest search.
+pub fn most_tiles_searched(isa: &Isa, patterns: &Patterns) -> (usize, usize) {
+    let per_tile = if rules_for(isa, patterns).strided_reads { NODES_PER_TILE } else { NODES_PER_TILE * ROW_BY_ROW_TILE_FACTOR };
+    (MAX_TILED_NODES * SEARCH_OVERREACH / per_tile, per_tile)
+}
+
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
 /// spill through (where the ISA both loads and stores), and what the rules add once (identity
 /// paths for its values, its windows one dimension at a time, the rows of a product with a

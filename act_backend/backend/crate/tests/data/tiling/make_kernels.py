@@ -194,6 +194,10 @@ KERNELS = {
                                    [shape(197, 768, dtype=I8), shape(768, 768, dtype=I8)]),
     # two results, the product saturated to int8 and the product, in blocks of rows of both
     "gemmini_saturated_and_product_512": (saturated_and_product, [shape(512, 512, dtype=I8)] * 2),
+    # (A.B)^T at 1024^3: its rows are B's columns, no block of B's rows; 262,147 tiles, more
+    # than any search holds
+    "gemmini_transposed_matmul_1024x1024x1024": (lambda a, b: int8_product(a, b).T,
+                                                 [shape(1024, 1024, dtype=I8)] * 2),
     # a batch of two 512^3 products, one item more than one search holds: each item compiled
     # in blocks of its rows, run once per block of each item
     "gemmini_batch_matmul_2x512x512x512": (int8_product, [shape(2, 512, 512, dtype=I8)] * 2),
