@@ -345,6 +345,10 @@ fn too_many_tiles(kernel: &Kernel, tiles: usize, whole: &str, options: &CompileO
     if tiles <= most {
         return None;
     }
+    // A proof that no program exists says more than a limit.
+    if let Some(proof) = select::refusal_without_search(kernel, &options.target.isa) {
+        return Some(proof.into());
+    }
     let result = &kernel.nodes[kernel.results[0]];
     Some(CompileError::Inexpressible {
         file: kernel.file.clone(),

@@ -904,6 +904,14 @@ fn a_kernel_of_more_tiles_than_any_search_holds_that_does_not_split_is_refused_u
     let message = refusal("gemmini_isa.json", "gemmini_transposed_matmul_1024x1024x1024");
     assert!(message.contains("the kernel is not searched: it has 262147 tiles"), "{message}");
     assert!(message.contains("no split into blocks computes it"), "{message}");
+    // Where a proof that no program exists is at hand, it is what the refusal says.
+    let text = "HloModule k\nENTRY e {\n  a = bf16[8192,128] parameter(0)\n  b = bf16[128,8192] parameter(1)\n  \
+                d = bf16[8192,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  \
+                ROOT t = bf16[8192,8192] transpose(d), dimensions={1,0}\n}\n";
+    match compile(text, &CompileOptions::new(target("qkv_isa.json"), "k.hlo")) {
+        Err(CompileError::Inexpressible { message, .. }) => assert!(message.contains("its contraction (128)"), "{message}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }
 
 #[test]
