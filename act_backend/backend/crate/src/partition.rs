@@ -126,15 +126,13 @@ fn plan_along(kernel: &Kernel, dim: usize, tiles: &impl Fn(&Kernel) -> usize, ma
         _ => {}
     }
     // No part fits: where even one row is too large, each row is split along the next
-    // dimension; else the fewest parts of the fewest tiles.
-    let one_row = of(1);
-    if let Some((_, outer)) = &one_row {
-        if let Some((count, inner)) = plan_along(&outer.block, dim + 1, tiles, max_tiles) {
-            let levels = outer.levels.iter().cloned().chain(inner.levels).collect();
-            let nested = Plan { levels, block: inner.block };
-            if count <= max_tiles || one_row.as_ref().is_none_or(|(least, _)| count < *least) {
-                return Some((count, nested));
-            }
+    // dimension, where blocks of that fit; else the fewest parts of the fewest tiles (smaller
+    // blocks that do not fit either are only more of them: tiles an unsplit value counts in
+    // every block stay).
+    if let Some((_, outer)) = of(1) {
+        if let Some((count, inner)) = plan_along(&outer.block, dim + 1, tiles, max_tiles).filter(|(count, _)| *count <= max_tiles) {
+            let levels = outer.levels.into_iter().chain(inner.levels).collect();
+            return Some((count, Plan { levels, block: inner.block }));
         }
     }
     (2..=rows).filter(|b| rows % b == 0).filter_map(|b| of(rows / b)).min_by_key(|(count, p)| (*count, p.blocks()))
@@ -516,6 +514,15 @@ mod tests {
         assert_eq!((plan.levels[1].input_stride.clone(), plan.levels[1].output_stride[0]), (vec![512, 0], 3072));
         let offsets = block_offsets(&plan.levels, |l| l.output_stride[0]);
         assert_eq!(offsets, [0, 3072, 6144, 9216, 12288, 15360, 18432, 21504]);
+    }
+
+    #[test]
+    fn rows_are_not_split_further_where_smaller_blocks_would_not_fit_either() {
+        let k = kernel("  x = f32[4,8,8] parameter(0)\n  ROOT n = f32[4,8,8] add(x, x)");
+        // Tiles every block counts whatever its size (a value each reads whole, or unused):
+        // no block fits, and blocks of one row are the fewest of the fewest tiles.
+        let plan = plan(&k, |k: &Kernel| k.outputs[0].elements() as usize + 1000, 8).expect("a split");
+        assert_eq!((plan.levels.len(), plan.blocks()), (1, 4));
     }
 
     #[test]
