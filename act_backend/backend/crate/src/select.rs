@@ -223,8 +223,14 @@ pub const SEARCH_OVERREACH: usize = 16;
 /// e-nodes a tile is counted: past that many tiles, they need more than
 /// [`SEARCH_OVERREACH`] times the largest search.
 pub fn most_tiles_searched(isa: &Isa, patterns: &Patterns) -> (usize, usize) {
-    let per_tile = if rules_for(isa, patterns).strided_reads { NODES_PER_TILE } else { NODES_PER_TILE * ROW_BY_ROW_TILE_FACTOR };
+    let per_tile = nodes_per_tile(&rules_for(isa, patterns));
     (MAX_TILED_NODES * SEARCH_OVERREACH / per_tile, per_tile)
+}
+
+/// The e-nodes a search is given per tile under `rules`: [`NODES_PER_TILE`], times
+/// [`ROW_BY_ROW_TILE_FACTOR`] on an ISA that reads windows a row at a time.
+fn nodes_per_tile(rules: &RuleSet) -> usize {
+    if rules.strided_reads { NODES_PER_TILE } else { NODES_PER_TILE * ROW_BY_ROW_TILE_FACTOR }
 }
 
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
@@ -278,7 +284,7 @@ fn search(kernel: &Kernel, isa: &Isa, patterns: &Patterns, limits: &SelectLimits
     };
     // A tiled kernel needs room for every tile: the limit grows with their number.
     let tiles = rules.tiles.tile_count(kernel);
-    let per_tile = if rules.strided_reads { NODES_PER_TILE } else { NODES_PER_TILE * ROW_BY_ROW_TILE_FACTOR };
+    let per_tile = nodes_per_tile(&rules);
     let tiled = TILED_BASE_NODES.saturating_add(tiles.saturating_mul(per_tile)).min(MAX_TILED_NODES);
     let node_limit = limits.node_limit.max(tiled);
     let hard_limit = if tiles == 0 { node_limit } else { node_limit.saturating_mul(2).min(MAX_TILED_NODES) };
