@@ -121,6 +121,14 @@ TILED = {
     # a batch of two 512^3 products, each item more than one search holds: one block of rows of
     # an item compiled and run for each block of each item, each product once
     "gemmini_batch_matmul_2x512x512x512": ("Gemmini", {"matmul32": 2048, "mac32": 63488}),
+    # 16 rows by 4,096 columns: 4 blocks of all 16 rows and 1,024 columns, each reading its
+    # columns of B where they lie and writing its columns of the result in place
+    "gemmini_matmul_16x1024x4096": ("Gemmini", {"matmul32": 256, "mac32": 256 * 63,
+                                                "mvout_acc_strided": 256}),
+    # a vector times a 4,096-square matrix: 16 blocks of 256 of the matrix's columns
+    "gemmini_matvec_1x4096x4096": ("Gemmini", {"matmul32": 16 * 16, "mac32": 16 * 16 * 255}),
+    # A^T.B at 512^3: 8 blocks of 64 result rows, each reading 64 of A's columns
+    "gemmini_transposed_lhs_matmul_512": ("Gemmini", {"matmul32": 1024, "mac32": 31744}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
     # through the ReLU into its columns at once; every operand element loaded once: A's two
     # 128-row column windows, kept for every column, and B's eight column windows (24 loads

@@ -294,14 +294,15 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     };
     let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
     let mut whole = NO_BLOCKS.to_string();
-    if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns)) {
+    let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
+    if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns), rows_written) {
         let back = plan.levels.last().map_or(0, |l| l.back);
         let overlap = if back > 0 { format!("; the last block starts {back} rows early, computing them again") } else { String::new() };
         say(&format!(
             "compiling one block of {} of its {} output ({} tiles), run {} times{overlap}",
-            dims(&plan.block.outputs[0].shape),
+            dims(&plan.part),
             dims(&kernel.outputs[0].shape),
-            tiles(&plan.block),
+            plan.tiles,
             plan.blocks()
         ));
         whole = match place(&plan.block, options, &dir, started) {
@@ -410,7 +411,7 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
     let blocks = plan.blocks();
     let cost = crate::cost::cost_of(&path).ok()? + weights * blocks as f64;
     let instructions = best.program.steps.len() * blocks as usize;
-    report.blocks = Some((blocks, plan.block.outputs[0].shape.clone()));
+    report.blocks = Some((blocks, plan.part.clone()));
     *lock(&options.progress) = report.clone();
     say(options, &format!("{blocks} blocks: {instructions} instructions, cost {cost}"));
     Some(Assembly {

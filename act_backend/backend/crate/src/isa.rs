@@ -537,6 +537,34 @@ impl Instruction {
     pub fn comp_env(&self, values: &[i64]) -> BTreeMap<String, i64> {
         self.comp_attrs.iter().zip(values).map(|(n, v)| (format!("c.{n}"), *v)).collect()
     }
+
+    /// Whether the instruction's one output is a read-modify-write of one of its inputs: the
+    /// same slice of the same buffer, its semantics a `dynamic_update_slice` into that input's
+    /// value (bytes reinterpreted by reshapes and bit casts only on the way in and out). Every
+    /// byte of the slice outside the update is then written back as it was read (a strided
+    /// store writing a tile into the rows it lies in).
+    pub fn updates_in_place(&self) -> bool {
+        let [out] = &self.outputs[..] else { return false };
+        let same = |s: &Slice| s.buffer == out.buffer && s.start == out.start && s.size == out.size;
+        let Some(input) = self.inputs.iter().position(same) else { return false };
+        let ops = &self.semantics;
+        // Back through reshapes and bit casts, which keep every byte where it is.
+        let source = |mut k: usize| loop {
+            match ops[k].op {
+                OpCode::Reshape | OpCode::BitcastConvert => match ops.iter().position(|o| Some(&o.name) == ops[k].operands.first()) {
+                    Some(operand) => k = operand,
+                    None => return None,
+                },
+                _ => return Some(k),
+            }
+        };
+        let Some(root) = ops.iter().rposition(|o| o.root).or_else(|| ops.len().checked_sub(1)) else { return false };
+        let Some(update) = source(root).filter(|&k| ops[k].op == OpCode::DynamicUpdateSlice) else { return false };
+        let Some(base) = ops[update].operands.first().and_then(|n| ops.iter().position(|o| &o.name == n)) else { return false };
+        source(base).is_some_and(|p| {
+            ops[p].op == OpCode::Parameter && ops[p].attrs.get("index").and_then(serde_json::Value::as_u64) == Some(input as u64)
+        })
+    }
 }
 
 #[cfg(test)]

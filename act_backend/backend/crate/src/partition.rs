@@ -23,8 +23,8 @@
 
 use crate::emit::PlacedProgram;
 use crate::isa::Isa;
-use crate::kernel::Kernel;
-use crate::lang::{DType, DotDims, Op};
+use crate::kernel::{Kernel, KernelNode};
+use crate::lang::{DType, DotDims, Literal, Op, Ty};
 use crate::layout::{HbmLayout, Placed, Signature};
 use std::collections::BTreeMap;
 
@@ -37,11 +37,17 @@ pub const MAX_BLOCK_TILES: usize = 4096;
 /// search holds (an item of a batch), each row's rows in turn.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// The splits, outermost first: each splits the kernel the one before it leaves along the
-    /// next dimension of its output, the first along the leading one.
+    /// The splits, outermost first: each splits the kernel the one before it leaves along a
+    /// later dimension of its output, the first along the leading one.
     pub levels: Vec<Level>,
-    /// The kernel one block computes: every split dimension as long as its part.
+    /// The kernel one block computes: every split dimension as long as its part, except an
+    /// input or a result whose part is not one range of its bytes (columns of rows), which
+    /// is read or written in place in the whole value.
     pub block: Kernel,
+    /// The shape of a block's part of the (first) result.
+    pub part: Vec<i64>,
+    /// The tiles of one block, as the planner counted them.
+    pub tiles: usize,
 }
 
 /// One split of a kernel into equal parts of one dimension of its output.
@@ -80,27 +86,49 @@ impl Plan {
 /// where the kernel has no more tiles than that, or no split. Blocks are parts of the leading
 /// dimension of its results (the last one possibly starting early); where blocks of one row
 /// are still too large, each is split along the next dimension alike.
-pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Plan> {
+///
+/// A block of a later dimension whose result rows (the elements of the dimensions before
+/// it) are more than 1 is written in place, column part by column part, into the rows of the
+/// whole result; that only where those rows are at most `rows_written` (what one write of
+/// the ISA's takes), and the kernel has one result.
+pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize, rows_written: i64) -> Option<Plan> {
     // Every operation counts one tile at least: a 256^3 product's 4,096 products and its two
     // inputs are 4,098 tiles, within a limit of 4,096.
     let max_tiles = max_tiles + kernel.nodes.len();
     if tiles(kernel) <= max_tiles {
         return None;
     }
-    plan_along(kernel, 0, &tiles, max_tiles).map(|(_, plan)| plan)
+    let limits = Limits { tiles: &tiles, max_tiles, rows_written };
+    plan_along(kernel, 0, &limits).map(|(_, plan)| plan)
 }
 
-/// [`plan`] of blocks of output dimension `dim` (every dimension before it of length 1), and
-/// the tiles of one block.
-fn plan_along(kernel: &Kernel, dim: usize, tiles: &impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<(usize, Plan)> {
-    let rows = *kernel.nodes[*kernel.results.first()?].ty.shape.get(dim)?;
+/// What a plan counts and keeps within.
+struct Limits<'a, F: Fn(&Kernel) -> usize> {
+    tiles: &'a F,
+    max_tiles: usize,
+    rows_written: i64,
+}
+
+/// [`plan`] of blocks of output dimension `dim`, and the tiles of one block.
+fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Limits<F>) -> Option<(usize, Plan)> {
+    let (tiles, max_tiles) = (limits.tiles, limits.max_tiles);
+    let shape = &kernel.nodes[*kernel.results.first()?].ty.shape;
+    let rows = *shape.get(dim)?;
+    let in_place = !leading_ones(shape, dim);
+    // A part of columns is written in place as a strided store writes a tile: into rows of
+    // a matrix.
+    if in_place && (kernel.results.len() > 1 || shape.len() != 2 || shape[0] > limits.rows_written) {
+        return None;
+    }
     let split = split_dims(kernel, dim)?;
     // A plan of parts of `part` rows, the last one ending at the end.
     let of = |part: i64| -> Option<(usize, Plan)> {
         let block = block_kernel(kernel, &split, part, rows)?;
         let parts = (rows + part - 1) / part;
-        let level = level(kernel, &block, &split, parts, part, parts * part - rows)?;
-        Some((tiles(&block), Plan { levels: vec![level], block }))
+        let level = level(kernel, &split, parts, part, parts * part - rows)?;
+        let (count, part) = (tiles(&block), block.outputs[0].shape.clone());
+        let block = if in_place { written_in_place(block, &kernel.outputs[0]) } else { block };
+        Some((count, Plan { levels: vec![level], block, part, tiles: count }))
     };
     // The fewest parts dividing the rows that each hold at most `max_tiles`.
     let even = (2..=rows).filter(|b| rows % b == 0).find_map(|b| of(rows / b).filter(|(count, _)| *count <= max_tiles));
@@ -125,27 +153,72 @@ fn plan_along(kernel: &Kernel, dim: usize, tiles: &impl Fn(&Kernel) -> usize, ma
         (None, Some(u)) if u.0 <= max_tiles => return Some(u),
         _ => {}
     }
-    // No part fits: where even one row is too large, each row is split along the next
-    // dimension, where blocks of that fit; else the fewest parts of the fewest tiles (smaller
-    // blocks that do not fit either are only more of them: tiles an unsplit value counts in
-    // every block stay).
-    if let Some((_, outer)) = of(1) {
-        if let Some((count, inner)) = plan_along(&outer.block, dim + 1, tiles, max_tiles).filter(|(count, _)| *count <= max_tiles) {
-            let levels = outer.levels.into_iter().chain(inner.levels).collect();
-            return Some((count, Plan { levels, block: inner.block }));
-        }
+    // No part fits: where even one row is too large, parts of rows are split along the next
+    // dimension, where blocks of that fit: one row at a time, or as many rows as one write
+    // takes, each part of the next dimension written in place into them (a 16x1024 by
+    // 1024x4096 product: 4 blocks of 16x1024, where rows one at a time would be 64 blocks of
+    // 1x1024, each product a row). The fewest blocks; else the fewest parts of the fewest
+    // tiles (smaller blocks that do not fit either are only more of them: tiles an unsplit
+    // value counts in every block stay).
+    // One row at a time first: of as many blocks, those whose parts are ranges of bytes.
+    let columns = |outer: Plan| {
+        let (count, inner) = plan_along(&outer.block, dim + 1, limits).filter(|(count, _)| *count <= max_tiles)?;
+        // All the rows as one part split nothing.
+        let levels = outer.levels.into_iter().filter(|l| l.parts > 1).chain(inner.levels).collect();
+        Some((count, Plan { levels, ..inner }))
+    };
+    let row_parts = (1..rows.min(limits.rows_written).max(1) + 1).filter(|r| rows % r == 0 && !in_place);
+    if let Some(best) = row_parts.filter_map(|r| columns(of(r)?.1)).min_by_key(|(_, p)| p.blocks()) {
+        return Some(best);
     }
     (2..=rows).filter(|b| rows % b == 0).filter_map(|b| of(rows / b)).min_by_key(|(count, p)| (*count, p.blocks()))
 }
 
+/// The tag of the HBM a block writes its part of a result into: contents that do not
+/// matter, a region of its own (tags the rewrites give such regions are e-class ids).
+pub const RESULT_REGION: usize = usize::MAX;
+
+/// `block`, whose one result is a part of columns of `whole` (from its first element on),
+/// written in place into the whole result's bytes: a `dynamic_update_slice` of its bytes
+/// into HBM whose contents do not matter, as a strided store writes a tile. The program of
+/// a block writes no other byte of the result, and moves to the next part as a row block
+/// moves to its rows.
+fn written_in_place(mut block: Kernel, whole: &Ty) -> Kernel {
+    let result = block.results[0];
+    let part = block.nodes[result].ty.clone();
+    let template = block.nodes[result].clone();
+    let width = i64::from(whole.dtype.bytes());
+    let with_width = |shape: &[i64]| shape.iter().copied().chain((width > 1).then_some(width)).collect::<Vec<_>>();
+    let bytes = Ty::new(DType::U8, vec![whole.bytes()]);
+    let mut push = |op: Op, ty: Ty, operands: Vec<usize>| {
+        block.nodes.push(KernelNode { op, ty, operands, ..template.clone() });
+        block.nodes.len() - 1
+    };
+    let region = push(Op::Uninit(RESULT_REGION), bytes.clone(), vec![]);
+    let grid_ty = Ty::new(DType::U8, with_width(&whole.shape));
+    let grid = push(Op::Reshape, grid_ty.clone(), vec![region]);
+    let value = if part.dtype == DType::U8 { result } else { push(Op::BitcastConvert, Ty::new(DType::U8, with_width(&part.shape)), vec![result]) };
+    let origin = push(Op::Constant(Literal::from_values(&[0.0])), Ty::new(DType::S32, vec![]), vec![]);
+    let written = push(Op::DynamicUpdateSlice, grid_ty.clone(), [grid, value].into_iter().chain(vec![origin; grid_ty.rank()]).collect());
+    let root = push(Op::Reshape, bytes, vec![written]);
+    block.root = root;
+    block.outputs = vec![whole.clone()];
+    block
+}
+
 /// A level of `parts` parts of `rows` rows, the last `back` rows early, its strides from the
 /// types of the kernel it splits and of its block; `None` where a size does not fit an `i64`.
-fn level(kernel: &Kernel, block: &Kernel, split: &[Need], parts: i64, rows: i64, back: i64) -> Option<Level> {
-    let bytes = |t| crate::layout::bytes_of(t).ok();
-    let input_stride = kernel.param_nodes.iter().zip(&block.params)
-        .map(|(&p, t)| if split[p].is_some() { bytes(t) } else { Some(0) })
-        .collect::<Option<_>>()?;
-    let output_stride = block.outputs.iter().map(bytes).collect::<Option<_>>()?;
+fn level(kernel: &Kernel, split: &[Need], parts: i64, rows: i64, back: i64) -> Option<Level> {
+    let whole = kernel.nodes[*kernel.results.first()?].ty.shape.get(split[*kernel.results.first()?]?).copied()?;
+    // The bytes from one part's first element to the next part's.
+    let step = |k: usize| -> Option<i64> {
+        let Some(d) = split[k] else { return Some(0) };
+        let ty = &kernel.nodes[k].ty;
+        let after: i64 = ty.shape[d + 1..].iter().try_fold(i64::from(ty.dtype.bytes()), |a, &n| a.checked_mul(n))?;
+        (ty.shape[d] * rows / whole).checked_mul(after)
+    };
+    let input_stride = kernel.param_nodes.iter().map(|&p| step(p)).collect::<Option<_>>()?;
+    let output_stride = kernel.results.iter().map(|&r| step(r)).collect::<Option<_>>()?;
     Some(Level { parts, rows, back, input_stride, output_stride })
 }
 
@@ -162,9 +235,6 @@ fn split_dims(kernel: &Kernel, dim: usize) -> Option<Vec<Need>> {
     // Each result alike; several results' bytes laid end to end (`results.rs`) are laid out
     // again for the block.
     for &r in &kernel.results {
-        if !leading_ones(&kernel.nodes[r].ty.shape, dim) {
-            return None;
-        }
         need[r] = Some(Some(dim));
     }
     // Operands come before their users: walking back, each node's need is known when reached.
@@ -198,11 +268,9 @@ fn split_operands(kernel: &Kernel, k: usize, d: usize) -> Option<Vec<Need>> {
         _ => None,
     };
     Some(match &node.op {
-        // A block of an input's leading rows is one contiguous byte range.
-        Op::Parameter(_) => {
-            leading_ones(&node.ty.shape, d).then_some(())?;
-            Vec::new()
-        }
+        // A block of an input's leading rows is one contiguous byte range; of a later
+        // dimension, a slice of the whole input ([`block_kernel`]).
+        Op::Parameter(_) => Vec::new(),
         // A literal every element of which is one value is the same value in a block.
         Op::Constant(literal) => {
             literal.splat()?;
@@ -304,9 +372,47 @@ fn block_kernel(kernel: &Kernel, split: &[Need], part: i64, rows: i64) -> Option
     if let Some(&last) = block.results.iter().max().filter(|_| block.results.len() > 1) {
         results_bytes_again(&mut block, last + 1);
     }
+    let strided: Vec<usize> = kernel.param_nodes.iter().copied().filter(|&p| split[p].is_some_and(|d| !leading_ones(&kernel.nodes[p].ty.shape, d))).collect();
+    let mut block = read_from_whole(block, kernel, &strided);
     block.params = block.param_nodes.iter().map(|&p| block.nodes[p].ty.clone()).collect();
     block.outputs = block.results.iter().map(|&r| block.nodes[r].ty.clone()).collect();
     Some(block)
+}
+
+/// `block` with each parameter node of `strided` (a part of a dimension after one longer
+/// than 1: rows of columns, not one range of bytes) read whole as `kernel` has it and sliced
+/// to the block's part, its first one; the program of a block then reads that part where it
+/// lies in the whole input, and moves to the next part as a row block moves to its rows.
+fn read_from_whole(block: Kernel, kernel: &Kernel, strided: &[usize]) -> Kernel {
+    if strided.is_empty() {
+        return block;
+    }
+    let mut nodes = Vec::with_capacity(block.nodes.len() + strided.len());
+    // Per old node, its new index, and the node its users now read (the slice of a strided
+    // parameter).
+    let (mut at, mut value) = (Vec::with_capacity(block.nodes.len()), Vec::with_capacity(block.nodes.len()));
+    for (k, mut node) in block.nodes.into_iter().enumerate() {
+        node.operands = node.operands.iter().map(|&o| value[o]).collect();
+        at.push(nodes.len());
+        if strided.contains(&k) {
+            let part = std::mem::replace(&mut node.ty, kernel.nodes[k].ty.clone());
+            let ranges = part.shape.iter().map(|&n| (0, n, 1)).collect();
+            let slice = crate::kernel::KernelNode { op: Op::Slice(ranges), ty: part, operands: vec![nodes.len()], ..node.clone() };
+            nodes.push(node);
+            value.push(nodes.len());
+            nodes.push(slice);
+        } else {
+            value.push(nodes.len());
+            nodes.push(node);
+        }
+    }
+    Kernel {
+        nodes,
+        param_nodes: block.param_nodes.iter().map(|&p| at[p]).collect(),
+        results: block.results.iter().map(|&r| value[r]).collect(),
+        root: value[block.root],
+        ..block
+    }
 }
 
 /// The types of the nodes from `first` on that lay several results' bytes end to end (bit
@@ -339,6 +445,12 @@ struct Region {
     /// Bytes between block `i`'s region and the block program's: `moved + offsets[i]`.
     moved: i64,
     offsets: Vec<i64>,
+    /// Where the value the region is a part of ends in the whole kernel's HBM: an access of a
+    /// part of columns moved to a later part may read on past it ([`moved_addresses`]).
+    whole_end: i64,
+    /// For a result a block writes in place, the bytes of its part: runs of `.0` bytes every
+    /// `.1` bytes from the region's start. A write that changes bytes must lie within one run.
+    runs: Option<(i64, i64)>,
 }
 
 /// Per block, in the order the blocks run (the outermost level's parts slowest), the bytes
@@ -361,13 +473,16 @@ pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout
     let scratch_moved = layout.output.end() - block_layout.output.end();
     let regions = regions(plan, block_layout, layout, &layout.outputs(sig).ok()?, layout.output.end());
     let mut steps = Vec::with_capacity(program.steps.len() * blocks);
+    let mut hbm_end = program.hbm_end + scratch_moved;
     for i in 0..blocks {
         for (instr, comp, addr) in &program.steps {
-            steps.push((*instr, comp.clone(), moved_addresses(isa, *instr, comp, addr, &regions, i)?));
+            let (moved, end) = moved_addresses(isa, *instr, comp, addr, &regions, i)?;
+            steps.push((*instr, comp.clone(), moved));
+            hbm_end = hbm_end.max(end);
         }
     }
     let constants = program.constants.iter().map(|(addr, ty, bits)| (addr + scratch_moved, ty.clone(), bits.clone())).collect();
-    let moved = PlacedProgram { steps, constants, hbm_end: program.hbm_end + scratch_moved };
+    let moved = PlacedProgram { steps, constants, hbm_end };
     moved.assembly(isa, sig, layout).ok()
 }
 
@@ -377,34 +492,49 @@ fn regions(plan: &Plan, block_layout: &HbmLayout, layout: &HbmLayout, whole_outp
     let mut regions: Vec<Region> = Vec::new();
     for (p, (block, whole)) in block_layout.inputs.iter().zip(&layout.inputs).enumerate() {
         let offsets = block_offsets(&plan.levels, |l| l.input_stride[p]);
-        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, offsets });
+        regions.push(Region { start: block.addr, end: block.end(), moved: whole.addr - block.addr, offsets, whole_end: whole.end(), runs: None });
     }
     // Each result's part, end to end in the block's output as the results are in the kernel's.
     let mut at = block_layout.output.addr;
     for (r, (ty, whole)) in plan.block.outputs.iter().zip(whole_outputs).enumerate() {
         let offsets = block_offsets(&plan.levels, |l| l.output_stride[r]);
-        regions.push(Region { start: at, end: at + ty.bytes(), moved: whole.addr - at, offsets });
+        // A part of columns: the dimension where the part and the block's whole value differ.
+        let runs = plan.part.iter().zip(&ty.shape).position(|(p, n)| p != n).filter(|_| r == 0).map(|d| {
+            let after = ty.shape[d + 1..].iter().product::<i64>() * i64::from(ty.dtype.bytes());
+            (plan.part[d] * after, ty.shape[d] * after)
+        });
+        regions.push(Region { start: at, end: at + ty.bytes(), moved: whole.addr - at, offsets, whole_end: whole.end(), runs });
         at += ty.bytes();
     }
     let out = block_layout.output;
     // Blocks run one after another: they share the scratch.
-    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch - out.end(), offsets: vec![0; plan.blocks() as usize] });
+    let offsets = vec![0; plan.blocks() as usize];
+    regions.push(Region { start: out.end(), end: i64::MAX, moved: scratch - out.end(), offsets, whole_end: i64::MAX, runs: None });
     // Sizes of empty inputs make empty regions; an access never lies in one.
     regions.retain(|r| r.start < r.end);
     regions
 }
 
-/// The addressing attributes of one step of block `i`: each HBM access moved by the offset
-/// of the region it lies in, through the one attribute its start depends on; `None` where an
-/// access spans two regions, its start depends on no attribute or several, that attribute
-/// also places a value on chip, two accesses move one attribute differently, or a constraint
-/// of the instruction no longer holds.
-fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: usize) -> Option<Vec<i64>> {
+/// The addressing attributes of one step of block `i`, and the end of the HBM it then
+/// touches: each HBM access moved by the offset of the region it lies in, through the one
+/// attribute its start depends on; `None` where an access spans two regions, its start
+/// depends on no attribute or several, that attribute also places a value on chip, two
+/// accesses move one attribute differently, or a constraint of the instruction no longer
+/// holds.
+///
+/// A block of columns reads and writes its part where it lies in the whole value, and a
+/// strided access spans whole rows of it from the row it starts in: moved to a later part,
+/// the last rows' span runs on past the value's end. That is kept only where those bytes are
+/// read, or written back as they were read ([`crate::isa::Instruction::updates_in_place`]):
+/// what the block computes depends on its part alone, and leaves every other byte as it was.
+fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: usize) -> Option<(Vec<i64>, i64)> {
     let def = &isa.instructions[instr];
     let mut env = def.comp_env(comp);
     env.extend(def.addr_attrs.iter().zip(addr).map(|(n, v)| (format!("a.{n}"), *v)));
     let mut moved: BTreeMap<usize, i64> = BTreeMap::new();
-    for slice in def.inputs.iter().chain(&def.outputs).filter(|s| isa.buffer(&s.buffer).is_hbm()) {
+    let mut touched = 0;
+    let writes = def.outputs.iter().map(|s| (s, !def.updates_in_place()));
+    for (slice, changes) in def.inputs.iter().map(|s| (s, false)).chain(writes).filter(|(s, _)| isa.buffer(&s.buffer).is_hbm()) {
         let ([start], [size]) = (&slice.start[..], &slice.size[..]) else { return None };
         let (at, bytes) = (start.eval(&env).ok()?, size.eval(&env).ok()?);
         let region = regions.iter().find(|r| r.start <= at && at < r.end)?;
@@ -412,6 +542,16 @@ fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions:
             return None;
         }
         let delta = region.moved + region.offsets[i];
+        if changes && at + bytes + delta > region.whole_end {
+            return None;
+        }
+        // A block written in place changes no byte of another block's part.
+        if let (true, Some((run, every))) = (changes, region.runs) {
+            if (at - region.start) % every + bytes > run {
+                return None;
+            }
+        }
+        touched = touched.max(at + bytes + delta);
         // The start must be affine in one addressing attribute alone, which moves it.
         let names: Vec<String> = start.attrs().into_iter().filter(|n| n.starts_with("a.")).collect();
         let [name] = &names[..] else { return None };
@@ -436,7 +576,7 @@ fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions:
     let moved: Vec<i64> = addr.iter().enumerate().map(|(k, &v)| moved.get(&k).copied().unwrap_or(v)).collect();
     // The instruction's conditions on its attributes (an alignment, a range) must still hold.
     env.extend(def.addr_attrs.iter().zip(&moved).map(|(n, v)| (format!("a.{n}"), *v)));
-    def.constraints.iter().all(|c| c.holds(&env) == Some(true)).then_some(moved)
+    def.constraints.iter().all(|c| c.holds(&env) == Some(true)).then_some((moved, touched))
 }
 
 #[cfg(test)]
@@ -464,7 +604,7 @@ mod tests {
              \x20 b = f32[64,16] broadcast(s), dimensions={}\n  m = f32[64,16] multiply(x, b)\n\
              \x20 ROOT a = f32[64,16] add(m, y)",
         );
-        let plan = plan(&k, by_rows, 16).expect("a split");
+        let plan = plan(&k, by_rows, 16, 1).expect("a split");
         assert_eq!(plan.blocks(), 4);
         assert_eq!(plan.split_inputs(), [true, true]);
         assert_eq!(shapes(&plan.block), [vec![16, 16], vec![16, 16]]);
@@ -477,7 +617,7 @@ mod tests {
             "  a = s8[64,32] parameter(0)\n  b = s8[32,48] parameter(1)\n\
              \x20 ROOT d = s32[64,48] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
         );
-        let plan = plan(&k, by_rows, 32).expect("a split");
+        let plan = plan(&k, by_rows, 32, 1).expect("a split");
         assert_eq!((plan.blocks(), plan.split_inputs()), (2, vec![true, false]));
         assert_eq!(shapes(&plan.block), [vec![32, 32], vec![32, 48]]);
     }
@@ -490,7 +630,7 @@ mod tests {
                     \x20 z = f32[] constant(0)\n  ROOT r = f32[64] reduce(s, z), dimensions={1}, to_apply=sum\n}\n";
         let k = parse_kernel(text, "k.hlo").expect("a valid kernel");
         // At most 16 rows a block, with one more per each of its 6 operations.
-        let plan = plan(&k, by_rows, 16 - 6).expect("a split");
+        let plan = plan(&k, by_rows, 16 - 6, 1).expect("a split");
         assert_eq!((plan.blocks(), plan.split_inputs()), (4, vec![true, false]));
         assert_eq!(shapes(&plan.block), [vec![16, 32], vec![32]]);
     }
@@ -504,7 +644,7 @@ mod tests {
         );
         let elements = |k: &Kernel| k.nodes[k.root].ty.elements() as usize;
         // An item's 3,072 result elements are too many; 16 of its rows are 768.
-        let plan = plan(&k, elements, 16 * 48).expect("a split");
+        let plan = plan(&k, elements, 16 * 48, 1).expect("a split");
         assert_eq!(plan.levels.iter().map(|l| l.parts).collect::<Vec<_>>(), [2, 4]);
         assert_eq!((plan.blocks(), plan.split_inputs()), (8, vec![true, true]));
         assert_eq!(shapes(&plan.block), [vec![1, 16, 32], vec![1, 32, 48]]);
@@ -521,7 +661,7 @@ mod tests {
         let k = kernel("  x = f32[4,8,8] parameter(0)\n  ROOT n = f32[4,8,8] add(x, x)");
         // Tiles every block counts whatever its size (a value each reads whole, or unused):
         // no block fits, and blocks of one row are the fewest of the fewest tiles.
-        let plan = plan(&k, |k: &Kernel| k.outputs[0].elements() as usize + 1000, 8).expect("a split");
+        let plan = plan(&k, |k: &Kernel| k.outputs[0].elements() as usize + 1000, 8, 1).expect("a split");
         assert_eq!((plan.levels.len(), plan.blocks()), (1, 4));
     }
 
@@ -530,7 +670,7 @@ mod tests {
         let k = kernel("  x = f32[37,16] parameter(0)\n  ROOT n = f32[37,16] add(x, x)");
         // At most 10 rows a block: 4 blocks of 10, the last from row 27 (parts dividing 37
         // would be 37 of one row).
-        let plan = plan(&k, by_rows, 10 - 2).expect("a split");
+        let plan = plan(&k, by_rows, 10 - 2, 1).expect("a split");
         let level = &plan.levels[0];
         assert_eq!((plan.blocks(), level.rows, level.back), (4, 10, 3));
         assert_eq!(shapes(&plan.block), [vec![10, 16]]);
@@ -545,7 +685,7 @@ mod tests {
              \x20 ROOT t = (f32[64,16], f32[64,16]) tuple(a, m)",
         );
         // At most 16 rows a block, with one more per operation.
-        let plan = plan(&k, |k: &Kernel| k.outputs[0].shape[0] as usize, 16 - k.nodes.len()).expect("a split");
+        let plan = plan(&k, |k: &Kernel| k.outputs[0].shape[0] as usize, 16 - k.nodes.len(), 1).expect("a split");
         assert_eq!(plan.block.outputs.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(), [vec![16, 16], vec![16, 16]]);
         // Both results' bytes, 1,024 each, end to end.
         assert_eq!(plan.block.nodes[plan.block.root].ty.shape, [2048]);
@@ -556,31 +696,65 @@ mod tests {
     fn a_reshape_splits_its_operand_at_its_first_dimension_longer_than_one() {
         // A row of 128 read as 8 rows of 16: a block of its rows is a range of the row.
         let k = kernel("  x = f32[1,128] parameter(0)\n  r = f32[8,16] reshape(x)\n  ROOT n = f32[8,16] add(r, r)");
-        let plan = plan(&k, by_rows, 1).expect("a split");
+        let plan = plan(&k, by_rows, 1, 1).expect("a split");
         assert_eq!((plan.blocks(), shapes(&plan.block)), (2, vec![vec![1, 64]]));
     }
 
     #[test]
     fn a_kernel_within_the_limit_is_compiled_whole() {
         let k = kernel("  x = f32[64,16] parameter(0)\n  ROOT n = f32[64,16] add(x, x)");
-        assert!(plan(&k, by_rows, 64).is_none());
+        assert!(plan(&k, by_rows, 64, 1).is_none());
     }
 
     #[test]
-    fn no_split_where_a_block_needs_another_dimension_of_an_input_or_a_whole_computation() {
-        // The result's rows are B's columns: no block of B's rows gives them.
-        let transposed = kernel(
+    fn a_block_of_columns_of_an_input_reads_them_where_they_lie_in_the_whole_input() {
+        // The result's rows are B's columns: each block slices its 16 columns out of all of B.
+        let k = kernel(
             "  a = s8[32,32] parameter(0)\n  b = s8[32,64] parameter(1)\n\
              \x20 d = s32[32,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n\
              \x20 ROOT t = s32[64,32] transpose(d), dimensions={1,0}",
         );
-        assert!(plan(&transposed, by_rows, 16).is_none());
+        let plan = plan(&k, by_rows, 16 - k.nodes.len(), 1).expect("a split");
+        assert_eq!((plan.blocks(), plan.split_inputs()), (4, vec![false, true]));
+        assert_eq!(shapes(&plan.block), [vec![32, 32], vec![32, 64]]);
+        let b = plan.block.param_nodes[1];
+        let slice = &plan.block.nodes[b + 1];
+        assert_eq!((&slice.op, &slice.operands, &slice.ty.shape), (&Op::Slice(vec![(0, 32, 1), (0, 16, 1)]), &vec![b], &vec![32, 16]));
+        // The next block's columns start 16 bytes on; its 16 result rows, 2,048 bytes.
+        assert_eq!((plan.levels[0].input_stride.clone(), plan.levels[0].output_stride.clone()), (vec![0, 16], vec![2048]));
+    }
+
+    #[test]
+    fn a_block_of_columns_of_several_rows_is_written_in_place_into_the_whole_result() {
+        let k = kernel(
+            "  a = s8[16,32] parameter(0)\n  b = s8[32,64] parameter(1)\n\
+             \x20 ROOT d = s32[16,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        );
+        // Tiles counted as the result's columns: no part of its rows fits 16 of them.
+        let columns = |k: &Kernel| k.outputs[0].shape[1] as usize;
+        let plan = plan(&k, columns, 16 - k.nodes.len(), 16).expect("a split");
+        assert_eq!((plan.blocks(), plan.part.clone(), plan.split_inputs()), (4, vec![16, 16], vec![false, true]));
+        // The block writes its 16x16 into the bytes of the whole 16x64 result, 64 bytes on
+        // from the block before.
+        assert_eq!(plan.block.outputs, [Ty::new(DType::S32, vec![16, 64])]);
+        assert_eq!(plan.levels[0].output_stride, [64]);
+        let root = &plan.block.nodes[plan.block.root];
+        let written = &plan.block.nodes[root.operands[0]];
+        assert_eq!((root.ty.shape.clone(), &written.op), (vec![4096], &Op::DynamicUpdateSlice));
+        assert_eq!(plan.block.nodes[written.operands[1]].ty.shape, [16, 16, 4]);
+        // Where one write takes a single row, rows go one at a time: 64 blocks of 1x16.
+        let by_row = super::plan(&k, columns, 16 - k.nodes.len(), 1).expect("a split");
+        assert_eq!((by_row.blocks(), by_row.part), (64, vec![1, 16]));
+    }
+
+    #[test]
+    fn no_split_where_a_block_would_compute_a_whole_value_again() {
         // Every block would compute the whole product again.
         let shared = kernel(
             "  a = s32[16,16] parameter(0)\n  x = s32[64,16] parameter(1)\n\
              \x20 d = s32[16,16] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n\
              \x20 ROOT p = s32[64,16] dot(x, d), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
         );
-        assert!(plan(&shared, by_rows, 16).is_none());
+        assert!(plan(&shared, by_rows, 16, 1).is_none());
     }
 }

@@ -874,6 +874,11 @@ impl<'a> Finder<'a> {
                 }
             }
             Op::Slice(ranges) => self.slice(id, node, ranges),
+            Op::DynamicUpdateSlice if self.rules.strided_writes => {
+                for term in tiling::update_by_parts(eg, node) {
+                    self.push("update-by-parts", id, term);
+                }
+            }
             Op::Multiply if self.rules.dot && node.ty.rank() == 2 => self.outer_product(id, node),
             // Integers only: `a < b ? b : a` is `max(a, b)` and `a < b ? a : b` is `min(a, b)`
             // (`jnp.where(x > 0, x, 0)` is a ReLU). Not for floats: with a NaN `b` the choice

@@ -452,6 +452,13 @@ impl Extents {
         (lead > largest && largest > 0).then_some(largest)
     }
 
+    /// The most rows (leading extent) one semantics of `op` of `ty`'s rank and type computes:
+    /// `i64::MAX` where one leaves it unbounded, `None` where none has that rank.
+    pub fn leading_extent(&self, op: OpCode, ty: &Ty) -> Option<i64> {
+        let entries = self.entries(op, ty.dtype)?;
+        entries.iter().filter(|d| d.len() == ty.rank()).filter_map(|d| d.first().map(|e| e.unwrap_or(i64::MAX))).max()
+    }
+
     /// The dimension of an operation `op : ty` that [`split_columns`] splits, and its tile:
     /// the first from `first` on that is larger than every semantics of its operator of that
     /// rank gives it (all of them bounded).
@@ -1707,6 +1714,43 @@ fn write_parts(tag: usize, flat: &Ty, grid: &Ty, d: usize, parts: impl Iterator<
         at += extent;
     }
     bytes
+}
+
+/// `dynamic_update_slice(g, concatenate_d(parts), starts)` of bytes at constant starts into HBM
+/// whose contents do not matter (a block's part of a result written in place, see
+/// `partition.rs`): each part written over its place in turn, as [`write_columns`] writes
+/// them, one term per concatenation the update's class holds. The parts are disjoint, so the
+/// order does not matter. Exact for every type.
+pub fn update_by_parts(eg: &SelGraph, node: &Node) -> Vec<Term> {
+    let grid = &node.ty;
+    let [base, update, starts @ ..] = &node.children[..] else { return Vec::new() };
+    let over_nothing = eg[*base].nodes.iter().any(|n| {
+        n.op == Op::Reshape && eg[n.children[0]].nodes.iter().any(|m| m.op == Op::Uninit(crate::partition::RESULT_REGION))
+    });
+    let starts: Option<Vec<i64>> = starts.iter().map(|&s| eg[s].nodes.iter().find_map(|n| match &n.op {
+        Op::Constant(lit) if n.ty.rank() == 0 => lit.splat().map(|v| v as i64),
+        _ => None,
+    })).collect();
+    let (Some(starts), true, DType::U8) = (starts, over_nothing, grid.dtype) else { return Vec::new() };
+    let flat = grid.with_shape(vec![grid.elements()]);
+    let index = |v: i64| Term::Node(Op::Constant(Literal::from_values(&[v as f64])), Ty::new(DType::S32, vec![]), vec![]);
+    let concats = eg[*update].nodes.iter().filter_map(|n| match n.op {
+        Op::Concatenate(d) if n.children.len() > 1 => Some((d, &n.children)),
+        _ => None,
+    });
+    concats
+        .map(|(d, parts)| {
+            let mut bytes = Term::Node(Op::Reshape, flat.clone(), vec![Term::Class(*base)]);
+            let mut at = starts.clone();
+            for &part in parts {
+                let mut operands = vec![Term::Node(Op::Reshape, grid.clone(), vec![bytes]), Term::Class(part)];
+                operands.extend(at.iter().map(|&v| index(v)));
+                bytes = Term::Node(Op::Reshape, flat.clone(), vec![Term::Node(Op::DynamicUpdateSlice, grid.clone(), operands)]);
+                at[d] += eg[part].data.shape[d];
+            }
+            Term::Node(Op::Reshape, grid.clone(), vec![bytes])
+        })
+        .collect()
 }
 
 /// A slice that falls inside one part of a concatenation along `dim` is a slice of that part

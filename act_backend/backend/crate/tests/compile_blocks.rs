@@ -17,7 +17,7 @@ fn blocks() -> (Kernel, Plan) {
                 \x20 b = f32[64,16] broadcast(v), dimensions={1}\n  ROOT m = f32[64,16] maximum(x, b)\n}\n";
     let kernel = parse_kernel(text, "k.hlo").expect("a valid kernel");
     let rows = |k: &Kernel| k.nodes[k.root].ty.shape[0] as usize;
-    let plan = plan(&kernel, rows, 12).expect("a split into blocks");
+    let plan = plan(&kernel, rows, 12, 1).expect("a split into blocks");
     assert_eq!((plan.blocks(), plan.split_inputs()), (4, vec![true, false]));
     (kernel, plan)
 }
@@ -91,4 +91,13 @@ fn an_access_across_two_regions_or_against_a_constraint_is_not_moved() {
     let vload = index(&isa, "vload");
     isa.instructions[vload].constraints.push(Constraint { op: CmpOp::Lt, lhs: Expr::Attr("a.addr".into()), rhs: Expr::Int(2048) });
     assert!(run(&isa, &row_one(&isa)).is_none());
+}
+
+#[test]
+fn a_strided_store_writes_back_every_byte_of_its_span_it_does_not_update() {
+    // What lets a block of columns, moved to a later part, span on past the result's end.
+    let isa = isa("gemmini_isa.json");
+    let updates = |name: &str| isa.instructions[index(&isa, name)].updates_in_place();
+    assert!(updates("mvout_acc_strided") && updates("mvout_strided"));
+    assert!(!updates("mvout_acc") && !updates("mvin_strided"));
 }

@@ -890,6 +890,33 @@ fn rows_no_block_divides_run_in_blocks_the_last_of_which_computes_some_rows_agai
 }
 
 #[test]
+fn a_product_of_few_rows_runs_in_blocks_of_columns_written_in_place() {
+    // 16 rows, one row of tiles, by 4,096 columns: 4 blocks of 16x1024, each product of
+    // 16 rows once (blocks of one row would be 64, each product a row: 16 times as many).
+    let asm = assembly("gemmini_isa.json", "gemmini_matmul_16x1024x4096");
+    assert_eq!(asm.report.blocks, Some((4, vec![16, 1024])));
+    let calls = calls(&asm.text);
+    assert_eq!(products(&calls), 64 * 256);
+    // The result's columns are written where they lie, by strided stores.
+    assert_eq!(count(&calls, "mvout_acc_strided"), 256);
+}
+
+#[test]
+fn a_vector_times_a_matrix_runs_in_blocks_of_the_matrix_columns() {
+    let asm = assembly("gemmini_isa.json", "gemmini_matvec_1x4096x4096");
+    assert_eq!(asm.report.blocks, Some((16, vec![1, 256])));
+    assert_eq!(products(&calls(&asm.text)), 256 * 256);
+}
+
+#[test]
+fn a_block_of_rows_of_a_transposed_operand_reads_columns_of_it() {
+    // A^T.B: the result's rows are A's columns.
+    let asm = assembly("gemmini_isa.json", "gemmini_transposed_lhs_matmul_512");
+    assert_eq!(asm.report.blocks, Some((8, vec![64, 512])));
+    assert_eq!(products(&calls(&asm.text)), 32 * 32 * 32);
+}
+
+#[test]
 fn several_results_run_in_blocks_of_the_rows_of_each() {
     // The product saturated to int8 and the product itself: each block writes its rows of
     // both, where each result lies.
@@ -899,10 +926,17 @@ fn several_results_run_in_blocks_of_the_rows_of_each() {
 
 #[test]
 fn a_kernel_of_more_tiles_than_any_search_holds_that_does_not_split_is_refused_unsearched() {
-    // (A.B)^T at 1024^3: a block of its rows needs a block of B's columns, not one range of
-    // B's bytes; a search grew for minutes and gigabytes to its node limit.
-    let message = refusal("gemmini_isa.json", "gemmini_transposed_matmul_1024x1024x1024");
-    assert!(message.contains("the kernel is not searched: it has 262147 tiles"), "{message}");
+    // Every block of the result's rows would compute the whole 1024^3 product D again; a
+    // search of it grows for minutes and gigabytes to its node limit.
+    let text = "HloModule k\nENTRY e {\n  a = s8[1024,1024] parameter(0)\n  x = s8[64,1024] parameter(1)\n  \
+                d = s32[1024,1024] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  \
+                y = s32[64,1024] convert(x)\n  \
+                ROOT p = s32[64,1024] dot(y, d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+    let message = match compile(text, &CompileOptions::new(target("gemmini_isa.json"), "k.hlo")) {
+        Err(CompileError::Inexpressible { message, .. }) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert!(message.contains("the kernel is not searched: it has"), "{message}");
     assert!(message.contains("no split into blocks computes it"), "{message}");
     // Where a proof that no program exists is at hand, it is what the refusal says.
     let text = "HloModule k\nENTRY e {\n  a = bf16[8192,128] parameter(0)\n  b = bf16[128,8192] parameter(1)\n  \

@@ -194,10 +194,19 @@ KERNELS = {
                                    [shape(197, 768, dtype=I8), shape(768, 768, dtype=I8)]),
     # two results, the product saturated to int8 and the product, in blocks of rows of both
     "gemmini_saturated_and_product_512": (saturated_and_product, [shape(512, 512, dtype=I8)] * 2),
-    # (A.B)^T at 1024^3: its rows are B's columns, no block of B's rows; 262,147 tiles, more
-    # than any search holds
-    "gemmini_transposed_matmul_1024x1024x1024": (lambda a, b: int8_product(a, b).T,
-                                                 [shape(1024, 1024, dtype=I8)] * 2),
+    # a product of 16 rows by 4,096 columns (65,536 tiles, no block of rows fits): blocks of
+    # all 16 rows and 1,024 columns, each reading its columns of B where they lie and writing
+    # its columns of the result in place by strided stores
+    "gemmini_matmul_16x1024x4096": (int8_product,
+                                    [shape(16, 1024, dtype=I8), shape(1024, 4096, dtype=I8)]),
+    # a vector times a 4,096-square matrix: blocks of 256 of the result's elements, each
+    # reading its columns of the matrix (compiled whole before: 75 s and 7 GB)
+    "gemmini_matvec_1x4096x4096": (int8_product,
+                                   [shape(1, 4096, dtype=I8), shape(4096, 4096, dtype=I8)]),
+    # A^T.B at 512^3: a block of the result's rows reads a block of A's columns (refused
+    # before, at the search's node limit)
+    "gemmini_transposed_lhs_matmul_512": (lambda a, b: int8_product(a.T, b),
+                                          [shape(512, 512, dtype=I8)] * 2),
     # a batch of two 512^3 products, one item more than one search holds: each item compiled
     # in blocks of its rows, run once per block of each item
     "gemmini_batch_matmul_2x512x512x512": (int8_product, [shape(2, 512, 512, dtype=I8)] * 2),
