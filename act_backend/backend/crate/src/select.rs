@@ -200,13 +200,15 @@ pub fn tile_count(kernel: &Kernel, isa: &Isa, patterns: &Patterns) -> usize {
 
 /// The most rows one instruction computes of `kernel`'s (first) result on `isa`: of its
 /// operation's last two dimensions, the largest leading extent its semantics give (1 where
-/// none computes it). A block of the result's columns is written in place into at most that
-/// many rows (`partition::plan`).
+/// none computes it, or where no instruction writes HBM by strided stores). A block of the
+/// result's columns is written in place into at most that many rows (`partition::plan`).
 pub fn result_tile_rows(kernel: &Kernel, isa: &Isa, patterns: &Patterns) -> i64 {
-    let Some(result) = kernel.results.first().map(|&r| &kernel.nodes[r]) else { return 1 };
+    let rules = rules_for(isa, patterns);
+    // Parts of columns are written by strided stores.
+    let Some(result) = kernel.results.first().map(|&r| &kernel.nodes[r]).filter(|_| rules.strided_writes) else { return 1 };
     let rank = result.ty.rank();
     let item = result.ty.with_shape(result.ty.shape[rank.saturating_sub(2)..].to_vec());
-    crate::tiling::opcode(&result.op).and_then(|code| rules_for(isa, patterns).tiles.leading_extent(code, &item)).unwrap_or(1)
+    crate::tiling::opcode(&result.op).and_then(|code| rules.tiles.leading_extent(code, &item)).unwrap_or(1)
 }
 
 /// The most tiles one search of a kernel on `isa` is given before the kernel is compiled in
