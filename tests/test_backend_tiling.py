@@ -125,6 +125,10 @@ TILED = {
     # columns of B where they lie and writing its columns of the result in place
     "gemmini_matmul_16x1024x4096": ("Gemmini", {"matmul32": 256, "mac32": 256 * 63,
                                                 "mvout_acc_strided": 256}),
+    # a batch of two of those: 8 blocks of 16x1024 of an item
+    "gemmini_batch_matmul_2x16x1024x4096": ("Gemmini", {"matmul32": 2 * 256,
+                                                        "mac32": 2 * 256 * 63,
+                                                        "mvout_acc_strided": 2 * 256}),
     # a vector times a 4,096-square matrix: 16 blocks of 256 of the matrix's columns
     "gemmini_matvec_1x4096x4096": ("Gemmini", {"matmul32": 16 * 16, "mac32": 16 * 16 * 255}),
     # A^T.B at 512^3: 8 blocks of 64 result rows, each reading 64 of A's columns

@@ -4,7 +4,10 @@
 //!
 //! The rows `[i R, (i + 1) R)` of a row-major output are one contiguous byte range (of each
 //! result, where there are several), and so are the rows of an input split alike; every other
-//! input is read whole. Where no number of
+//! input is read whole. A part of a later dimension of an input (columns of its rows) is
+//! sliced out of the whole input in the block's kernel, and a part of the last dimension of
+//! the result is written in place into the whole result's bytes ([`written_in_place`]), so
+//! that the block's program reads and writes its part where it lies. Where no number of
 //! blocks dividing the rows is as few as blocks of the most rows that fit, the last block
 //! ends at the last row and starts early: it computes some rows of the block before again
 //! from the same inputs, and writes the same values over them. Where one row is still too
@@ -116,8 +119,8 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
     let rows = *shape.get(dim)?;
     let in_place = !leading_ones(shape, dim);
     // A part of columns is written in place as a strided store writes a tile: into rows of
-    // a matrix.
-    if in_place && (kernel.results.len() > 1 || shape.len() != 2 || shape[0] > limits.rows_written) {
+    // a matrix, those of every dimension before the last.
+    if in_place && (kernel.results.len() > 1 || dim + 1 != shape.len() || shape[..dim].iter().product::<i64>() > limits.rows_written) {
         return None;
     }
     let split = split_dims(kernel, dim)?;
@@ -178,26 +181,34 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
 /// matter, a region of its own (tags the rewrites give such regions are e-class ids).
 pub const RESULT_REGION: usize = usize::MAX;
 
-/// `block`, whose one result is a part of columns of `whole` (from its first element on),
-/// written in place into the whole result's bytes: a `dynamic_update_slice` of its bytes
-/// into HBM whose contents do not matter, as a strided store writes a tile. The program of
-/// a block writes no other byte of the result, and moves to the next part as a row block
-/// moves to its rows.
+/// `block`, whose one result is a part of the last dimension of `whole` (from its first
+/// element on), written in place into the whole result's bytes: seen as a matrix of rows
+/// (every dimension before the last) of bytes, a `dynamic_update_slice` of its bytes into HBM
+/// whose contents do not matter, as a strided store writes a tile. The program of a block
+/// writes no other byte of the result, and moves to the next part as a row block moves to
+/// its rows.
 fn written_in_place(mut block: Kernel, whole: &Ty) -> Kernel {
     let result = block.results[0];
     let part = block.nodes[result].ty.clone();
     let template = block.nodes[result].clone();
     let width = i64::from(whole.dtype.bytes());
-    let with_width = |shape: &[i64]| shape.iter().copied().chain((width > 1).then_some(width)).collect::<Vec<_>>();
+    let as_rows = |ty: &Ty| {
+        let (&last, before) = ty.shape.split_last().expect("a result split along its last dimension");
+        let shape = [before.iter().product(), last].into_iter().chain((width > 1).then_some(width)).collect();
+        Ty::new(DType::U8, shape)
+    };
     let bytes = Ty::new(DType::U8, vec![whole.bytes()]);
     let mut push = |op: Op, ty: Ty, operands: Vec<usize>| {
         block.nodes.push(KernelNode { op, ty, operands, ..template.clone() });
         block.nodes.len() - 1
     };
     let region = push(Op::Uninit(RESULT_REGION), bytes.clone(), vec![]);
-    let grid_ty = Ty::new(DType::U8, with_width(&whole.shape));
+    let grid_ty = as_rows(whole);
     let grid = push(Op::Reshape, grid_ty.clone(), vec![region]);
-    let value = if part.dtype == DType::U8 { result } else { push(Op::BitcastConvert, Ty::new(DType::U8, with_width(&part.shape)), vec![result]) };
+    let value_ty = as_rows(&part);
+    let raw = Ty::new(DType::U8, part.shape.iter().copied().chain((width > 1).then_some(width)).collect());
+    let cast = if part.dtype == DType::U8 { result } else { push(Op::BitcastConvert, raw.clone(), vec![result]) };
+    let value = if raw == value_ty { cast } else { push(Op::Reshape, value_ty, vec![cast]) };
     let origin = push(Op::Constant(Literal::from_values(&[0.0])), Ty::new(DType::S32, vec![]), vec![]);
     let written = push(Op::DynamicUpdateSlice, grid_ty.clone(), [grid, value].into_iter().chain(vec![origin; grid_ty.rank()]).collect());
     let root = push(Op::Reshape, bytes, vec![written]);

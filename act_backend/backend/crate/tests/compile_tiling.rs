@@ -902,6 +902,15 @@ fn a_product_of_few_rows_runs_in_blocks_of_columns_written_in_place() {
 }
 
 #[test]
+fn each_item_of_a_batch_of_products_of_few_rows_runs_in_blocks_of_its_columns() {
+    // An item's 16 rows are the rows its columns are written into.
+    let asm = assembly("gemmini_isa.json", "gemmini_batch_matmul_2x16x1024x4096");
+    assert_eq!(asm.report.blocks, Some((8, vec![1, 16, 1024])));
+    let calls = calls(&asm.text);
+    assert_eq!((products(&calls), count(&calls, "mvout_acc_strided")), (2 * 64 * 256, 2 * 256));
+}
+
+#[test]
 fn a_vector_times_a_matrix_runs_in_blocks_of_the_matrix_columns() {
     let asm = assembly("gemmini_isa.json", "gemmini_matvec_1x4096x4096");
     assert_eq!(asm.report.blocks, Some((16, vec![1, 256])));

@@ -199,6 +199,9 @@ KERNELS = {
     # its columns of the result in place by strided stores
     "gemmini_matmul_16x1024x4096": (int8_product,
                                     [shape(16, 1024, dtype=I8), shape(1024, 4096, dtype=I8)]),
+    # a batch of two of those: each item's blocks of 16x1024, its rows written as a matrix's
+    "gemmini_batch_matmul_2x16x1024x4096": (int8_product, [shape(2, 16, 1024, dtype=I8),
+                                                           shape(2, 1024, 4096, dtype=I8)]),
     # a vector times a 4,096-square matrix: blocks of 256 of the result's elements, each
     # reading its columns of the matrix (compiled whole before: 75 s and 7 GB)
     "gemmini_matvec_1x4096x4096": (int8_product,
