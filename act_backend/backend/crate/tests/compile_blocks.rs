@@ -1,6 +1,7 @@
 //! Blocks of a kernel's rows: one block's placed program, run once per block, reads and writes
 //! each block's rows of the inputs it splits and of the output, the inputs it reads whole
 //! where they lie; an access that cannot be moved leaves the kernel to be compiled whole.
+//! Blocks of columns read and write their part where it lies in the whole value.
 
 mod select_support;
 
@@ -100,4 +101,56 @@ fn a_strided_store_writes_back_every_byte_of_its_span_it_does_not_update() {
     let updates = |name: &str| isa.instructions[index(&isa, name)].updates_in_place();
     assert!(updates("mvout_acc_strided") && updates("mvout_strided"));
     assert!(!updates("mvout_acc") && !updates("mvin_strided"));
+}
+
+/// A 16x32 by 32x64 int8 product in 4 blocks of 16 columns, each written in place into the
+/// whole 16x64 result. Both layouts: A at 0 (512 bytes), B at 512 (2,048), the result at
+/// 2,560 (4,096), a block's columns 64 bytes on from the block before's.
+fn columns_in_place() -> (Kernel, Plan) {
+    let text = "HloModule m\n\nENTRY e {\n  a = s8[16,32] parameter(0)\n  b = s8[32,64] parameter(1)\n\
+                \x20 ROOT d = s32[16,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+    let kernel = parse_kernel(text, "k.hlo").expect("a valid kernel");
+    let columns = |k: &Kernel| k.outputs[0].shape[1] as usize;
+    let plan = plan(&kernel, columns, 16 - kernel.nodes.len(), 16).expect("a split into blocks");
+    assert_eq!((plan.blocks(), plan.part.clone()), (4, vec![16, 16]));
+    (kernel, plan)
+}
+
+/// The assembly of `steps` (instruction, computational and addressing attributes) run in
+/// [`columns_in_place`]'s blocks; `None` where they cannot be moved.
+fn in_place(isa: &Isa, steps: &[(&str, Vec<i64>, Vec<i64>)]) -> Option<String> {
+    let (kernel, plan) = columns_in_place();
+    let (sig, block_sig) = (signature(&kernel), signature(&plan.block));
+    let (layout, block_layout) = (HbmLayout::packed(&sig).unwrap(), HbmLayout::packed(&block_sig).unwrap());
+    let steps = steps.iter().map(|(name, comp, addr)| (index(isa, name), comp.clone(), addr.clone())).collect();
+    let program = PlacedProgram { steps, constants: vec![], hbm_end: 6656 };
+    instantiate(isa, &plan, &program, &block_layout, &sig, &layout)
+}
+
+#[test]
+fn a_block_of_columns_reads_and_writes_where_its_part_lies_and_may_span_on_past_the_end() {
+    let isa = isa("gemmini_isa.json");
+    // B's 16 columns, 32 rows at B's row length, and the result's 16 rows at its row length:
+    // each span runs from its first row to the end of its last one.
+    let steps = [
+        ("mvin_strided", vec![32, 16, 64, 0, 1], vec![512, 0]),
+        ("mvout_acc_strided", vec![16, 16, 64, 0], vec![2560, 0]),
+    ];
+    let text = in_place(&isa, &steps).expect("every access moves");
+    let addresses: Vec<i64> = text.lines().filter_map(|l| l.split("hbm_addr=").nth(1)?.split(',').next()?.parse().ok()).collect();
+    // Block j: B's columns 16 bytes on, the result's 64.
+    assert_eq!(addresses, [512, 2560, 528, 2624, 544, 2688, 560, 2752]);
+    // The last block's store spans 192 bytes past the result, written back as they were read:
+    // the kernel's HBM holds them.
+    assert!(text.contains("hbm=6848"), "{text}");
+}
+
+#[test]
+fn a_write_that_changes_another_blocks_columns_is_not_moved() {
+    let isa = isa("gemmini_isa.json");
+    // A contiguous store of 16 rows of 16 int32 writes 1,024 bytes from the result's start:
+    // rows of the other blocks' columns too.
+    assert!(in_place(&isa, &[("mvout_acc", vec![16, 16], vec![2560, 0])]).is_none());
+    // One row of the block's 16 columns is its own.
+    assert!(in_place(&isa, &[("mvout_acc", vec![1, 16], vec![2560 + 256, 0])]).is_some());
 }
