@@ -153,28 +153,34 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
     match (even, uneven.and_then(of)) {
         (Some(e), Some(u)) => return Some(if fewest(&u) < fewest(&e) { u } else { e }),
         (Some(e), None) => return Some(e),
-        (None, Some(u)) if u.0 <= max_tiles => return Some(u),
+        (None, Some(u)) => return Some(u),
         _ => {}
     }
-    // No part fits: where even one row is too large, parts of rows are split along the next
-    // dimension, where blocks of that fit: one row at a time, or as many rows as one write
-    // takes, each part of the next dimension written in place into them (a 16x1024 by
-    // 1024x4096 product: 4 blocks of 16x1024, where rows one at a time would be 64 blocks of
-    // 1x1024, each product a row). The fewest blocks; else the fewest parts of the fewest
-    // tiles (smaller blocks that do not fit either are only more of them: tiles an unsplit
-    // value counts in every block stay).
-    // One row at a time first: of as many blocks, those whose parts are ranges of bytes.
+    // No part fits: parts of rows are split along the next dimension, where blocks of that
+    // fit: one row at a time (an item of a batch), or as many rows as one write takes, each
+    // part of the next dimension written in place into them (a 16x1024 by 1024x4096 product:
+    // 4 blocks of 16x1024, where rows one at a time would be 64 blocks of 1x1024, each
+    // product a row). Else the fewest parts of the fewest tiles (smaller blocks that do not
+    // fit either are only more of them: tiles an unsplit value counts in every block stay).
     let columns = |outer: Plan| {
         let (count, inner) = plan_along(&outer.block, dim + 1, limits).filter(|(count, _)| *count <= max_tiles)?;
         // All the rows as one part split nothing.
         let levels = outer.levels.into_iter().filter(|l| l.parts > 1).chain(inner.levels).collect();
         Some((count, Plan { levels, ..inner }))
     };
+    // One row at a time first: of as many blocks, those whose parts are ranges of bytes.
     let row_parts = (1..rows.min(limits.rows_written).max(1) + 1).filter(|r| rows % r == 0 && !in_place);
-    if let Some(best) = row_parts.filter_map(|r| columns(of(r)?.1)).min_by_key(|(_, p)| p.blocks()) {
-        return Some(best);
+    let nested = row_parts.filter_map(|r| columns(of(r)?.1)).min_by_key(|(_, p)| p.blocks());
+    let fewest_tiles = (2..=rows).filter(|b| rows % b == 0).filter_map(|b| of(rows / b)).min_by_key(|(count, p)| (*count, p.blocks()));
+    // Blocks that fit, unless blocks of rows that nearly do are fewer tiles in all: on an ISA
+    // without strided transfers, a 512^3 product runs 32 blocks of 16 rows (1,026 tiles each,
+    // 589,824 instructions), not 1,024 blocks of one row's 256 columns (8,914,944).
+    let total = |(count, p): &(usize, Plan)| *count as i64 * p.blocks();
+    match (nested, fewest_tiles) {
+        (Some(n), Some(f)) if f.0 <= 2 * max_tiles && total(&f) < total(&n) => Some(f),
+        (Some(n), _) => Some(n),
+        (None, f) => f,
     }
-    (2..=rows).filter(|b| rows % b == 0).filter_map(|b| of(rows / b)).min_by_key(|(count, p)| (*count, p.blocks()))
 }
 
 /// The tag of the HBM a block writes its part of a result into: contents that do not
@@ -756,6 +762,20 @@ mod tests {
         // Where one write takes a single row, rows go one at a time: 64 blocks of 1x16.
         let by_row = super::plan(&k, columns, 16 - k.nodes.len(), 1).expect("a split");
         assert_eq!((by_row.blocks(), by_row.part), (64, vec![1, 16]));
+    }
+
+    #[test]
+    fn blocks_of_rows_that_nearly_fit_are_kept_over_many_more_blocks_of_one_row() {
+        let k = kernel(
+            "  a = s8[64,32] parameter(0)\n  b = s8[32,64] parameter(1)\n\
+             \x20 ROOT d = s32[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        );
+        // Tiles of 16x16 of the result: a block of 16 rows is 4, one more than fit; blocks of
+        // one row and 32 columns fit, 128 of them, 256 tiles in all where 4 blocks of 16
+        // rows are 16.
+        let tiles = |k: &Kernel| k.outputs[0].shape.iter().map(|&n| (n + 15) / 16).product::<i64>() as usize;
+        let plan = plan(&k, tiles, 3 - k.nodes.len(), 1).expect("a split");
+        assert_eq!((plan.blocks(), plan.part), (4, vec![16, 64]));
     }
 
     #[test]
