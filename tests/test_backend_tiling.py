@@ -115,9 +115,9 @@ TILED = {
     # 197 rows, a prime: 13 blocks of 16 rows, the last starting 11 rows early (one-row
     # blocks before: 16 times the products)
     "gemmini_matmul_197x768x768": ("Gemmini", {"matmul32": 13 * 48, "mac32": 13 * 48 * 47}),
-    # two results of 512x512 (int8 and int32) in 11 blocks of 48 rows of both
-    "gemmini_saturated_and_product_512": ("Gemmini", {"matmul32": 11 * 3 * 32,
-                                                      "mac32": 11 * 3 * 32 * 31}),
+    # two results of 512x512 (int8 and int32) in 16 blocks of 32 rows of both
+    "gemmini_saturated_and_product_512": ("Gemmini", {"matmul32": 16 * 2 * 32,
+                                                      "mac32": 16 * 2 * 32 * 31}),
     # a batch of two 512^3 products, each item more than one search holds: one block of rows of
     # an item compiled and run for each block of each item, each product once
     "gemmini_batch_matmul_2x512x512x512": ("Gemmini", {"matmul32": 2048, "mac32": 63488}),

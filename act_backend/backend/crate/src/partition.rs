@@ -7,10 +7,10 @@
 //! input is read whole. A part of a later dimension of an input (columns of its rows) is
 //! sliced out of the whole input in the block's kernel, and a part of the last dimension of
 //! the result is written in place into the whole result's bytes ([`written_in_place`]), so
-//! that the block's program reads and writes its part where it lies. Where no number of
-//! blocks dividing the rows is as few as blocks of the most rows that fit, the last block
-//! ends at the last row and starts early: it computes some rows of the block before again
-//! from the same inputs, and writes the same values over them. Where one row is still too
+//! that the block's program reads and writes its part where it lies. Where blocks of the
+//! most rows that fit are fewer tiles in all than any number of blocks dividing the rows,
+//! the last block ends at the last row and starts early: it computes some rows of the block
+//! before again from the same inputs, and writes the same values over them. Where one row is still too
 //! large (an item of a batch), each row is split again along the next dimension. [`plan`] splits a kernel
 //! only where each block computes exactly its rows of the output from those inputs:
 //! elementwise work, broadcasts, transposes, reductions of other dimensions, products along a
@@ -135,9 +135,8 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
     };
     // The fewest parts dividing the rows that each hold at most `max_tiles`.
     let even = (2..=rows).filter(|b| rows % b == 0).find_map(|b| of(rows / b).filter(|(count, _)| *count <= max_tiles));
-    // Fewer parts of the most rows that fit, the last one overlapping the one before (197
-    // rows: 13 parts of 16, the last from row 181, where parts dividing 197 would be 197 of
-    // one row). Every split dimension is the output's, so any number of rows is a block, a
+    // Parts of the most rows that fit, the last one overlapping the one before (197 rows: 13
+    // parts of 16, the last from row 181, where parts dividing 197 would be 197 of one row). Every split dimension is the output's, so any number of rows is a block, a
     // part of every split value starts at a whole row, and tiles grow with the rows.
     let uniform = split.iter().zip(&kernel.nodes).all(|(need, node)| need.is_none_or(|d| node.ty.shape[d] == rows));
     let fits = |part: i64| of(part).is_some_and(|(count, _)| count <= max_tiles);
@@ -149,9 +148,12 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
         }
         fit
     });
-    let fewest = |(_, p): &(usize, Plan)| p.blocks();
+    // The fewest tiles in all, then the fewest blocks: an uneven split computes the rows its
+    // last block starts early again (a 16x1024 by 1024x4096 product with a ReLU: 8 blocks of
+    // 512 columns, not 5 of 1,008, the last from column 3,088).
+    let total = |(count, p): &(usize, Plan)| (*count as i64 * p.blocks(), p.blocks());
     match (even, uneven.and_then(of)) {
-        (Some(e), Some(u)) => return Some(if fewest(&u) < fewest(&e) { u } else { e }),
+        (Some(e), Some(u)) => return Some(if total(&u) < total(&e) { u } else { e }),
         (Some(e), None) => return Some(e),
         (None, Some(u)) => return Some(u),
         _ => {}
@@ -175,7 +177,6 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
     // Blocks that fit, unless blocks of rows that nearly do are fewer tiles in all: on an ISA
     // without strided transfers, a 512^3 product runs 32 blocks of 16 rows (1,026 tiles each,
     // 589,824 instructions), not 1,024 blocks of one row's 256 columns (8,914,944).
-    let total = |(count, p): &(usize, Plan)| *count as i64 * p.blocks();
     match (nested, fewest_tiles) {
         (Some(n), Some(f)) if f.0 <= 2 * max_tiles && total(&f) < total(&n) => Some(f),
         (Some(n), _) => Some(n),
@@ -685,9 +686,10 @@ mod tests {
     #[test]
     fn rows_no_part_divides_end_with_a_part_that_starts_early() {
         let k = kernel("  x = f32[37,16] parameter(0)\n  ROOT n = f32[37,16] add(x, x)");
-        // At most 10 rows a block: 4 blocks of 10, the last from row 27 (parts dividing 37
-        // would be 37 of one row).
-        let plan = plan(&k, by_rows, 10 - 2, 1).expect("a split");
+        // At most 10 rows a block, each block also counting 5 tiles (what every block reads
+        // whole): 4 blocks of 10, the last from row 27, 60 tiles in all (parts dividing 37
+        // would be 37 of one row, 222).
+        let plan = plan(&k, |k: &Kernel| by_rows(k) + 5, 10 + 5 - 2, 1).expect("a split");
         let level = &plan.levels[0];
         assert_eq!((plan.blocks(), level.rows, level.back), (4, 10, 3));
         assert_eq!(shapes(&plan.block), [vec![10, 16]]);
@@ -776,6 +778,15 @@ mod tests {
         let tiles = |k: &Kernel| k.outputs[0].shape.iter().map(|&n| (n + 15) / 16).product::<i64>() as usize;
         let plan = plan(&k, tiles, 3 - k.nodes.len(), 1).expect("a split");
         assert_eq!((plan.blocks(), plan.part), (4, vec![16, 64]));
+    }
+
+    #[test]
+    fn rows_no_part_divides_split_evenly_where_that_is_fewer_tiles_in_all() {
+        let k = kernel("  x = f32[64,16] parameter(0)\n  ROOT n = f32[64,16] add(x, x)");
+        // At most 30 rows a block: 4 blocks of 16 rows are 64 tiles, 3 of 30 (the last from
+        // row 34, computing 26 rows again) 90.
+        let plan = plan(&k, by_rows, 30 - 2, 1).expect("a split");
+        assert_eq!((plan.blocks(), plan.levels[0].back), (4, 0));
     }
 
     #[test]
