@@ -297,7 +297,11 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
     if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns), rows_written) {
         let back = plan.levels.last().map_or(0, |l| l.back);
-        let overlap = if back > 0 { format!("; the last block starts {back} rows early, computing them again") } else { String::new() };
+        // The innermost split dimension: columns where it is the last of a matrix's.
+        let shape = &kernel.outputs[0].shape;
+        let along = plan.part.iter().zip(shape).rposition(|(p, n)| p != n);
+        let lines = if shape.len() >= 2 && along == Some(shape.len() - 1) { "columns" } else { "rows" };
+        let overlap = if back > 0 { format!("; the last block starts {back} {lines} early, computing them again") } else { String::new() };
         say(&format!(
             "compiling one block of {} of its {} output ({} tiles), run {} times{overlap}",
             dims(&plan.part),
