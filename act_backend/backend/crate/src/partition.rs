@@ -10,9 +10,10 @@
 //! that the block's program reads and writes its part where it lies. Where blocks of the
 //! most rows that fit are fewer tiles in all than any number of blocks dividing the rows,
 //! the last block ends at the last row and starts early: it computes some rows of the block
-//! before again from the same inputs, and writes the same values over them. Where one row is still too
-//! large (an item of a batch), each row is split again along the next dimension. [`plan`] splits a kernel
-//! only where each block computes exactly its rows of the output from those inputs:
+//! before again from the same inputs, and writes the same values over them. Where one row is
+//! still too large (an item of a batch, a product of few rows), parts of rows are split again
+//! along the next dimension. [`plan`] splits a kernel only where each block computes exactly
+//! its rows of the output from those inputs:
 //! elementwise work, broadcasts, transposes, reductions of other dimensions, products along a
 //! batch or free dimension, reshapes whose leading dimensions split alike, slices and
 //! concatenations along other dimensions. What a block reads whole is a kernel input or a
@@ -22,7 +23,10 @@
 //! scratch bytes after them (spills, literals, regions a strided store starts from).
 //! [`instantiate`] moves each access by the offset of its region for block `i`; blocks run one
 //! after another, so they share the scratch. An access it cannot move (one that spans two
-//! regions, an address no attribute sets alone) leaves the kernel to be compiled whole.
+//! regions, an address no attribute sets alone, a write that changes bytes past its value's
+//! end or another block's part of a result written in place) leaves the kernel to be
+//! compiled whole; a strided access moved to a later part of columns may read, or write back
+//! as it read, the bytes past its value's end ([`moved_addresses`]).
 
 use crate::emit::PlacedProgram;
 use crate::isa::Isa;
@@ -90,10 +94,10 @@ impl Plan {
 /// dimension of its results (the last one possibly starting early); where blocks of one row
 /// are still too large, each is split along the next dimension alike.
 ///
-/// A block of a later dimension whose result rows (the elements of the dimensions before
-/// it) are more than 1 is written in place, column part by column part, into the rows of the
-/// whole result; that only where those rows are at most `rows_written` (what one write of
-/// the ISA's takes), and the kernel has one result.
+/// A block of the last dimension whose result rows (the elements of the dimensions before
+/// it) are more than 1 is written in place into the rows of the whole result; that only
+/// where those rows are at most `rows_written` (what one write of the ISA's takes), and the
+/// kernel has one result.
 pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize, rows_written: i64) -> Option<Plan> {
     // Every operation counts one tile at least: a 256^3 product's 4,096 products and its two
     // inputs are 4,098 tiles, within a limit of 4,096.
@@ -136,8 +140,9 @@ fn plan_along<F: Fn(&Kernel) -> usize>(kernel: &Kernel, dim: usize, limits: &Lim
     // The fewest parts dividing the rows that each hold at most `max_tiles`.
     let even = (2..=rows).filter(|b| rows % b == 0).find_map(|b| of(rows / b).filter(|(count, _)| *count <= max_tiles));
     // Parts of the most rows that fit, the last one overlapping the one before (197 rows: 13
-    // parts of 16, the last from row 181, where parts dividing 197 would be 197 of one row). Every split dimension is the output's, so any number of rows is a block, a
-    // part of every split value starts at a whole row, and tiles grow with the rows.
+    // parts of 16, the last from row 181, where parts dividing 197 would be 197 of one row).
+    // Every split dimension is the output's, so any number of rows is a block, a part of
+    // every split value starts at a whole row, and tiles grow with the rows.
     let uniform = split.iter().zip(&kernel.nodes).all(|(need, node)| need.is_none_or(|d| node.ty.shape[d] == rows));
     let fits = |part: i64| of(part).is_some_and(|(count, _)| count <= max_tiles);
     let uneven = (uniform && fits(1)).then(|| {
