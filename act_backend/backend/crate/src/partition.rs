@@ -203,11 +203,10 @@ fn written_in_place(mut block: Kernel, whole: &Ty) -> Kernel {
     let result = block.results[0];
     let part = block.nodes[result].ty.clone();
     let template = block.nodes[result].clone();
-    let width = i64::from(whole.dtype.bytes());
+    let raw_bytes = crate::egraph::raw_bytes;
     let as_rows = |ty: &Ty| {
         let (&last, before) = ty.shape.split_last().expect("a result split along its last dimension");
-        let shape = [before.iter().product(), last].into_iter().chain((width > 1).then_some(width)).collect();
-        Ty::new(DType::U8, shape)
+        raw_bytes(&ty.with_shape(vec![before.iter().product(), last]))
     };
     let bytes = Ty::new(DType::U8, vec![whole.bytes()]);
     let mut push = |op: Op, ty: Ty, operands: Vec<usize>| {
@@ -218,7 +217,7 @@ fn written_in_place(mut block: Kernel, whole: &Ty) -> Kernel {
     let grid_ty = as_rows(whole);
     let grid = push(Op::Reshape, grid_ty.clone(), vec![region]);
     let value_ty = as_rows(&part);
-    let raw = Ty::new(DType::U8, part.shape.iter().copied().chain((width > 1).then_some(width)).collect());
+    let raw = raw_bytes(&part);
     let cast = if part.dtype == DType::U8 { result } else { push(Op::BitcastConvert, raw.clone(), vec![result]) };
     let value = if raw == value_ty { cast } else { push(Op::Reshape, value_ty, vec![cast]) };
     let origin = push(Op::Constant(Literal::from_values(&[0.0])), Ty::new(DType::S32, vec![]), vec![]);
@@ -497,9 +496,10 @@ pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout
     let regions = regions(plan, block_layout, layout, &layout.outputs(sig).ok()?, layout.output.end());
     let mut steps = Vec::with_capacity(program.steps.len() * blocks);
     let mut hbm_end = program.hbm_end + scratch_moved;
+    let in_place: Vec<bool> = isa.instructions.iter().map(crate::isa::Instruction::updates_in_place).collect();
     for i in 0..blocks {
         for (instr, comp, addr) in &program.steps {
-            let (moved, end) = moved_addresses(isa, *instr, comp, addr, &regions, i)?;
+            let (moved, end) = moved_addresses(isa, *instr, comp, addr, &regions, i, in_place[*instr])?;
             steps.push((*instr, comp.clone(), moved));
             hbm_end = hbm_end.max(end);
         }
@@ -543,20 +543,21 @@ fn regions(plan: &Plan, block_layout: &HbmLayout, layout: &HbmLayout, whole_outp
 /// attribute its start depends on; `None` where an access spans two regions, its start
 /// depends on no attribute or several, that attribute also places a value on chip, two
 /// accesses move one attribute differently, or a constraint of the instruction no longer
-/// holds.
+/// holds. `updates_in_place`: the instruction's
+/// [`crate::isa::Instruction::updates_in_place`].
 ///
 /// A block of columns reads and writes its part where it lies in the whole value, and a
 /// strided access spans whole rows of it from the row it starts in: moved to a later part,
 /// the last rows' span runs on past the value's end. That is kept only where those bytes are
 /// read, or written back as they were read ([`crate::isa::Instruction::updates_in_place`]):
 /// what the block computes depends on its part alone, and leaves every other byte as it was.
-fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: usize) -> Option<(Vec<i64>, i64)> {
+fn moved_addresses(isa: &Isa, instr: usize, comp: &[i64], addr: &[i64], regions: &[Region], i: usize, updates_in_place: bool) -> Option<(Vec<i64>, i64)> {
     let def = &isa.instructions[instr];
     let mut env = def.comp_env(comp);
     env.extend(def.addr_attrs.iter().zip(addr).map(|(n, v)| (format!("a.{n}"), *v)));
     let mut moved: BTreeMap<usize, i64> = BTreeMap::new();
     let mut touched = 0;
-    let writes = def.outputs.iter().map(|s| (s, !def.updates_in_place()));
+    let writes = def.outputs.iter().map(|s| (s, !updates_in_place));
     for (slice, changes) in def.inputs.iter().map(|s| (s, false)).chain(writes).filter(|(s, _)| isa.buffer(&s.buffer).is_hbm()) {
         let ([start], [size]) = (&slice.start[..], &slice.size[..]) else { return None };
         let (at, bytes) = (start.eval(&env).ok()?, size.eval(&env).ok()?);
