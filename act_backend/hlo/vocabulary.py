@@ -24,7 +24,7 @@ FAMILIES = (
     "clamp",        # elementwise clamp(lo, x, hi); lo and hi may be scalars
     "classify",     # elementwise test of a float operand, pred result: is_finite
     "layout",       # moves elements without arithmetic: reshape, transpose, slice...
-    "contraction",  # dot
+    "contraction",  # dot, convolution
     "reduction",    # reduce, reduce_add
     "structural",   # tuples and calls (kernels only)
     "other",        # XLA operators act-backend does not compile (kernels refuse them)
@@ -201,6 +201,15 @@ OPERATORS: tuple[Operator, ...] = (
              "the batch dimensions, then lhs's free dimensions, then rhs's.",
              attributes=_DOT_DIMS, required=_DOT_DIMS[:2],
              kernel_attributes=("operand_precision",), semantics=True),
+    Operator("convolution", "contraction",
+             "convolution(lhs, rhs), window={size=.. stride=.. pad=.. lhs_dilate=.. "
+             "rhs_dilate=..}, dim_labels=b01f_01io->b01f, feature_group_count=n, "
+             "batch_group_count=n",
+             "Slides the kernel (rhs) over the input (lhs): each result element is the sum of "
+             "products of a window of the input with the kernel; dim_labels name the batch, "
+             "feature and spatial dimensions of each operand and of the result.",
+             attributes=("window", "dim_labels", "feature_group_count", "batch_group_count"),
+             required=("dim_labels",), kernel_attributes=("operand_precision",)),
     Operator("reduce", "reduction", "reduce(x, init), dimensions={d...}, to_apply=computation",
              "Folds the operand along the listed dimensions with the reducer (add, max, min or "
              "mul), starting from init; those dimensions disappear. Semantics may leave init "
@@ -227,13 +236,13 @@ def _other(name: str, what: str) -> Operator:
 
 # XLA operators a kernel may print that act-backend has no type rule or meaning for: both front
 # ends refuse them by name instead of calling them unknown. Windowed reductions (reduce_window,
-# what ``jnp.cumsum``, ``lax.cummax`` and pooling lower to) stay here with gather, scatter, sort,
-# convolution and random numbers: they are not elementwise, reduction-by-dimension or layout
+# what ``jnp.cumsum``, ``lax.cummax`` and pooling lower to) stay here with gather, scatter, sort
+# and random numbers: they are not elementwise, reduction-by-dimension or layout
 # work, and no TAIDL semantics can state an instruction that computes them.
 OPERATORS += tuple(_other(name, what) for name, what in (
     ("stochastic_convert", "stochastic rounding conversion"), ("bitcast", "layout bitcast"),
     ("real", "real part"), ("imag", "imaginary part"), ("complex", "complex construction"),
-    ("gather", "gather"), ("scatter", "scatter"), ("convolution", "convolution"),
+    ("gather", "gather"), ("scatter", "scatter"),
     ("reduce_window", "windowed reduction"), ("select_and_scatter", "select-and-scatter"),
     ("sort", "sort"), ("top_k", "top-k"), ("rng", "random numbers"),
     ("rng_bit_generator", "random bits"), ("cholesky", "Cholesky factorisation"),

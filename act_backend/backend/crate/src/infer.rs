@@ -233,7 +233,7 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> 
 
 /// The rule of an operator the e-graph keeps by name, from its vocabulary row: elementwise
 /// families by their operand class, compare, select, clamp and is-finite, and iota,
-/// dynamic-slice, reverse, pad and reduce-precision by their attributes (`attrs` is the
+/// dynamic-slice, reverse, pad, reduce-precision and convolution by their attributes (`attrs` is the
 /// `name=value, ...` text [`Op::Other`] keeps). Operators of other families produce their
 /// declared type.
 fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> {
@@ -328,6 +328,11 @@ fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -
             let config = padding_config(text)
                 .ok_or_else(|| attr_err("padding", format!("padding {text} is not low_high_interior per dimension")))?;
             pad_type(src, &config)?
+        }
+        (_, OpCode::Convolution) => {
+            arity(code.name(), operands, 2)?;
+            let conv = crate::convolution::read(attrs, operands[0], operands[1])?;
+            crate::convolution::result_type(&conv, operands[0], operands[1], declared.dtype)
         }
         (_, OpCode::Iota) => {
             arity(code.name(), operands, 0)?;

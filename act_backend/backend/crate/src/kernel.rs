@@ -17,6 +17,7 @@
 //! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
 //! the conformance corpus (`tests/conformance/`) holds both front ends to one verdict.
 
+use crate::convolution;
 use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
@@ -177,10 +178,11 @@ fn element_types(ast: &TypeAst, out: &mut Vec<(String, Pos)>) {
 }
 
 /// Attributes whose values the Python parser decodes, on any operator: integer lists,
-/// integers, and comparison directions.
+/// integers, comparison directions, pad's padding and a convolution's window and labels.
 const INT_LIST_ATTRIBUTES: &[&str] =
     &["dimensions", "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims", "dynamic_slice_sizes"];
-const INT_ATTRIBUTES: &[&str] = &["iota_dimension", "index", "exponent_bits", "mantissa_bits"];
+const INT_ATTRIBUTES: &[&str] =
+    &["iota_dimension", "index", "exponent_bits", "mantissa_bits", "feature_group_count", "batch_group_count"];
 
 struct Builder<'a> {
     file: &'a str,
@@ -361,6 +363,18 @@ impl<'a> Builder<'a> {
                     self.decode_word(instr, name, &[])?;
                 } else if name == "direction" {
                     self.decode_word(instr, name, COMPARISON_DIRECTIONS)?;
+                } else if name == "window" && convolution::window_fields(&attr.value.to_string()).is_none() {
+                    return self.err(
+                        attr.value.pos(),
+                        "hlo-syntax",
+                        format!("attribute window expects {{size=AxB stride=AxB pad=l_hxl_h lhs_dilate=AxB rhs_dilate=AxB}}, found {}", attr.value),
+                    );
+                } else if name == "dim_labels" && convolution::dim_labels(&attr.value.to_string()).is_none() {
+                    return self.err(
+                        attr.value.pos(),
+                        "hlo-syntax",
+                        format!("attribute dim_labels expects input_kernel->output labels, such as b01f_01io->b01f, found {}", attr.value),
+                    );
                 } else if name == "padding" {
                     let config = match &attr.value {
                         Value::Word(w, _) => infer::padding_config(w),
@@ -704,6 +718,20 @@ impl<'a> Builder<'a> {
             let operand_tys: Vec<&Ty> = operands.iter().map(|&k| &nodes[k].ty).collect();
             if let Err(e) = infer::check(&op, &operand_tys, &ty) {
                 return self.type_err(instr, e);
+            }
+            if let Op::Other { name, attrs } = &op {
+                if name == "convolution" {
+                    if let Some(value) = lower_convolution(instr, attrs, &operands, &ty, nodes) {
+                        if is_root {
+                            if root.is_some() || tuple_root.is_some() {
+                                return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
+                            }
+                            root = Some(value);
+                        }
+                        by_name.insert(instr.name.clone(), value);
+                        continue;
+                    }
+                }
             }
             // In an inlined computation a parameter is the call's operand, not a node.
             let mut value = nodes.len();
@@ -1093,6 +1121,39 @@ impl<'a> Builder<'a> {
             .collect();
         Op::Other { name: instr.opcode.replace('_', "-"), attrs: attrs.join(", ") }
     }
+}
+
+/// A typed convolution written as the products it sums (`convolution.rs`): its steps become
+/// nodes named after it, at its position, and the last one is its value. `None` where it is
+/// not written so; it is then kept by name.
+fn lower_convolution(instr: &Instr, attrs: &str, operands: &[usize], ty: &Ty, nodes: &mut Vec<KernelNode>) -> Option<usize> {
+    let (lhs, rhs) = (nodes[operands[0]].ty.clone(), nodes[operands[1]].ty.clone());
+    let conv = convolution::read(attrs, &lhs, &rhs).ok()?;
+    let steps = convolution::lower(&conv, &lhs, &rhs, ty)?;
+    let first = nodes.len();
+    for (k, step) in steps.into_iter().enumerate() {
+        let operands: Vec<usize> = step
+            .operands
+            .iter()
+            .map(|v| match *v {
+                convolution::Value::Input(i) => operands[i],
+                convolution::Value::Step(j) => first + j,
+            })
+            .collect();
+        let tys: Vec<&Ty> = operands.iter().map(|&o| &nodes[o].ty).collect();
+        debug_assert!(infer::check(&step.op, &tys, &step.ty).is_ok(), "step {k} of {}: {:?}", instr.name, step.op);
+        nodes.push(KernelNode {
+            name: format!("{}.{k}", instr.name),
+            op: step.op,
+            ty: step.ty,
+            operands,
+            line: instr.pos.line,
+            col: instr.pos.col,
+            text: instr.text.clone(),
+        });
+    }
+    debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(ty));
+    Some(nodes.len() - 1)
 }
 
 /// `select(compare(a, b, dir), t, f)` as `select_lt` / `select_eq_var`, for the directions

@@ -10,6 +10,7 @@ pub mod bound;
 pub mod changes;
 pub mod cli;
 pub mod compile;
+pub mod convolution;
 pub mod cost;
 pub mod driver;
 pub mod egraph;

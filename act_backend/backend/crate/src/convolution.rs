@@ -1,0 +1,646 @@
+//! XLA's `convolution` in a kernel: its attributes read (`dim_labels`, `window`, the group
+//! counts), its type by XLA's shape rule, and the convolution written as the operators
+//! instruction semantics contain, so that selection sees products.
+//!
+//! No TAIDL semantics can state a convolution, but every one is a sum of matrix products:
+//! for each position of the window, the input elements it covers (a strided slice, seen as
+//! rows of input features) times the kernel's matrix at that position. Padding makes the
+//! positions a window covers differ at the borders, so the output is cut into regions along
+//! each spatial dimension, inside each of which the same window positions fall on the input:
+//! a region's value is computed from the input alone, the padding's zeros never loaded, and
+//! the regions are concatenated back in place.
+//!
+//! - Integer element types sum one product per window position that falls on the input
+//!   (the positions in the padding add zero, exactly; integer sums are exact in any order).
+//! - Floating-point types take one product per region, over the window positions side by
+//!   side, the ones in the padding as blocks of zeros: one contraction over the whole window,
+//!   as the convolution itself, whose zero terms are kept (`0 * inf` is NaN, and the sign of
+//!   a zero sum depends on them).
+//!
+//! What this does not write (a dilated input, `lhs_dilate`, and a reversed kernel,
+//! `rhs_reversal`) stays a `convolution` kept by name, which selection then names.
+
+use crate::infer::{Site, TypeError};
+use crate::lang::{DType, DotDims, Literal, Op, Ty};
+
+/// Where an operand's dimensions are: batch (or a kernel's output features), features (or a
+/// kernel's input features), and the spatial dimension labelled `d` at `spatial[d]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub batch: usize,
+    pub feature: usize,
+    pub spatial: Vec<usize>,
+}
+
+/// One spatial dimension of the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowDim {
+    pub size: i64,
+    pub stride: i64,
+    pub low: i64,
+    pub high: i64,
+    pub lhs_dilate: i64,
+    pub rhs_dilate: i64,
+    pub reversal: bool,
+}
+
+/// A convolution's attributes, checked against its operands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Convolution {
+    pub lhs: Layout,
+    /// `batch` is the kernel's output features (`o`), `feature` its input features (`i`).
+    pub rhs: Layout,
+    pub out: Layout,
+    pub window: Vec<WindowDim>,
+    pub feature_groups: i64,
+    pub batch_groups: i64,
+}
+
+/// `dim_labels` as written (`b01f_01io->b01f`, spaces allowed): the three label strings, or
+/// `None` where it is not of that form.
+pub fn dim_labels(text: &str) -> Option<[String; 3]> {
+    let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let (operands, out) = text.split_once("->")?;
+    let (lhs, rhs) = operands.split_once('_')?;
+    let labels = [lhs.to_string(), rhs.to_string(), out.to_string()];
+    let word = |s: &String| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c.is_ascii_lowercase() || c == '?');
+    labels.iter().all(word).then_some(labels)
+}
+
+/// The fields of a window as written (`{size=3x3 stride=2x2 pad=1_1x0_2}`, spaces around `=`
+/// allowed), in the order written; `None` where a field is unknown, given twice or malformed.
+pub fn window_fields(text: &str) -> Option<Vec<(String, Vec<i64>)>> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let compact = inner.split('=').map(str::trim).collect::<Vec<_>>().join("=");
+    let mut fields: Vec<(String, Vec<i64>)> = Vec::new();
+    for field in compact.split_whitespace() {
+        let (key, value) = field.split_once('=')?;
+        if fields.iter().any(|(k, _)| k == key) {
+            return None;
+        }
+        let numbers: Option<Vec<i64>> = match key {
+            "size" | "stride" | "lhs_dilate" | "rhs_dilate" | "rhs_reversal" => {
+                value.split('x').map(|v| v.parse::<i64>().ok()).collect()
+            }
+            // low_high per dimension, flattened.
+            "pad" => value
+                .split('x')
+                .map(|dim| {
+                    let (low, high) = dim.split_once('_')?;
+                    Some([low.parse::<i64>().ok()?, high.parse::<i64>().ok()?])
+                })
+                .collect::<Option<Vec<[i64; 2]>>>()
+                .map(|pairs| pairs.concat()),
+            _ => None,
+        };
+        fields.push((key.to_string(), numbers?));
+    }
+    Some(fields)
+}
+
+fn attr_err(name: &'static str, message: String) -> TypeError {
+    TypeError { code: "bad-attribute", site: Site::Attr(name), message }
+}
+
+fn operand_err(i: usize, message: String) -> TypeError {
+    TypeError { code: "operand-type-mismatch", site: Site::Operand(i), message }
+}
+
+/// The layout `labels` name: `outer` and `inner` are the batch and feature letters.
+fn layout(labels: &str, outer: char, inner: char, n: usize) -> Option<Layout> {
+    let chars: Vec<char> = labels.chars().collect();
+    let only = |c: char| {
+        let at: Vec<usize> = (0..chars.len()).filter(|&k| chars[k] == c).collect();
+        (at.len() == 1).then(|| at[0])
+    };
+    let spatial: Option<Vec<usize>> =
+        (0..n).map(|d| char::from_digit(d as u32, 10).and_then(only)).collect();
+    let layout = Layout { batch: only(outer)?, feature: only(inner)?, spatial: spatial? };
+    (chars.len() == n + 2).then_some(layout)
+}
+
+/// Reads and checks a convolution's attributes (`attrs`, the `name=value, ...` text an
+/// [`Op::Other`] keeps) against its operands, in the order the Python checker does.
+pub fn read(attrs: &str, lhs: &Ty, rhs: &Ty) -> Result<Convolution, TypeError> {
+    let attr = |key: &str| crate::lang::attribute(attrs, key);
+    if lhs.dtype.is_float() != rhs.dtype.is_float() {
+        return Err(operand_err(1, format!("convolution of {lhs} and {rhs}: both floating point or both integer")));
+    }
+    let written = attr("dim_labels").ok_or_else(|| TypeError {
+        code: "missing-attribute",
+        site: Site::Opcode,
+        message: "convolution needs the attribute dim_labels=".into(),
+    })?;
+    let bad_labels = |why: &str| attr_err("dim_labels", format!("dim_labels {written}: {why}"));
+    let [l, r, o] = dim_labels(written).ok_or_else(|| bad_labels("expected lhs_rhs->out, such as b01f_01io->b01f"))?;
+    if l.len() != r.len() || l.len() != o.len() {
+        return Err(bad_labels("the input, kernel and output labels must be of one length"));
+    }
+    let n = l.len().saturating_sub(2);
+    let digits = (0..n).map(|d| d.to_string()).collect::<String>();
+    let (Some(lhs_layout), Some(rhs_layout), Some(out_layout)) =
+        (layout(&l, 'b', 'f', n), layout(&r, 'o', 'i', n), layout(&o, 'b', 'f', n))
+    else {
+        return Err(bad_labels(&format!(
+            "the input and output are labelled b, f and {digits} once each, the kernel o, i and {digits} once each"
+        )));
+    };
+    if l.len() != lhs.rank() {
+        return Err(bad_labels(&format!("{} input labels, but the input {lhs} has rank {}", l.len(), lhs.rank())));
+    }
+    if r.len() != rhs.rank() {
+        return Err(bad_labels(&format!("{} kernel labels, but the kernel {rhs} has rank {}", r.len(), rhs.rank())));
+    }
+    let window = window(attr("window"), n, rhs, &rhs_layout)?;
+    let count = |key: &'static str| -> Result<i64, TypeError> {
+        match attr(key) {
+            None => Ok(1),
+            Some(t) => match t.parse::<i64>() {
+                Ok(v) if v >= 1 => Ok(v),
+                _ => Err(attr_err(key, format!("{key} must be a positive integer, found {t}"))),
+            },
+        }
+    };
+    let feature_groups = count("feature_group_count")?;
+    let batch_groups = count("batch_group_count")?;
+    if feature_groups > 1 && batch_groups > 1 {
+        return Err(attr_err("batch_group_count", "feature_group_count and batch_group_count cannot both be above 1".into()));
+    }
+    let (in_features, kernel_in, kernel_out) =
+        (lhs.shape[lhs_layout.feature], rhs.shape[rhs_layout.feature], rhs.shape[rhs_layout.batch]);
+    if in_features != kernel_in * feature_groups {
+        return Err(operand_err(
+            1,
+            format!(
+                "the input has {in_features} features, but the kernel {rhs} takes {kernel_in} in each of {feature_groups} feature group(s)"
+            ),
+        ));
+    }
+    for (key, groups) in [("feature_group_count", feature_groups), ("batch_group_count", batch_groups)] {
+        if kernel_out % groups != 0 {
+            return Err(operand_err(1, format!("the kernel's {kernel_out} output features do not divide by {key} {groups}")));
+        }
+    }
+    if lhs.shape[lhs_layout.batch] % batch_groups != 0 {
+        return Err(operand_err(
+            0,
+            format!("the input's batch of {} does not divide by batch_group_count {batch_groups}", lhs.shape[lhs_layout.batch]),
+        ));
+    }
+    Ok(Convolution { lhs: lhs_layout, rhs: rhs_layout, out: out_layout, window, feature_groups, batch_groups })
+}
+
+/// The window's dimensions, defaults filled in, checked against the kernel's spatial sizes.
+fn window(written: Option<&str>, n: usize, rhs: &Ty, rhs_layout: &Layout) -> Result<Vec<WindowDim>, TypeError> {
+    let Some(text) = written else {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        return Err(TypeError {
+            code: "bad-attribute",
+            site: Site::Opcode,
+            message: format!("a convolution over {n} spatial dimension(s) needs window={{size=...}}"),
+        });
+    };
+    let bad = |why: String| attr_err("window", format!("window {text}: {why}"));
+    let fields = window_fields(text).ok_or_else(|| bad("expected {size=AxB stride=AxB pad=l_hxl_h ...}".into()))?;
+    let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    for (key, values) in &fields {
+        let entries = if key == "pad" { values.len() / 2 } else { values.len() };
+        if entries != n {
+            return Err(bad(format!("{key} has {entries} entries for {n} spatial dimension(s)")));
+        }
+    }
+    if n > 0 && field("size").is_none() {
+        return Err(bad("the window needs its size".into()));
+    }
+    let at_least_one = |key: &str| -> Result<Vec<i64>, TypeError> {
+        let values = field(key).unwrap_or_else(|| vec![1; n]);
+        match values.iter().find(|&&v| v < 1) {
+            Some(v) => Err(bad(format!("{key} must be positive, found {v}"))),
+            None => Ok(values),
+        }
+    };
+    let size = at_least_one("size")?;
+    let stride = at_least_one("stride")?;
+    let lhs_dilate = at_least_one("lhs_dilate")?;
+    let rhs_dilate = at_least_one("rhs_dilate")?;
+    let reversal = field("rhs_reversal").unwrap_or_else(|| vec![0; n]);
+    if let Some(v) = reversal.iter().find(|&&v| v != 0 && v != 1) {
+        return Err(bad(format!("rhs_reversal is 0 or 1 per dimension, found {v}")));
+    }
+    let pad = field("pad").unwrap_or_else(|| vec![0; 2 * n]);
+    let mut dims = Vec::new();
+    for d in 0..n {
+        let kernel = rhs.shape[rhs_layout.spatial[d]];
+        if size[d] != kernel {
+            return Err(bad(format!(
+                "size {} in spatial dimension {d}, but the kernel {rhs} is {kernel} there",
+                size[d]
+            )));
+        }
+        dims.push(WindowDim {
+            size: size[d],
+            stride: stride[d],
+            low: pad[2 * d],
+            high: pad[2 * d + 1],
+            lhs_dilate: lhs_dilate[d],
+            rhs_dilate: rhs_dilate[d],
+            reversal: reversal[d] == 1,
+        });
+    }
+    Ok(dims)
+}
+
+impl WindowDim {
+    /// XLA's output size along this dimension over an input of `input` elements.
+    pub fn output(&self, input: i64) -> i64 {
+        let padded = (input - 1).max(0) * self.lhs_dilate + 1 + self.low + self.high;
+        let padded = if input == 0 { self.low + self.high } else { padded };
+        let window = (self.size - 1) * self.rhs_dilate + 1;
+        if padded < window {
+            0
+        } else {
+            (padded - window) / self.stride + 1
+        }
+    }
+
+    /// The input element window position `k` reads for output `o` (without lhs dilation).
+    fn input_of(&self, o: i64, k: i64) -> i64 {
+        o * self.stride + k * self.rhs_dilate - self.low
+    }
+
+    /// The output range `[first, end)` where window position `k` falls on the input of
+    /// `input` elements.
+    fn on_input(&self, k: i64, input: i64, outputs: i64) -> (i64, i64) {
+        // input_of(o, k) >= 0 and <= input - 1, with o in [0, outputs).
+        let lowest = self.low - k * self.rhs_dilate;
+        let first = if lowest <= 0 { 0 } else { (lowest + self.stride - 1) / self.stride };
+        let highest = input - 1 + self.low - k * self.rhs_dilate;
+        let end = if highest < 0 { 0 } else { (highest / self.stride + 1).min(outputs) };
+        (first.min(outputs), end.max(first.min(outputs)))
+    }
+
+    /// The output cut where the window positions on the input change: `(first, end, the
+    /// positions on the input for every output in it)` covering `[0, outputs)` in order.
+    pub fn segments(&self, input: i64, outputs: i64) -> Vec<(i64, i64, Vec<i64>)> {
+        let ranges: Vec<(i64, i64)> = (0..self.size).map(|k| self.on_input(k, input, outputs)).collect();
+        let mut cuts: Vec<i64> = vec![0, outputs];
+        for &(a, b) in &ranges {
+            if a < b {
+                cuts.extend([a, b]);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts.windows(2)
+            .map(|w| {
+                let on: Vec<i64> = (0..self.size).filter(|&k| ranges[k as usize].0 <= w[0] && w[1] <= ranges[k as usize].1).collect();
+                (w[0], w[1], on)
+            })
+            .collect()
+    }
+}
+
+/// The type XLA gives the convolution: the declared element type (the preferred one), the
+/// output's batch, features and spatial sizes in the order of its labels.
+pub fn result_type(conv: &Convolution, lhs: &Ty, rhs: &Ty, dtype: DType) -> Ty {
+    let mut shape = vec![0; conv.out.spatial.len() + 2];
+    shape[conv.out.batch] = lhs.shape[conv.lhs.batch] / conv.batch_groups;
+    shape[conv.out.feature] = rhs.shape[conv.rhs.batch];
+    for (d, w) in conv.window.iter().enumerate() {
+        shape[conv.out.spatial[d]] = w.output(lhs.shape[conv.lhs.spatial[d]]);
+    }
+    Ty::new(dtype, shape)
+}
+
+/// The operators of the convolution, in the order they are to be added (operands first):
+/// operands index the kernel's values, `Value::Input(0)` and `Value::Input(1)` being the
+/// convolution's input and kernel, `Value::Step(k)` step `k` of this list. The last step is
+/// the convolution's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    Input(usize),
+    Step(usize),
+}
+
+/// One operator of the written convolution.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub op: Op,
+    pub ty: Ty,
+    pub operands: Vec<Value>,
+}
+
+/// The convolution as products of slices, or `None` where it is not written so (a dilated
+/// input, a reversed kernel, an empty dimension).
+pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step>> {
+    let n = conv.window.len();
+    if conv.window.iter().any(|w| w.lhs_dilate != 1 || w.reversal)
+        || lhs.shape.contains(&0)
+        || rhs.shape.contains(&0)
+        || ty.shape.contains(&0)
+    {
+        return None;
+    }
+    let mut w = Writer { steps: Vec::new() };
+    // The input as [batch, spatial..., features], the kernel as [spatial..., in, out].
+    let lhs_order: Vec<usize> = [conv.lhs.batch].into_iter().chain(conv.lhs.spatial.iter().copied()).chain([conv.lhs.feature]).collect();
+    let rhs_order: Vec<usize> = conv.rhs.spatial.iter().copied().chain([conv.rhs.feature, conv.rhs.batch]).collect();
+    let x = w.transpose(Value::Input(0), lhs, &lhs_order);
+    let k = w.transpose(Value::Input(1), rhs, &rhs_order);
+    let xs = Ty::new(lhs.dtype, lhs_order.iter().map(|&d| lhs.shape[d]).collect());
+    let ks = Ty::new(rhs.dtype, rhs_order.iter().map(|&d| rhs.shape[d]).collect());
+    let inputs: Vec<i64> = (0..n).map(|d| xs.shape[1 + d]).collect();
+    let outputs: Vec<i64> = (0..n).map(|d| ty.shape[conv.out.spatial[d]]).collect();
+    let segments: Vec<Vec<(i64, i64, Vec<i64>)>> =
+        (0..n).map(|d| conv.window[d].segments(inputs[d], outputs[d])).collect();
+    let region = Region { conv, x, k, xs: &xs, ks: &ks, dtype: ty.dtype, segments: &segments };
+    let whole = region.build(&mut w, &mut Vec::new());
+    // [batch, spatial..., features] to the output's order.
+    let mut perm = vec![0; n + 2];
+    perm[conv.out.batch] = 0;
+    perm[conv.out.feature] = n + 1;
+    for d in 0..n {
+        perm[conv.out.spatial[d]] = 1 + d;
+    }
+    let mut shape_now = vec![ty.shape[conv.out.batch]];
+    shape_now.extend(outputs.iter().copied());
+    shape_now.push(ty.shape[conv.out.feature]);
+    w.transpose(whole, &Ty::new(ty.dtype, shape_now), &perm);
+    Some(w.steps)
+}
+
+/// Builds the steps; `Value`s of the steps so far.
+struct Writer {
+    steps: Vec<Step>,
+}
+
+impl Writer {
+    fn push(&mut self, op: Op, ty: Ty, operands: Vec<Value>) -> Value {
+        self.steps.push(Step { op, ty, operands });
+        Value::Step(self.steps.len() - 1)
+    }
+
+    /// `order[j]` is the source dimension of result dimension `j`.
+    fn transpose(&mut self, v: Value, src: &Ty, order: &[usize]) -> Value {
+        if order.iter().enumerate().all(|(j, &d)| j == d) {
+            return v;
+        }
+        let ty = Ty::new(src.dtype, order.iter().map(|&d| src.shape[d]).collect());
+        self.push(Op::Transpose(order.to_vec()), ty, vec![v])
+    }
+
+    fn reshape(&mut self, v: Value, from: &Ty, shape: Vec<i64>) -> Value {
+        if from.shape == shape {
+            return v;
+        }
+        self.push(Op::Reshape, Ty::new(from.dtype, shape), vec![v])
+    }
+
+    fn slice(&mut self, v: Value, from: &Ty, ranges: Vec<(i64, i64, i64)>) -> (Value, Ty) {
+        let shape: Vec<i64> = ranges.iter().map(|&(a, b, s)| (b - a + s - 1) / s).collect();
+        let ty = Ty::new(from.dtype, shape);
+        if ranges.iter().zip(&from.shape).all(|(&(a, b, s), &size)| a == 0 && b == size && s == 1) {
+            return (v, ty);
+        }
+        (self.push(Op::Slice(ranges), ty.clone(), vec![v]), ty)
+    }
+
+    fn zeros(&mut self, ty: Ty) -> Value {
+        let zero = self.push(Op::Constant(Literal::from_values(&[0.0])), Ty::new(ty.dtype, Vec::new()), Vec::new());
+        self.push(Op::Broadcast(Vec::new()), ty, vec![zero])
+    }
+
+    fn concatenate(&mut self, parts: Vec<(Value, Ty)>, dim: usize) -> (Value, Ty) {
+        if parts.len() == 1 {
+            return parts.into_iter().next().expect("one part");
+        }
+        let mut shape = parts[0].1.shape.clone();
+        shape[dim] = parts.iter().map(|(_, t)| t.shape[dim]).sum();
+        let ty = Ty::new(parts[0].1.dtype, shape);
+        (self.push(Op::Concatenate(dim), ty.clone(), parts.into_iter().map(|(v, _)| v).collect()), ty)
+    }
+
+    fn product(&mut self, a: Value, b: Value, ty: Ty) -> Value {
+        let dims = DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], lhs_batch: vec![], rhs_batch: vec![] };
+        self.push(Op::Dot(dims), ty, vec![a, b])
+    }
+}
+
+/// What every region reads: the input `x` as [batch, spatial..., features] (type `xs`), the
+/// kernel `k` as [spatial..., in, out] (`ks`), and each spatial dimension's segments.
+struct Region<'a> {
+    conv: &'a Convolution,
+    x: Value,
+    k: Value,
+    xs: &'a Ty,
+    ks: &'a Ty,
+    dtype: DType,
+    segments: &'a [Vec<(i64, i64, Vec<i64>)>],
+}
+
+impl Region<'_> {
+    /// The output over the segments `chosen` of the first dimensions and all of the rest,
+    /// as [batch, spatial..., features]: the regions concatenated along each dimension.
+    fn build(&self, w: &mut Writer, chosen: &mut Vec<usize>) -> Value {
+        let d = chosen.len();
+        if d == self.segments.len() {
+            return self.one(w, chosen);
+        }
+        let mut parts = Vec::new();
+        for s in 0..self.segments[d].len() {
+            chosen.push(s);
+            let v = self.build(w, chosen);
+            chosen.pop();
+            parts.push((v, self.region_ty(chosen, d, s)));
+        }
+        w.concatenate(parts, 1 + d).0
+    }
+
+    /// The type of the output over `chosen` segments of the first dimensions, segment `s` of
+    /// dimension `d` and all of the later ones.
+    fn region_ty(&self, chosen: &[usize], d: usize, s: usize) -> Ty {
+        let n = self.segments.len();
+        let mut shape = vec![self.xs.shape[0] / self.conv.batch_groups];
+        for e in 0..n {
+            let (a, b, _) = if e < d {
+                &self.segments[e][chosen[e]]
+            } else if e == d {
+                &self.segments[e][s]
+            } else {
+                shape.push(self.segments[e].last().map_or(0, |seg| seg.1));
+                continue;
+            };
+            shape.push(b - a);
+        }
+        shape.push(self.ks.shape[n + 1]);
+        Ty::new(self.dtype, shape)
+    }
+
+    /// One region (a segment of every spatial dimension) as [batch, spatial..., features].
+    fn one(&self, w: &mut Writer, chosen: &[usize]) -> Value {
+        let n = self.segments.len();
+        let conv = self.conv;
+        let segs: Vec<&(i64, i64, Vec<i64>)> = (0..n).map(|d| &self.segments[d][chosen[d]]).collect();
+        let sizes: Vec<i64> = segs.iter().map(|s| s.1 - s.0).collect();
+        let groups = conv.feature_groups.max(conv.batch_groups);
+        let (batch, features) = (self.xs.shape[0], self.xs.shape[n + 1]);
+        let (kernel_in, kernel_out) = (self.ks.shape[n], self.ks.shape[n + 1]);
+        let group_batch = batch / conv.batch_groups;
+        let group_in = features / conv.feature_groups;
+        let group_out = kernel_out / groups;
+        let rows = group_batch * sizes.iter().product::<i64>();
+        let product_ty = Ty::new(self.dtype, vec![rows, group_out]);
+        let float = self.xs.dtype.is_float();
+        let mut outs = Vec::new();
+        for g in 0..groups {
+            let (b0, f0) = if conv.batch_groups > 1 { (g * group_batch, 0) } else { (0, g * group_in) };
+            let mut blocks: Vec<((Value, Ty), (Value, Ty))> = Vec::new();
+            // Every window position, the first spatial dimension slowest.
+            let positions: i64 = conv.window.iter().map(|wd| wd.size).product();
+            for p in 0..positions {
+                let mut rest = p;
+                let mut at = vec![0; n];
+                for d in (0..n).rev() {
+                    at[d] = rest % conv.window[d].size;
+                    rest /= conv.window[d].size;
+                }
+                let on_input = (0..n).all(|d| segs[d].2.contains(&at[d]));
+                if !on_input && !float {
+                    continue;
+                }
+                let rows_block = if on_input {
+                    let mut ranges = vec![(b0, b0 + group_batch, 1)];
+                    for d in 0..n {
+                        let wd = &conv.window[d];
+                        let first = wd.input_of(segs[d].0, at[d]);
+                        ranges.push((first, first + (sizes[d] - 1) * wd.stride + 1, wd.stride));
+                    }
+                    ranges.push((f0, f0 + group_in, 1));
+                    let (s, sty) = w.slice(self.x, self.xs, ranges);
+                    let flat = Ty::new(sty.dtype, vec![rows, group_in]);
+                    (w.reshape(s, &sty, flat.shape.clone()), flat)
+                } else {
+                    let zero_ty = Ty::new(self.xs.dtype, vec![rows, group_in]);
+                    (w.zeros(zero_ty.clone()), zero_ty)
+                };
+                let mut ranges: Vec<(i64, i64, i64)> = at.iter().map(|&a| (a, a + 1, 1)).collect();
+                ranges.push((0, kernel_in, 1));
+                ranges.push((g * group_out, (g + 1) * group_out, 1));
+                let (s, sty) = w.slice(self.k, self.ks, ranges);
+                let matrix = Ty::new(sty.dtype, vec![kernel_in, group_out]);
+                let kernel_block = (w.reshape(s, &sty, matrix.shape.clone()), matrix);
+                blocks.push((rows_block, kernel_block));
+            }
+            let value = if blocks.is_empty() {
+                w.zeros(product_ty.clone())
+            } else if float {
+                let (lhs_parts, rhs_parts): (Vec<_>, Vec<_>) = blocks.into_iter().unzip();
+                let (a, _) = w.concatenate(lhs_parts, 1);
+                let (b, _) = w.concatenate(rhs_parts, 0);
+                w.product(a, b, product_ty.clone())
+            } else {
+                let mut sum: Option<Value> = None;
+                for ((a, _), (b, _)) in blocks {
+                    let p = w.product(a, b, product_ty.clone());
+                    sum = Some(match sum {
+                        None => p,
+                        Some(s) => w.push(Op::Add, product_ty.clone(), vec![s, p]),
+                    });
+                }
+                sum.expect("at least one block")
+            };
+            outs.push((value, product_ty.clone()));
+        }
+        let (all, all_ty) = w.concatenate(outs, 1);
+        let mut shape = vec![group_batch];
+        shape.extend(&sizes);
+        shape.push(kernel_out);
+        w.reshape(all, &all_ty, shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nhwc(window: &str) -> String {
+        format!("window={window}, dim_labels=b01f_01io->b01f")
+    }
+
+    #[test]
+    fn labels_and_window_are_read_as_written() {
+        assert_eq!(dim_labels("b01f_01io -> b01f").map(|l| l[1].clone()), Some("01io".to_string()));
+        assert_eq!(dim_labels("b01f->b01f"), None);
+        let fields = window_fields("{size = 3x3 pad = -1_2x0_0 stride=2x1}").expect("a window");
+        assert_eq!(fields[1], ("pad".to_string(), vec![-1, 2, 0, 0]));
+        assert_eq!(window_fields("{size=3x3 size=3x3}"), None);
+        assert_eq!(window_fields("{size=3x3 wide=2}"), None);
+    }
+
+    #[test]
+    fn the_output_size_is_xlas() {
+        let lhs = Ty::new(DType::S8, vec![1, 8, 8, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 3, 16, 32]);
+        let same = read(&nhwc("{size=3x3 pad=1_1x1_1}"), &lhs, &rhs).expect("typed");
+        assert_eq!(result_type(&same, &lhs, &rhs, DType::S32).shape, vec![1, 8, 8, 32]);
+        let strided = read(&nhwc("{size=3x3 stride=2x2}"), &lhs, &rhs).expect("typed");
+        assert_eq!(result_type(&strided, &lhs, &rhs, DType::S32).shape, vec![1, 3, 3, 32]);
+        let dilated = read(&nhwc("{size=3x3 rhs_dilate=2x2}"), &lhs, &rhs).expect("typed");
+        assert_eq!(result_type(&dilated, &lhs, &rhs, DType::S32).shape, vec![1, 4, 4, 32]);
+    }
+
+    #[test]
+    fn refusals_name_the_attribute_or_operand() {
+        let lhs = Ty::new(DType::S8, vec![1, 8, 8, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 3, 16, 32]);
+        let site = |attrs: &str, rhs: &Ty| read(attrs, &lhs, rhs).expect_err("refused").site;
+        assert_eq!(site(&nhwc("{size=3x5}"), &rhs), Site::Attr("window"));
+        assert_eq!(site("window={size=3x3}, dim_labels=b01f_01xo->b01f", &rhs), Site::Attr("dim_labels"));
+        assert_eq!(site("dim_labels=b01f_01io->b01f", &rhs), Site::Opcode);
+        assert_eq!(site(&nhwc("{size=3x3}"), &Ty::new(DType::S8, vec![3, 3, 8, 32])), Site::Operand(1));
+    }
+
+    #[test]
+    fn segments_separate_the_borders_where_the_window_reaches_padding() {
+        let w = WindowDim { size: 3, stride: 1, low: 1, high: 1, lhs_dilate: 1, rhs_dilate: 1, reversal: false };
+        assert_eq!(w.segments(8, 8), vec![(0, 1, vec![1, 2]), (1, 7, vec![0, 1, 2]), (7, 8, vec![0, 1])]);
+        let valid = WindowDim { low: 0, high: 0, stride: 2, ..w };
+        assert_eq!(valid.segments(8, 3), vec![(0, 3, vec![0, 1, 2])]);
+    }
+
+    #[test]
+    fn an_integer_convolution_sums_one_product_per_window_position_on_the_input() {
+        let lhs = Ty::new(DType::S8, vec![1, 4, 4, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 3, 16, 16]);
+        let conv = read(&nhwc("{size=3x3 pad=1_1x1_1}"), &lhs, &rhs).expect("typed");
+        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
+        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        let products = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).count();
+        // 3x3 regions; the window positions on the input: 4 at corners, 6 on edges, 9 inside.
+        assert_eq!(products, 4 * 4 + 4 * 6 + 9);
+        assert_eq!(steps.last().map(|s| s.ty.clone()), Some(ty));
+    }
+
+    #[test]
+    fn a_float_convolution_is_one_product_per_region_zeros_kept() {
+        let lhs = Ty::new(DType::F32, vec![1, 4, 4, 8]);
+        let rhs = Ty::new(DType::F32, vec![3, 3, 8, 8]);
+        let conv = read(&nhwc("{size=3x3 pad=1_1x1_1}"), &lhs, &rhs).expect("typed");
+        let ty = result_type(&conv, &lhs, &rhs, DType::F32);
+        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        let products: Vec<&Step> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).collect();
+        assert_eq!(products.len(), 9);
+        assert!(steps.iter().any(|s| matches!(s.op, Op::Broadcast(_))));
+    }
+
+    #[test]
+    fn a_dilated_input_is_not_written() {
+        let lhs = Ty::new(DType::S8, vec![1, 4, 4, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 3, 16, 16]);
+        let conv = read(&nhwc("{size=3x3 lhs_dilate=2x2}"), &lhs, &rhs).expect("typed");
+        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
+        assert!(lower(&conv, &lhs, &rhs, &ty).is_none());
+    }
+}
