@@ -334,6 +334,11 @@ pub struct Step {
 
 /// The convolution as products of slices, or `None` where it is not written so (a dilated
 /// input, a reversed kernel, an empty dimension).
+///
+/// The output is written in pieces that each lie in one run of it: one output row (an item
+/// of the batch, an index of every spatial dimension but the last) and a segment of the last
+/// spatial dimension. A piece's rows of input are then every `stride`-th row of the input seen
+/// as a matrix of pixels by features, and the pieces are the output's bytes end to end.
 pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step>> {
     let n = conv.window.len();
     if conv.window.iter().any(|w| w.lhs_dilate != 1 || w.reversal)
@@ -344,19 +349,68 @@ pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step
         return None;
     }
     let mut w = Writer { steps: Vec::new() };
-    // The input as [batch, spatial..., features], the kernel as [spatial..., in, out].
-    let lhs_order: Vec<usize> = [conv.lhs.batch].into_iter().chain(conv.lhs.spatial.iter().copied()).chain([conv.lhs.feature]).collect();
+    // The input as a matrix of pixels [batch x spatial..., features], the kernel as one of
+    // [spatial... x in, out].
+    let lhs_order: Vec<usize> =
+        [conv.lhs.batch].into_iter().chain(conv.lhs.spatial.iter().copied()).chain([conv.lhs.feature]).collect();
     let rhs_order: Vec<usize> = conv.rhs.spatial.iter().copied().chain([conv.rhs.feature, conv.rhs.batch]).collect();
     let x = w.transpose(Value::Input(0), lhs, &lhs_order);
     let k = w.transpose(Value::Input(1), rhs, &rhs_order);
     let xs = Ty::new(lhs.dtype, lhs_order.iter().map(|&d| lhs.shape[d]).collect());
     let ks = Ty::new(rhs.dtype, rhs_order.iter().map(|&d| rhs.shape[d]).collect());
+    let features = xs.shape[n + 1];
+    let (kernel_in, kernel_out) = (ks.shape[n], ks.shape[n + 1]);
+    let pixels = Ty::new(lhs.dtype, vec![xs.elements() / features, features]);
+    let weights = Ty::new(rhs.dtype, vec![ks.elements() / kernel_out, kernel_out]);
+    let x = w.reshape(x, &xs, pixels.shape.clone());
+    let k = w.reshape(k, &ks, weights.shape.clone());
     let inputs: Vec<i64> = (0..n).map(|d| xs.shape[1 + d]).collect();
     let outputs: Vec<i64> = (0..n).map(|d| ty.shape[conv.out.spatial[d]]).collect();
-    let segments: Vec<Vec<(i64, i64, Vec<i64>)>> =
-        (0..n).map(|d| conv.window[d].segments(inputs[d], outputs[d])).collect();
-    let region = Region { conv, x, k, xs: &xs, ks: &ks, dtype: ty.dtype, segments: &segments };
-    let whole = region.build(&mut w, &mut Vec::new());
+    let groups = conv.feature_groups.max(conv.batch_groups);
+    let batch = xs.shape[0] / conv.batch_groups;
+    let plan = Pieces {
+        conv,
+        x,
+        k,
+        pixels: &pixels,
+        weights: &weights,
+        inputs: &inputs,
+        groups,
+        group_batch: batch,
+        group_in: features / conv.feature_groups,
+        kernel_in,
+        group_out: kernel_out / groups,
+        dtype: ty.dtype,
+        blocks: Vec::new(),
+    };
+    let mut plan = plan;
+    // The last spatial dimension's segments; every other is taken an index at a time.
+    let last = match n {
+        0 => vec![(0, 1, Vec::new())],
+        _ => conv.window[n - 1].segments(inputs[n - 1], outputs[n - 1]),
+    };
+    let rows_before: i64 = batch * outputs[..n.saturating_sub(1)].iter().product::<i64>();
+    let mut parts = Vec::new();
+    for row in 0..rows_before {
+        // The output row's batch item and spatial indices.
+        let mut at = vec![0; n.saturating_sub(1)];
+        let mut rest = row;
+        for d in (0..at.len()).rev() {
+            at[d] = rest % outputs[d];
+            rest /= outputs[d];
+        }
+        let item = rest;
+        for segment in &last {
+            let piece = plan.piece(&mut w, item, &at, segment);
+            parts.push(piece);
+        }
+    }
+    let (all, all_ty) = w.concatenate(parts, 0);
+    let mut shape_now = vec![batch];
+    shape_now.extend(outputs.iter().copied());
+    shape_now.push(kernel_out);
+    let now = Ty::new(ty.dtype, shape_now.clone());
+    let whole = w.reshape(all, &all_ty, shape_now);
     // [batch, spatial..., features] to the output's order.
     let mut perm = vec![0; n + 2];
     perm[conv.out.batch] = 0;
@@ -364,10 +418,7 @@ pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step
     for d in 0..n {
         perm[conv.out.spatial[d]] = 1 + d;
     }
-    let mut shape_now = vec![ty.shape[conv.out.batch]];
-    shape_now.extend(outputs.iter().copied());
-    shape_now.push(ty.shape[conv.out.feature]);
-    w.transpose(whole, &Ty::new(ty.dtype, shape_now), &perm);
+    w.transpose(whole, &now, &perm);
     Some(w.steps)
 }
 
@@ -428,110 +479,89 @@ impl Writer {
     }
 }
 
-/// What every region reads: the input `x` as [batch, spatial..., features] (type `xs`), the
-/// kernel `k` as [spatial..., in, out] (`ks`), and each spatial dimension's segments.
-struct Region<'a> {
+/// What every piece reads: the input as pixels by features (`pixels`), the kernel as
+/// window positions' input features by output features (`weights`), and the groups' sizes.
+struct Pieces<'a> {
     conv: &'a Convolution,
     x: Value,
     k: Value,
-    xs: &'a Ty,
-    ks: &'a Ty,
+    pixels: &'a Ty,
+    weights: &'a Ty,
+    inputs: &'a [i64],
+    groups: i64,
+    group_batch: i64,
+    group_in: i64,
+    kernel_in: i64,
+    group_out: i64,
     dtype: DType,
-    segments: &'a [Vec<(i64, i64, Vec<i64>)>],
+    /// The kernel's block of each window position and group, written once.
+    blocks: Vec<((i64, i64), Value)>,
 }
 
-impl Region<'_> {
-    /// The output over the segments `chosen` of the first dimensions and all of the rest,
-    /// as [batch, spatial..., features]: the regions concatenated along each dimension.
-    fn build(&self, w: &mut Writer, chosen: &mut Vec<usize>) -> Value {
-        let d = chosen.len();
-        if d == self.segments.len() {
-            return self.one(w, chosen);
+impl Pieces<'_> {
+    /// The kernel's matrix at window position `p` (row-major over the window) for group `g`:
+    /// `[in, out of the group]`.
+    fn kernel_block(&mut self, w: &mut Writer, p: i64, g: i64) -> (Value, Ty) {
+        let ty = Ty::new(self.weights.dtype, vec![self.kernel_in, self.group_out]);
+        if let Some((_, v)) = self.blocks.iter().find(|(key, _)| *key == (p, g)) {
+            return (*v, ty);
         }
-        let mut parts = Vec::new();
-        for s in 0..self.segments[d].len() {
-            chosen.push(s);
-            let v = self.build(w, chosen);
-            chosen.pop();
-            parts.push((v, self.region_ty(chosen, d, s)));
-        }
-        w.concatenate(parts, 1 + d).0
+        let ranges = vec![(p * self.kernel_in, (p + 1) * self.kernel_in, 1), (g * self.group_out, (g + 1) * self.group_out, 1)];
+        let (v, ty) = w.slice(self.k, self.weights, ranges);
+        self.blocks.push(((p, g), v));
+        (v, ty)
     }
 
-    /// The type of the output over `chosen` segments of the first dimensions, segment `s` of
-    /// dimension `d` and all of the later ones.
-    fn region_ty(&self, chosen: &[usize], d: usize, s: usize) -> Ty {
-        let n = self.segments.len();
-        let mut shape = vec![self.xs.shape[0] / self.conv.batch_groups];
-        for e in 0..n {
-            let (a, b, _) = if e < d {
-                &self.segments[e][chosen[e]]
-            } else if e == d {
-                &self.segments[e][s]
-            } else {
-                shape.push(self.segments[e].last().map_or(0, |seg| seg.1));
-                continue;
-            };
-            shape.push(b - a);
-        }
-        shape.push(self.ks.shape[n + 1]);
-        Ty::new(self.dtype, shape)
-    }
-
-    /// One region (a segment of every spatial dimension) as [batch, spatial..., features].
-    fn one(&self, w: &mut Writer, chosen: &[usize]) -> Value {
-        let n = self.segments.len();
+    /// One piece of the output: batch item `item` (within a group), the indices `at` of the
+    /// spatial dimensions before the last, and `segment` of the last, as `[elements]`.
+    fn piece(&mut self, w: &mut Writer, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> (Value, Ty) {
         let conv = self.conv;
-        let segs: Vec<&(i64, i64, Vec<i64>)> = (0..n).map(|d| &self.segments[d][chosen[d]]).collect();
-        let sizes: Vec<i64> = segs.iter().map(|s| s.1 - s.0).collect();
-        let groups = conv.feature_groups.max(conv.batch_groups);
-        let (batch, features) = (self.xs.shape[0], self.xs.shape[n + 1]);
-        let (kernel_in, kernel_out) = (self.ks.shape[n], self.ks.shape[n + 1]);
-        let group_batch = batch / conv.batch_groups;
-        let group_in = features / conv.feature_groups;
-        let group_out = kernel_out / groups;
-        let rows = group_batch * sizes.iter().product::<i64>();
-        let product_ty = Ty::new(self.dtype, vec![rows, group_out]);
-        let float = self.xs.dtype.is_float();
+        let n = conv.window.len();
+        let (first, end, on_last) = segment;
+        let count = end - first;
+        let product_ty = Ty::new(self.dtype, vec![count, self.group_out]);
+        let float = self.pixels.dtype.is_float();
+        let positions: i64 = conv.window.iter().map(|wd| wd.size).product();
         let mut outs = Vec::new();
-        for g in 0..groups {
-            let (b0, f0) = if conv.batch_groups > 1 { (g * group_batch, 0) } else { (0, g * group_in) };
+        for g in 0..self.groups {
+            let (b, f0) = if conv.batch_groups > 1 { (g * self.group_batch + item, 0) } else { (item, g * self.group_in) };
             let mut blocks: Vec<((Value, Ty), (Value, Ty))> = Vec::new();
-            // Every window position, the first spatial dimension slowest.
-            let positions: i64 = conv.window.iter().map(|wd| wd.size).product();
             for p in 0..positions {
+                // The window position, the first spatial dimension slowest.
                 let mut rest = p;
-                let mut at = vec![0; n];
+                let mut pos = vec![0; n];
                 for d in (0..n).rev() {
-                    at[d] = rest % conv.window[d].size;
+                    pos[d] = rest % conv.window[d].size;
                     rest /= conv.window[d].size;
                 }
-                let on_input = (0..n).all(|d| segs[d].2.contains(&at[d]));
-                if !on_input && !float {
+                // The input pixel the piece's first output reads, if every dimension falls on
+                // the input.
+                let mut pixel = Some(b);
+                for d in 0..n {
+                    let wd = &conv.window[d];
+                    let (o, on) = if d + 1 < n {
+                        let i = wd.input_of(at[d], pos[d]);
+                        (i, (0..self.inputs[d]).contains(&i))
+                    } else {
+                        (wd.input_of(*first, pos[d]), on_last.contains(&pos[d]))
+                    };
+                    pixel = pixel.filter(|_| on).map(|px| px * self.inputs[d] + o);
+                }
+                if pixel.is_none() && !float {
                     continue;
                 }
-                let rows_block = if on_input {
-                    let mut ranges = vec![(b0, b0 + group_batch, 1)];
-                    for d in 0..n {
-                        let wd = &conv.window[d];
-                        let first = wd.input_of(segs[d].0, at[d]);
-                        ranges.push((first, first + (sizes[d] - 1) * wd.stride + 1, wd.stride));
+                let rows = match pixel {
+                    Some(px) => {
+                        let stride = conv.window.last().map_or(1, |wd| wd.stride);
+                        let ranges = vec![(px, px + (count - 1) * stride + 1, stride), (f0, f0 + self.group_in, 1)];
+                        w.slice(self.x, self.pixels, ranges)
                     }
-                    ranges.push((f0, f0 + group_in, 1));
-                    let (s, sty) = w.slice(self.x, self.xs, ranges);
-                    let flat = Ty::new(sty.dtype, vec![rows, group_in]);
-                    (w.reshape(s, &sty, flat.shape.clone()), flat)
-                } else {
-                    let zero_ty = Ty::new(self.xs.dtype, vec![rows, group_in]);
-                    (w.zeros(zero_ty.clone()), zero_ty)
+                    None => {
+                        let zero_ty = Ty::new(self.pixels.dtype, vec![count, self.group_in]);
+                        (w.zeros(zero_ty.clone()), zero_ty)
+                    }
                 };
-                let mut ranges: Vec<(i64, i64, i64)> = at.iter().map(|&a| (a, a + 1, 1)).collect();
-                ranges.push((0, kernel_in, 1));
-                ranges.push((g * group_out, (g + 1) * group_out, 1));
-                let (s, sty) = w.slice(self.k, self.ks, ranges);
-                let matrix = Ty::new(sty.dtype, vec![kernel_in, group_out]);
-                let kernel_block = (w.reshape(s, &sty, matrix.shape.clone()), matrix);
-                blocks.push((rows_block, kernel_block));
+                blocks.push((rows, self.kernel_block(w, p, g)));
             }
             let value = if blocks.is_empty() {
                 w.zeros(product_ty.clone())
@@ -554,10 +584,9 @@ impl Region<'_> {
             outs.push((value, product_ty.clone()));
         }
         let (all, all_ty) = w.concatenate(outs, 1);
-        let mut shape = vec![group_batch];
-        shape.extend(&sizes);
-        shape.push(kernel_out);
-        w.reshape(all, &all_ty, shape)
+        let flat = vec![all_ty.elements()];
+        let v = w.reshape(all, &all_ty, flat.clone());
+        (v, all_ty.with_shape(flat))
     }
 }
 
@@ -618,20 +647,21 @@ mod tests {
         let ty = result_type(&conv, &lhs, &rhs, DType::S32);
         let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
         let products = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).count();
-        // 3x3 regions; the window positions on the input: 4 at corners, 6 on edges, 9 inside.
-        assert_eq!(products, 4 * 4 + 4 * 6 + 9);
+        // Pieces of one output row's first, middle two and last pixels: 2, 3 and 2 window
+        // columns on the input, times 2, 3, 3 and 2 window rows for the four output rows.
+        assert_eq!(products, (2 + 3 + 2) * (2 + 3 + 3 + 2));
         assert_eq!(steps.last().map(|s| s.ty.clone()), Some(ty));
     }
 
     #[test]
-    fn a_float_convolution_is_one_product_per_region_zeros_kept() {
+    fn a_float_convolution_is_one_product_per_piece_zeros_kept() {
         let lhs = Ty::new(DType::F32, vec![1, 4, 4, 8]);
         let rhs = Ty::new(DType::F32, vec![3, 3, 8, 8]);
         let conv = read(&nhwc("{size=3x3 pad=1_1x1_1}"), &lhs, &rhs).expect("typed");
         let ty = result_type(&conv, &lhs, &rhs, DType::F32);
         let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
         let products: Vec<&Step> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).collect();
-        assert_eq!(products.len(), 9);
+        assert_eq!(products.len(), 4 * 3);
         assert!(steps.iter().any(|s| matches!(s.op, Op::Broadcast(_))));
     }
 
