@@ -184,3 +184,142 @@ def test_dimensions_that_cannot_agree_together_are_refused():
     # [n, n] declared as [64, 32]: each dimension agrees for some n, never both at once.
     error = refuse("copy", T("bf16", 64, 32), [T("bf16", N, N)])
     assert error.where == "type" and "dimension 1 is 32, expected @c.n" in error.message
+
+
+# -- convolution ------------------------------------------------------------------------------
+
+NHWC = ("b01f", "01io", "b01f")
+NCHW = ("bf01", "oi01", "bf01")
+
+
+def conv(declared, lhs, rhs, labels=NHWC, **attrs):
+    return infer("convolution", declared, [lhs, rhs], dim_labels=labels, **attrs)
+
+
+@pytest.mark.parametrize("lhs, rhs, labels, attrs, expected", [
+    # NHWC input, HWIO kernel, SAME padding: the spatial sizes stay.
+    (T("s8", 2, 8, 8, 4), T("s8", 3, 3, 4, 6), NHWC,
+     {"window": {"size": [3, 3], "pad": [[1, 1], [1, 1]]}}, T("s32", 2, 8, 8, 6)),
+    # NCHW input, OIHW kernel, VALID with stride 2: (9 - 3) // 2 + 1 positions.
+    (T("f32", 2, 4, 9, 9), T("f32", 6, 4, 3, 3), NCHW,
+     {"window": {"size": [3, 3], "stride": [2, 2]}}, T("f32", 2, 6, 4, 4)),
+    # Padding and stride per dimension: (8 + 1 + 1 - 3) // 2 + 1 and (8 + 0 + 2 - 3) + 1.
+    (T("f32", 2, 8, 8, 4), T("f32", 3, 3, 4, 6), NHWC,
+     {"window": {"size": [3, 3], "stride": [2, 1], "pad": [[1, 1], [0, 2]]}},
+     T("f32", 2, 4, 8, 6)),
+    # A negative pad cuts: 8 - 1 - 2 = 5 input positions.
+    (T("f32", 2, 8, 8, 4), T("f32", 3, 3, 4, 6), NHWC,
+     {"window": {"size": [3, 3], "pad": [[-1, -2], [0, 0]]}}, T("f32", 2, 3, 6, 6)),
+    # lhs_dilate spreads the input to (5 - 1) * 2 + 1 = 9; rhs_dilate the kernel to 5.
+    (T("f32", 1, 5, 9, 2), T("f32", 3, 3, 2, 2), NHWC,
+     {"window": {"size": [3, 3], "lhs_dilate": [2, 1], "rhs_dilate": [1, 2]}},
+     T("f32", 1, 7, 5, 2)),
+    # A window larger than the padded input fits nowhere: an empty dimension.
+    (T("f32", 1, 2, 8, 2), T("f32", 3, 3, 2, 2), NHWC, {"window": {"size": [3, 3]}},
+     T("f32", 1, 0, 6, 2)),
+    # Reversing the kernel changes no size.
+    (T("f32", 1, 8, 8, 2), T("f32", 3, 3, 2, 2), NHWC,
+     {"window": {"size": [3, 3], "rhs_reversal": [1, 0]}}, T("f32", 1, 6, 6, 2)),
+    # Two feature groups: 4 input features are two groups of the kernel's 2.
+    (T("f32", 2, 4, 8, 8), T("f32", 6, 2, 3, 3), NCHW,
+     {"window": {"size": [3, 3]}, "feature_group_count": 2}, T("f32", 2, 6, 6, 6)),
+    # Two batch groups: the result's batch is halved.
+    (T("f32", 4, 4, 8, 8), T("f32", 6, 4, 3, 3), NCHW,
+     {"window": {"size": [3, 3]}, "batch_group_count": 2}, T("f32", 2, 6, 6, 6)),
+    # One spatial dimension, and a result laid out in another order than the input.
+    (T("f32", 3, 10, 4), T("f32", 3, 4, 5), ("b0f", "0io", "fb0"),
+     {"window": {"size": [3]}}, T("f32", 5, 3, 8)),
+    # No spatial dimension: a matrix product, with no window or an empty one.
+    (T("f32", 4, 8), T("f32", 8, 6), ("bf", "io", "bf"), {}, T("f32", 4, 6)),
+    (T("f32", 4, 8), T("f32", 8, 6), ("bf", "io", "bf"), {"window": {}}, T("f32", 4, 6)),
+])
+def test_a_convolution_produces_xlas_window_arithmetic(lhs, rhs, labels, attrs, expected):
+    assert conv(expected, lhs, rhs, labels, **attrs) == expected
+
+
+LHS, RHS, WINDOW = T("f32", 2, 8, 8, 4), T("f32", 3, 3, 4, 6), {"size": [3, 3]}
+OUT = T("f32", 2, 6, 6, 6)
+
+
+@pytest.mark.parametrize("operands, attrs, where, code, words", [
+    ([LHS], {"dim_labels": NHWC, "window": WINDOW}, "opcode", "operand-count",
+     "takes 2 operands, found 1"),
+    ([LHS, T("s8", 3, 3, 4, 6)], {"dim_labels": NHWC, "window": WINDOW}, "operand:1",
+     "operand-type-mismatch", "both operands must be floating point or both integer"),
+    ([LHS, RHS], {"window": WINDOW}, "opcode", "missing-attribute",
+     "needs the attribute dim_labels="),
+    ([LHS, RHS], {"dim_labels": ("b01f", "01io", "b01"), "window": WINDOW},
+     "attr:dim_labels", "bad-attribute", "as many dimensions each, found 4, 4 and 3"),
+    ([LHS, RHS], {"dim_labels": ("bx1f", "01io", "b01f"), "window": WINDOW},
+     "attr:dim_labels", "bad-attribute", "the lhs labels 'bx1f' must be b, f and the spatial "
+     "dimensions 0, 1, each once"),
+    ([LHS, RHS], {"dim_labels": ("b01f", "00io", "b01f"), "window": WINDOW},
+     "attr:dim_labels", "bad-attribute", "the rhs labels '00io' must be i, o"),
+    ([LHS, RHS], {"dim_labels": ("b01f", "01io", "b01b"), "window": WINDOW},
+     "attr:dim_labels", "bad-attribute", "the result labels 'b01b' must be b, f"),
+    ([T("f32", 2, 8, 4), RHS], {"dim_labels": NHWC, "window": WINDOW}, "attr:dim_labels",
+     "bad-attribute", "the lhs labels 'b01f' name 4 dimensions but the lhs f32[2,8,4] has "
+     "rank 3"),
+    ([LHS, T("f32", 3, 4, 6)], {"dim_labels": NHWC, "window": WINDOW}, "attr:dim_labels",
+     "bad-attribute", "the rhs labels '01io' name 4 dimensions"),
+    ([LHS, RHS], {"dim_labels": NHWC}, "opcode", "bad-attribute",
+     "a convolution with 2 spatial dimensions needs window={size=...}"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 3], "stride": [1]}},
+     "attr:window", "bad-attribute", "stride has 1 entries but the convolution has 2 spatial"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"stride": [1, 1]}}, "attr:window",
+     "bad-attribute", "the window has no size"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 0]}}, "attr:window",
+     "bad-attribute", "size must be at least 1, found 0 for spatial dimension 1"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 3], "stride": [0, 1]}},
+     "attr:window", "bad-attribute", "stride must be at least 1, found 0"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 3], "lhs_dilate": [1, -1]}},
+     "attr:window", "bad-attribute", "lhs_dilate must be at least 1, found -1"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 3], "rhs_dilate": [0, 1]}},
+     "attr:window", "bad-attribute", "rhs_dilate must be at least 1, found 0"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 3], "rhs_reversal": [0, 2]}},
+     "attr:window", "bad-attribute", "rhs_reversal must be 0 or 1, found 2"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": {"size": [3, 2]}}, "attr:window",
+     "bad-attribute", "size 2 for spatial dimension 1 differs from the rhs f32[3,3,4,6], "
+     "whose dimension 1 has size 3"),
+    ([T("f32", 4, 8), T("f32", 8, 6)], {"dim_labels": ("bf", "io", "bf"),
+                                        "window": {"size": [3]}},
+     "attr:window", "bad-attribute", "size has 1 entries but the convolution has 0 spatial"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": WINDOW, "feature_group_count": 0},
+     "attr:feature_group_count", "bad-attribute", "must be a positive integer, found 0"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": WINDOW, "batch_group_count": -2},
+     "attr:batch_group_count", "bad-attribute", "must be a positive integer, found -2"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": WINDOW, "feature_group_count": 2,
+                  "batch_group_count": 2},
+     "attr:batch_group_count", "bad-attribute", "at most one of them may exceed 1"),
+    ([LHS, T("f32", 3, 3, 3, 6)], {"dim_labels": NHWC, "window": WINDOW}, "operand:1",
+     "operand-type-mismatch", "has 4 features but the rhs f32[3,3,3,6] takes 3 input "
+     "features"),
+    ([LHS, RHS], {"dim_labels": NHWC, "window": WINDOW, "feature_group_count": 2},
+     "operand:1", "operand-type-mismatch", "takes 4 input features times "
+     "feature_group_count 2"),
+    ([LHS, T("f32", 3, 3, 2, 5)], {"dim_labels": NHWC, "window": WINDOW,
+                                   "feature_group_count": 2},
+     "operand:1", "operand-type-mismatch", "5 output features, not a multiple of "
+     "feature_group_count 2"),
+    ([LHS, T("f32", 3, 3, 4, 9)], {"dim_labels": NHWC, "window": WINDOW,
+                                   "batch_group_count": 2},
+     "operand:1", "operand-type-mismatch", "9 output features, not a multiple of "
+     "batch_group_count 2"),
+    ([T("f32", 3, 8, 8, 4), RHS], {"dim_labels": NHWC, "window": WINDOW,
+                                   "batch_group_count": 2},
+     "operand:0", "operand-type-mismatch", "has batch 3, not a multiple of "
+     "batch_group_count 2"),
+])
+def test_a_convolution_refuses_with_a_code_and_a_place(operands, attrs, where, code, words):
+    error = refuse("convolution", OUT, operands, **attrs)
+    assert (error.where, error.code) == (where, code)
+    assert words in error.message
+    assert error.message.startswith("convolution 'x': ")
+
+
+def test_a_convolution_result_is_the_declared_element_type_and_xlas_shape():
+    # s8 operands may produce s32 (XLA's preferred element type), but not another shape.
+    error = refuse("convolution", T("s32", 2, 8, 8, 6), [T("s8", 2, 8, 8, 4),
+                   T("s8", 3, 3, 4, 6)], dim_labels=NHWC, window={"size": [3, 3]})
+    assert (error.where, error.code) == ("type", "declared-type-mismatch")
+    assert "declared shape [2, 8, 8, 6] but the operator produces [2, 6, 6, 6]" in error.message

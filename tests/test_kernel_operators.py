@@ -1,11 +1,12 @@
-"""The operators JAX prints for elementwise, reduction and layout work: the kernel checker
-accepts them as JAX lowers them, and the NumPy reference computes what XLA computes.
+"""The operators JAX prints for elementwise, reduction, layout and convolution work: the kernel
+checker accepts them as JAX lowers them, and the NumPy reference computes what XLA computes.
 
 Each operator's reference is held to XLA itself (``tests/helpers/xla_reference.py`` runs the
 HLO text on XLA's CPU client) on inputs that include the edge values of its definition:
 exactly for integers, predicates, clamps, layout and precision reduction; for the
 transcendental ``erf`` and ``tan`` within the tolerance of the other transcendental
-operators (one bf16 ulp, or a relative 5e-6 in f32).
+operators (one bf16 ulp, or a relative 5e-6 in f32); for a float convolution, a sum in
+another order than XLA's, within one bf16 ulp or a relative 1e-5 in f32.
 """
 
 from __future__ import annotations
@@ -210,3 +211,93 @@ def test_pad_agrees_with_xla(padding, shape):
                    f"s32[{','.join(map(str, shape))}]")
     assert check_hlo(text) == []
     _agree(text, [x, np.asarray(-7, np.int32)])
+
+
+# -- convolution ---------------------------------------------------------------------------
+
+# (what it exercises, lhs shape, rhs shape, attributes, result shape)
+CONVOLUTIONS = [
+    ("NHWC SAME 3x3", [2, 8, 8, 4], [3, 3, 4, 6],
+     "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f", [2, 8, 8, 6]),
+    ("VALID stride 2", [2, 9, 8, 4], [3, 3, 4, 6],
+     "window={size=3x3 stride=2x2}, dim_labels=b01f_01io->b01f", [2, 4, 3, 6]),
+    ("NCHW OIHW, stride and padding", [2, 4, 7, 9], [5, 4, 3, 2],
+     "window={size=3x2 stride=1x2 pad=1_0x2_1}, dim_labels=bf01_oi01->bf01", [2, 5, 6, 6]),
+    ("result in another layout", [2, 8, 8, 4], [6, 3, 3, 4],
+     "window={size=3x3}, dim_labels=b01f_o01i->fb10", [6, 2, 6, 6]),
+    ("rhs_dilate", [2, 9, 9, 4], [3, 2, 4, 5],
+     "window={size=3x2 rhs_dilate=2x3}, dim_labels=b01f_01io->b01f", [2, 5, 6, 5]),
+    ("lhs_dilate", [2, 5, 6, 4], [3, 2, 4, 5],
+     "window={size=3x2 stride=1x2 pad=2_1x0_3 lhs_dilate=2x3}, dim_labels=b01f_01io->b01f",
+     [2, 10, 9, 5]),
+    ("negative padding", [2, 8, 8, 4], [3, 3, 4, 5],
+     "window={size=3x3 pad=-1_2x1_-2}, dim_labels=b01f_01io->b01f", [2, 7, 5, 5]),
+    ("rhs_reversal", [2, 8, 8, 4], [3, 3, 4, 5],
+     "window={size=3x3 pad=1_1x0_0 rhs_reversal=0x1}, dim_labels=b01f_01io->b01f",
+     [2, 8, 6, 5]),
+    ("feature_group_count=2", [2, 4, 8, 8], [6, 2, 3, 3],
+     "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, feature_group_count=2",
+     [2, 6, 8, 8]),
+    ("batch_group_count=2", [4, 4, 8, 8], [6, 4, 3, 3],
+     "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, batch_group_count=2",
+     [2, 6, 8, 8]),
+    ("1-D", [3, 10, 4], [3, 4, 5],
+     "window={size=3 stride=2 pad=1_1}, dim_labels=b0f_0io->b0f", [3, 5, 5]),
+    ("no spatial dimension", [4, 8], [8, 6], "dim_labels=bf_io->bf", [4, 6]),
+]
+
+
+def _convolution(lhs: list[int], rhs: list[int], attrs: str, result: list[int],
+                 operand_type: str, result_type: str) -> str:
+    def t(dtype: str, shape: list[int]) -> str:
+        return f"{dtype}[{','.join(map(str, shape))}]"
+    return _kernel(f"convolution(p0, p1), {attrs}", [t(operand_type, lhs), t(operand_type, rhs)],
+                   t(result_type, result))
+
+
+@pytest.mark.parametrize("lhs, rhs, attrs, result", [c[1:] for c in CONVOLUTIONS],
+                         ids=[c[0] for c in CONVOLUTIONS])
+def test_an_int8_convolution_to_s32_agrees_with_xla_exactly(lhs, rhs, attrs, result):
+    text = _convolution(lhs, rhs, attrs, result, "s8", "s32")
+    assert check_hlo(text) == []
+    _agree(text, [_ints(np.int8, lhs), _ints(np.int8, rhs)])
+
+
+@pytest.mark.parametrize("lhs, rhs, attrs, result", [c[1:] for c in CONVOLUTIONS],
+                         ids=[c[0] for c in CONVOLUTIONS])
+def test_an_f32_convolution_agrees_with_xla_closely(lhs, rhs, attrs, result):
+    # A float32 sum in another order than XLA's: equal up to rounding.
+    text = _convolution(lhs, rhs, attrs, result, "f32", "f32")
+    assert check_hlo(text) == []
+    inputs = [RNG.standard_normal(shape).astype(np.float32) for shape in (lhs, rhs)]
+    ours = evaluate(parse_hlo(text, "k.hlo"), inputs)
+    (theirs,) = run_hlo(text, inputs)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_an_int8_convolution_to_s8_wraps_as_xla_does():
+    text = _convolution([2, 8, 8, 4], [3, 3, 4, 6], "window={size=3x3 pad=1_1x1_1}, "
+                        "dim_labels=b01f_01io->b01f", [2, 8, 8, 6], "s8", "s8")
+    _agree(text, [_ints(np.int8, (2, 8, 8, 4)), _ints(np.int8, (3, 3, 4, 6))])
+
+
+def test_a_bf16_convolution_accumulates_in_f32_and_rounds_once_as_xla_does():
+    text = _convolution([2, 8, 8, 16], [3, 3, 16, 5], "window={size=3x3 pad=1_1x1_1}, "
+                        "dim_labels=b01f_01io->b01f", [2, 8, 8, 5], "bf16", "bf16")
+    inputs = [RNG.standard_normal(shape).astype(BF16) for shape in ((2, 8, 8, 16), (3, 3, 16, 5))]
+    _agree(text, inputs, exact=False)
+
+
+def test_the_checker_accepts_convolutions_as_jax_lowers_them():
+    x, w = jnp.zeros((2, 8, 8, 4), jnp.int8), jnp.zeros((3, 3, 2, 6), jnp.int8)
+
+    def program(x, w):
+        return lax.conv_general_dilated(
+            x, w, (2, 1), ((1, -1), (0, 2)), lhs_dilation=(1, 2), rhs_dilation=(2, 1),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=2,
+            preferred_element_type=jnp.int32)
+
+    text = jax.jit(program).lower(x, w).as_text(dialect="hlo")
+    assert " convolution(" in text and "feature_group_count=2" in text, text
+    assert check_hlo(text) == []

@@ -200,6 +200,74 @@ def test_slices_iota_compare_and_literals():
     assert big.attrs["value"] == [[1.5, -2, 0, 4]] * 8
 
 
+def test_a_convolution_as_jax_prints_it_decodes_window_labels_and_groups():
+    def program(x, w):
+        return lax.conv_general_dilated(
+            x, w, (2, 1), ((1, -1), (0, 2)), lhs_dilation=(1, 2), rhs_dilation=(2, 1),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=2)
+
+    conv = parse_hlo(jax_hlo(program, (2, 8, 8, 4), (3, 3, 2, 6))).entry.root
+    assert conv.opcode == "convolution"
+    assert conv.attrs["window"] == {"size": [3, 3], "stride": [2, 1], "pad": [[1, -1], [0, 2]],
+                                    "lhs_dilate": [1, 2], "rhs_dilate": [2, 1]}
+    assert conv.attrs["dim_labels"] == ("b01f", "01io", "b01f")
+    assert conv.attrs["feature_group_count"] == 2
+
+
+CONV = """HloModule k
+ENTRY main {
+  x = f32[1,8,8,2] parameter(0)
+  w = f32[3,3,2,2] parameter(1)
+  ROOT y = f32[1,6,6,2] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f
+}
+"""
+
+
+@pytest.mark.parametrize("window, decoded", [
+    ("{size=3x3}", {"size": [3, 3]}),
+    ("{size=3x3 rhs_reversal=1x0 pad=-1_2x0_0}",
+     {"size": [3, 3], "rhs_reversal": [1, 0], "pad": [[-1, 2], [0, 0]]}),
+    ("{size=3x3  /* spaced */  stride=2x1}", {"size": [3, 3], "stride": [2, 1]}),
+    ("{size=3x-1 stride=0x0}", {"size": [3, -1], "stride": [0, 0]}),  # the type rule refuses
+    ("{size=3}", {"size": [3]}),
+    ("{}", {}),
+])
+def test_a_window_holds_the_fields_written_and_no_defaults(window, decoded):
+    module = parse_hlo(CONV.replace("window={size=3x3}", f"window={window}"))
+    assert module.entry.root.attrs["window"] == decoded
+
+
+@pytest.mark.parametrize("window, message", [
+    ("{size=3x3 size=3x3}", "the field 'size' is given twice"),
+    ("{size=3x3 bogus=1x1}", "unknown field 'bogus'"),
+    ("{size=3x3, stride=1x1}", "fields are separated by spaces, not commas"),
+    ("{size=3x}", "size is one integer per dimension joined by 'x', such as 3x3, found '3x'"),
+    ("{size=3.0x3}", "found '3.0x3'"),
+    ("{size=+3x3}", "found '+3x3'"),
+    ("{size = 3x3}", "'size' is not key=value"),
+    ("{size=3x3 pad=1x1}", "pad is low_high per dimension joined by 'x'"),
+    ("{size=3x3 pad=1_1_0x0_0}", "found '1_1_0x0_0'"),
+    ("{size={3,3}}", "found a nested list"),
+    ("3", "attribute 'window' reads {size=3x3 stride=1x1"),
+])
+def test_a_malformed_window_is_refused_at_its_value(window, message):
+    err = _error(CONV.replace("window={size=3x3}", f"window={window}"))
+    assert (err.code, err.line, err.column) == ("hlo-syntax", 5, 51)
+    assert message in err.message
+    assert err.message.startswith("in 'y': ")
+
+
+@pytest.mark.parametrize("labels, message", [
+    ("b01f", "expects lhs_rhs->out labels such as b01f_01io->b01f, found 'b01f'"),
+    ("{b01f}", "found a '{...}' list"),
+    ("3", "found '3'"),
+])
+def test_dim_labels_other_than_lhs_rhs_out_are_refused_at_their_value(labels, message):
+    err = _error(CONV.replace("b01f_01io->b01f", labels))
+    assert (err.code, err.line, err.column) == ("hlo-syntax", 5, 74)
+    assert message in err.message
+
+
 def test_special_float_and_boolean_literals():
     text = """HloModule lits
 ENTRY main {

@@ -92,6 +92,51 @@ ENTRY main {
     assert np.array_equal(run(text, a, b), np.matmul(a, b))
 
 
+@pytest.mark.parametrize("window, expected", [
+    # out[j] = x[j] * 1 + x[j + 1] * 10 + x[j + 2] * 100: each digit is one input.
+    ("size=3", [321, 432, 543]),
+    ("size=3 rhs_reversal=1", [123, 234, 345]),
+    ("size=3 stride=2", [321, 543]),
+    ("size=3 pad=1_1", [210, 321, 432, 543, 54]),
+    ("size=3 pad=-1_0", [432, 543]),
+    # The input spread to 1 0 2 0 3 0 4 0 5; the kernel to 1 _ 10 _ 100.
+    ("size=3 lhs_dilate=2", [201, 20, 302, 30, 403, 40, 504]),
+    ("size=3 rhs_dilate=2", [531]),
+])
+def test_a_convolution_slides_the_kernel_over_the_input(window, expected):
+    text = f"""HloModule conv
+ENTRY main {{
+  x = s32[1,5,1] parameter(0)
+  w = s32[3,1,1] parameter(1)
+  ROOT y = s32[1,{len(expected)},1] convolution(x, w), window={{{window}}},
+                                    dim_labels=b0f_0io->b0f
+}}
+"""
+    x = np.arange(1, 6, dtype=np.int32).reshape(1, 5, 1)
+    w = np.array([1, 10, 100], dtype=np.int32).reshape(3, 1, 1)
+    assert run(text, x, w).reshape(-1).tolist() == expected
+
+
+@pytest.mark.parametrize("lhs, groups", [
+    # Feature groups: output feature g is computed from input feature g alone.
+    ("s32[1,1,2]", "feature_group_count=2"),
+    # Batch groups: output feature g is computed from batch element g alone.
+    ("s32[2,1,1]", "batch_group_count=2"),
+])
+def test_convolution_groups_pair_blocks_of_inputs_with_blocks_of_outputs(lhs, groups):
+    text = f"""HloModule conv
+ENTRY main {{
+  x = {lhs} parameter(0)
+  w = s32[1,1,2] parameter(1)
+  ROOT y = s32[1,1,2] convolution(x, w), window={{size=1}}, dim_labels=b0f_0io->b0f,
+                                         {groups}
+}}
+"""
+    x = np.array([1, 2], dtype=np.int32).reshape(parse_hlo(text).entry.parameters()[0].type.shape)
+    w = np.array([10, 100], dtype=np.int32).reshape(1, 1, 2)
+    assert run(text, x, w).reshape(-1).tolist() == [10, 200]
+
+
 def test_broadcast_maps_operand_dimensions_to_result_dimensions():
     text = """HloModule b
 ENTRY main {

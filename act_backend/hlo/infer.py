@@ -12,7 +12,12 @@ Attribute encodings read here (both parsers produce them):
 ``(start, limit, stride)`` dims; ``padding`` (pad): list of ``(low, high, interior)`` dims;
 ``index`` (parameter), ``iota_dimension``, ``exponent_bits`` and ``mantissa_bits``: int; ``value``
 (constant): a number or a nested list; ``to_apply``: the reducer's name; ``direction``
-(compare): ``EQ NE LT LE GT GE``. Attributes not read here (``metadata``...) are ignored.
+(compare): ``EQ NE LT LE GT GE``; ``dim_labels`` (convolution): ``(lhs, rhs, out)`` label
+strings such as ``("b01f", "01io", "b01f")``; ``window`` (convolution): a dict of the fields
+written, ``size``/``stride``/``lhs_dilate``/``rhs_dilate``/``rhs_reversal`` lists of int and
+``pad`` a list of ``(low, high)``, one entry per spatial dimension (absent fields take XLA's
+defaults: stride 1, pad 0_0, dilations 1, no reversal); ``feature_group_count`` and
+``batch_group_count``: int. Attributes not read here (``metadata``...) are ignored.
 """
 
 from __future__ import annotations
@@ -523,6 +528,156 @@ def _dot(c: _Checker) -> TensorType:
     return TensorType(c.declared().dtype, tuple(batch + lfree + rfree))
 
 
+# XLA's convolution window fields, and the value of each where the window leaves it out.
+WINDOW_DEFAULTS = {"size": None, "stride": 1, "pad": (0, 0), "lhs_dilate": 1, "rhs_dilate": 1,
+                   "rhs_reversal": 0}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _conv_labels(c: _Checker, lhs: TensorType, rhs: TensorType) -> tuple[str, str, str]:
+    """dim_labels: b and f (batch, feature) of the lhs and the result, i and o (input and
+    output feature) of the rhs, and the spatial digits 0..n-1 of each, every one once."""
+    labels = c.attr("dim_labels", required=True)
+    if not (isinstance(labels, (list, tuple)) and len(labels) == 3
+            and all(isinstance(part, str) for part in labels)):
+        raise c.fail("attr:dim_labels", "dim_labels must be lhs_rhs->out labels such as "
+                     f"b01f_01io->b01f, found {labels!r}")
+    lhs_l, rhs_l, out_l = labels
+    written = f"dim_labels={lhs_l}_{rhs_l}->{out_l}"
+    if not len(lhs_l) == len(rhs_l) == len(out_l):
+        raise c.fail("attr:dim_labels", f"{written}: the lhs, rhs and result labels must name "
+                     f"as many dimensions each, found {len(lhs_l)}, {len(rhs_l)} and "
+                     f"{len(out_l)}")
+    n = len(lhs_l) - 2
+    spatial = [str(d) for d in range(n)]
+    for side, text, letters in (("lhs", lhs_l, "bf"), ("rhs", rhs_l, "io"),
+                                ("result", out_l, "bf")):
+        if sorted(text) != sorted([*letters, *spatial]):
+            wanted = (f"{letters[0]}, {letters[1]} and the spatial dimensions "
+                      f"{', '.join(spatial)}" if spatial else f"{letters[0]} and {letters[1]}")
+            raise c.fail("attr:dim_labels", f"{written}: the {side} labels '{text}' must be "
+                         f"{wanted}, each once")
+    for side, text, operand in (("lhs", lhs_l, lhs), ("rhs", rhs_l, rhs)):
+        if len(text) != len(operand.shape):
+            raise c.fail("attr:dim_labels", f"{written}: the {side} labels '{text}' name "
+                         f"{len(text)} dimensions but the {side} {operand} has rank "
+                         f"{len(operand.shape)}")
+    return lhs_l, rhs_l, out_l
+
+
+def _conv_window(c: _Checker, n: int, rhs: TensorType, rhs_l: str) -> dict[str, list]:
+    """The window with XLA's defaults filled in, one entry per spatial dimension."""
+    window = c.attr("window")
+    if window is None:
+        if n:
+            raise c.fail("opcode", f"a convolution with {n} spatial dimensions needs "
+                         "window={size=...}", "bad-attribute")
+        window = {}
+    if not isinstance(window, dict) or not set(window) <= set(WINDOW_DEFAULTS):
+        raise c.fail("attr:window", "window must be {size=.. stride=.. pad=.. lhs_dilate=.. "
+                     f"rhs_dilate=.. rhs_reversal=..}}, found {window!r}")
+    for key, entries in window.items():
+        pairs = key == "pad"
+        if not isinstance(entries, (list, tuple)) or not all(
+                (isinstance(e, (list, tuple)) and len(e) == 2 and all(map(_is_int, e)))
+                if pairs else _is_int(e) for e in entries):
+            raise c.fail("attr:window", f"the window's {key} must be "
+                         f"{'low_high pairs' if pairs else 'integers'}, found {entries!r}")
+        if len(entries) != n:
+            raise c.fail("attr:window", f"the window's {key} has {len(entries)} entries but "
+                         f"the convolution has {n} spatial dimensions")
+    if n and "size" not in window:
+        raise c.fail("attr:window", f"the window has no size; give size= with one entry for "
+                     f"each of the {n} spatial dimensions")
+    for key, least in (("size", 1), ("stride", 1), ("lhs_dilate", 1), ("rhs_dilate", 1)):
+        for d, value in enumerate(window.get(key, ())):
+            if value < least:
+                raise c.fail("attr:window", f"the window's {key} must be at least {least}, "
+                             f"found {value} for spatial dimension {d}")
+    for d, value in enumerate(window.get("rhs_reversal", ())):
+        if value not in (0, 1):
+            raise c.fail("attr:window", f"the window's rhs_reversal must be 0 or 1, found "
+                         f"{value} for spatial dimension {d}")
+    full = {key: list(window.get(key, [default] * n)) for key, default in
+            WINDOW_DEFAULTS.items()}
+    for d, size in enumerate(full["size"]):
+        kernel = rhs.shape[rhs_l.index(str(d))]
+        if ex.compare(size, kernel) is ex.Agreement.NEVER:
+            raise c.fail("attr:window", f"the window's size {size} for spatial dimension {d} "
+                         f"differs from the rhs {rhs}, whose dimension {d} has size {kernel}")
+    return full
+
+
+def _group_count(c: _Checker, name: str) -> int:
+    count = c.attr(name, 1)
+    if not _is_int(count) or count < 1:
+        raise c.fail(f"attr:{name}", f"{name} must be a positive integer, found {count!r}")
+    return count
+
+
+def _convolution(c: _Checker) -> TensorType:
+    """XLA's convolution: the rhs (kernel) slides over the lhs (input) as the window says.
+    Feature groups split the lhs features and the rhs output features into as many groups,
+    each output group computed from its input group; batch groups split the lhs batch so,
+    each output feature group computed from its batch group (the result's batch shrinks)."""
+    c.arity(2)
+    lhs, rhs = c.ops
+    if (lhs.dtype in FLOAT_DTYPES) != (rhs.dtype in FLOAT_DTYPES):
+        raise c.fail("operand:1", f"cannot convolve {lhs.dtype} with {rhs.dtype}: both "
+                     "operands must be floating point or both integer")
+    lhs_l, rhs_l, out_l = _conv_labels(c, lhs, rhs)
+    n = len(lhs_l) - 2
+    window = _conv_window(c, n, rhs, rhs_l)
+    groups = _group_count(c, "feature_group_count")
+    batch_groups = _group_count(c, "batch_group_count")
+    if groups > 1 and batch_groups > 1:
+        raise c.fail("attr:batch_group_count", f"feature_group_count={groups} and "
+                     f"batch_group_count={batch_groups}: at most one of them may exceed 1")
+
+    def size(operand: TensorType, labels: str, label: str) -> Dim:
+        return operand.shape[labels.index(label)]
+
+    batch, features = size(lhs, lhs_l, "b"), size(lhs, lhs_l, "f")
+    inputs, outputs = size(rhs, rhs_l, "i"), size(rhs, rhs_l, "o")
+    if features != inputs * groups:
+        grouped = f" times feature_group_count {groups}" if groups > 1 else ""
+        raise c.fail("operand:1", f"the lhs {lhs} has {features} features but the rhs {rhs} "
+                     f"takes {inputs} input features{grouped}")
+    for name, count in (("feature_group_count", groups), ("batch_group_count", batch_groups)):
+        if outputs % count:
+            raise c.fail("operand:1", f"the rhs {rhs} has {outputs} output features, not a "
+                         f"multiple of {name} {count}")
+    if batch % batch_groups:
+        raise c.fail("operand:0", f"the lhs {lhs} has batch {batch}, not a multiple of "
+                     f"batch_group_count {batch_groups}")
+    out: list[Dim] = []
+    for label in out_l:
+        if label == "b":
+            out.append(batch // batch_groups)
+        elif label == "f":
+            out.append(outputs)
+        else:
+            d = int(label)
+            out.append(_conv_output_size(
+                size(lhs, lhs_l, label), window["size"][d], window["stride"][d],
+                window["pad"][d], window["lhs_dilate"][d], window["rhs_dilate"][d]))
+    # The result element type is the declared one (XLA's preferred_element_type).
+    return TensorType(c.declared().dtype, tuple(out))
+
+
+def _conv_output_size(size: int, kernel: int, stride: int, pad: Sequence[int],
+                      lhs_dilate: int, rhs_dilate: int) -> int:
+    """XLA's window arithmetic: the input dilated and padded, the kernel dilated, and the
+    number of strided positions of the one inside the other (none when it does not fit).
+    An empty dimension stays empty when dilated (XLA's DilatedBound)."""
+    padded = (size - 1) * lhs_dilate + 1 + pad[0] + pad[1] if size else pad[0] + pad[1]
+    extent = (kernel - 1) * rhs_dilate + 1
+    return 0 if padded < extent else (padded - extent) // stride + 1
+
+
 def _dynamic_update_slice(c: _Checker) -> TensorType:
     c.arity(None, at_least=2)
     operand, update = c.ops[0], c.ops[1]
@@ -583,6 +738,7 @@ _RULES: dict[str, Callable[[_Checker], TensorType]] = {
     "slice": _slice,
     "concatenate": _concatenate,
     "dot": _dot,
+    "convolution": _convolution,
     "dynamic_update_slice": _dynamic_update_slice,
     "dynamic_slice": _dynamic_slice,
 }
@@ -603,7 +759,7 @@ def infer_type(instr: Instruction, operand_types: list[TensorType]) -> TensorTyp
     operands that do not fit together, or a declared type that can never be the result. The
     returned type carries the inferred dimensions; where the operator's result shape is not a
     function of its operands (reshape, broadcast, constant, parameter, iota) it is the
-    declared one, and the element type of convert and dot is the declared one.
+    declared one, and the element type of convert, dot and convolution is the declared one.
     """
     rule = _RULES.get(instr.opcode)
     if rule is None:

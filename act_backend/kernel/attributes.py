@@ -2,8 +2,10 @@
 
 The grammar reads every ``{...}`` value as a balanced tree of tokens; this module turns the
 ones with a meaning into the encodings of the architecture document (``dimensions`` -> list
-of ints, ``slice`` -> ``[[start, limit, stride], ...]``, ``to_apply`` -> a computation name...)
-and keeps the rest (``metadata``, ``sharding``, ``backend_config``...) as their source text.
+of ints, ``slice`` -> ``[[start, limit, stride], ...]``, ``to_apply`` -> a computation name,
+convolution's ``window`` -> a dict of its written fields and ``dim_labels`` -> ``(lhs, rhs,
+out)``...) and keeps the rest (``metadata``, ``sharding``, ``backend_config``...) as their
+source text.
 """
 
 from __future__ import annotations
@@ -148,6 +150,77 @@ def padding_config(attr_value: Tree, attr: str) -> list[list[int]]:
     return config
 
 
+# XLA's window fields: ``size=3x3``, ``pad=1_1x0_-2``... one integer (a low_high pair for pad)
+# per spatial dimension, joined by ``x``.
+WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal")
+_WINDOW_INT = r"-?[0-9]+"
+_WINDOW_VALUE = re.compile(rf"{_WINDOW_INT}(?:x{_WINDOW_INT})*\Z")
+_WINDOW_PAD = re.compile(rf"{_WINDOW_INT}_{_WINDOW_INT}(?:x{_WINDOW_INT}_{_WINDOW_INT})*\Z")
+
+
+def _tokens_text(tokens: list[Token]) -> str:
+    """The tokens as written, a space wherever the source had a gap (whitespace or a
+    comment): the lexer splits ``3x3`` into ``3`` and ``x3`` and ``1_1x0_2`` into ``1`` and
+    ``_1x0_2``, so the window is decoded from its text rather than its tokens."""
+    parts: list[str] = []
+    end = None
+    for tok in tokens:
+        if end is not None and tok.start_pos > end:
+            parts.append(" ")
+        parts.append(str(tok))
+        end = tok.end_pos
+    return "".join(parts)
+
+
+def window(attr_value: Tree, attr: str) -> dict[str, list]:
+    """``{size=3x3 stride=2x1 pad=1_1x0_-2}`` -> ``{"size": [3, 3], "stride": [2, 1], "pad":
+    [[1, 1], [0, -2]]}``: only the fields written (the type rule applies the defaults); each
+    field at most once, separated by spaces."""
+    node = _value_node(attr_value)
+    wanted = (f"attribute '{attr}' reads {{size=3x3 stride=1x1 pad=0_0x0_0 lhs_dilate=1x1 "
+              f"rhs_dilate=1x1 rhs_reversal=0x0}}")
+    if not (isinstance(node, Tree) and node.data == "brace"):
+        raise BadValue(f"{wanted}, found {_describe(node)}", node)
+    elements = _elements(node)
+    if len(elements) > 1:
+        raise BadValue(f"{wanted}: fields are separated by spaces, not commas", node)
+    if any(isinstance(part, Tree) for e in elements for part in e.children):
+        raise BadValue(f"{wanted}, found a nested list", node)
+    decoded: dict[str, list] = {}
+    for field in (_tokens_text(elements[0].children).split() if elements else []):
+        key, equal, value = field.partition("=")
+        if not equal:
+            raise BadValue(f"{wanted}: '{field}' is not key=value", node)
+        if key not in WINDOW_FIELDS:
+            raise BadValue(f"{wanted}: unknown field '{key}' (fields: "
+                           f"{', '.join(WINDOW_FIELDS)})", node)
+        if key in decoded:
+            raise BadValue(f"{wanted}: the field '{key}' is given twice", node)
+        if key == "pad":
+            if not _WINDOW_PAD.match(value):
+                raise BadValue(f"{wanted}: pad is low_high per dimension joined by 'x', such "
+                               f"as 1_1x0_2, found '{value}'", node)
+            decoded[key] = [[int(n) for n in dim.split("_")] for dim in value.split("x")]
+        else:
+            if not _WINDOW_VALUE.match(value):
+                raise BadValue(f"{wanted}: {key} is one integer per dimension joined by 'x', "
+                               f"such as 3x3, found '{value}'", node)
+            decoded[key] = [int(n) for n in value.split("x")]
+    return decoded
+
+
+def dim_labels(attr_value: Tree, attr: str) -> tuple[str, str, str]:
+    """``b01f_01io->b01f`` -> ``("b01f", "01io", "b01f")``: the labels of the lhs, the rhs
+    and the result (act_backend.hlo.infer checks what they say)."""
+    node = _value_node(attr_value)
+    if not (isinstance(node, Token) and node.type == "DIM_LABELS"):
+        raise BadValue(f"attribute '{attr}' expects lhs_rhs->out labels such as "
+                       f"b01f_01io->b01f, found {_describe(node)}", node)
+    lhs, rest = str(node).split("_", 1)
+    rhs, out = rest.split("->", 1)
+    return lhs, rhs, out
+
+
 def raw(attr_value: Tree, text: str) -> str:
     """The value exactly as written, for attributes kept for the record only."""
     node = _value_node(attr_value)
@@ -174,6 +247,10 @@ DECODERS: dict[str, Callable[[Tree, str], Any]] = {
     "mantissa_bits": int_scalar,
     "padding": padding_config,
     "index": int_scalar,
+    "window": window,
+    "dim_labels": dim_labels,
+    "feature_group_count": int_scalar,
+    "batch_group_count": int_scalar,
 }
 
 

@@ -2,10 +2,10 @@
 
 ``evaluate(module, inputs)`` runs the ENTRY computation instruction by instruction and rounds
 every result to its HLO element type, as XLA does on the CPU: bf16 and f16 arithmetic is done
-in float32 and rounded after each operation, a dot accumulates in float32 and rounds once,
-and a reduce folds its inputs in index order, rounding after each application of its
-reducer. Reducers and called computations are evaluated as written, on whole arrays at once
-when they are elementwise and element by element otherwise.
+in float32 and rounded after each operation, a dot or a convolution accumulates in float32
+and rounds once, and a reduce folds its inputs in index order, rounding after each
+application of its reducer. Reducers and called computations are evaluated as written, on
+whole arrays at once when they are elementwise and element by element otherwise.
 """
 
 from __future__ import annotations
@@ -183,6 +183,10 @@ class _Evaluator:
             return ops.dot(x[0], x[1], attrs.get("lhs_contracting_dims", []),
                            attrs.get("rhs_contracting_dims", []),
                            attrs.get("lhs_batch_dims", []), attrs.get("rhs_batch_dims", []))
+        if op == "convolution":
+            return ops.convolution(x[0], x[1], attrs.get("window", {}), attrs["dim_labels"],
+                                   attrs.get("feature_group_count", 1),
+                                   attrs.get("batch_group_count", 1))
         if op == "reduce":
             return self.reduce(instr, x)
         if op == "reduce_add":

@@ -3,7 +3,8 @@
 Each function takes NumPy arrays holding HLO element types (bf16 through ml_dtypes) and
 returns the unrounded result; ``act_backend.kernel.reference`` rounds it to the instruction's
 element type. Narrow floats (bf16, f16) are computed in float32, as XLA's CPU backend does
-after upcasting them; integers wrap; a dot accumulates in float32 (int64 for integers).
+after upcasting them; integers wrap; a dot or a convolution accumulates in float32 (int64
+for integers).
 """
 
 from __future__ import annotations
@@ -324,3 +325,62 @@ def dot(lhs: np.ndarray, rhs: np.ndarray, lhs_contracting: Sequence[int],
     product = np.matmul(left.reshape(b, m, k), right.reshape(b, k, n))
     return product.reshape([*batch_shape, *(lhs.shape[d] for d in lhs_free),
                             *(rhs.shape[d] for d in rhs_free)])
+
+
+# -- convolution ---------------------------------------------------------------------------
+
+def convolution(lhs: np.ndarray, rhs: np.ndarray, window: dict[str, list],
+                labels: Sequence[str], feature_groups: int = 1,
+                batch_groups: int = 1) -> np.ndarray:
+    """XLA's convolution, with ``window`` as the parser decodes it (absent fields take XLA's
+    defaults) and ``labels`` the (lhs, rhs, out) dim_labels.
+
+    The lhs is dilated (lhs_dilate - 1 zeros between neighbours) and padded (a negative pad
+    cuts), the kernel reversed where rhs_reversal says and dilated by rhs_dilate, and the
+    sum over the window taken one kernel position at a time: every output position's
+    strided slice of the input times the kernel's [output feature, input feature] matrix at
+    that position. Feature groups pair the g-th block of lhs features with the g-th block
+    of rhs output features; batch groups pair the g-th block of the lhs batch with it.
+    """
+    lhs_l, rhs_l, out_l = labels
+    n = len(lhs_l) - 2
+    spatial = [str(d) for d in range(n)]
+    acc = _accumulator(lhs, rhs)
+    # Canonical layouts: lhs [batch, feature, spatial...], rhs [out, in, spatial...].
+    x = np.transpose(lhs, [lhs_l.index(c) for c in ["b", "f", *spatial]]).astype(acc)
+    w = np.transpose(rhs, [rhs_l.index(c) for c in ["o", "i", *spatial]]).astype(acc)
+
+    def field(key: str, default) -> list:
+        return list(window.get(key, [default] * n))
+
+    stride, pads = field("stride", 1), field("pad", (0, 0))
+    lhs_dilate, rhs_dilate = field("lhs_dilate", 1), field("rhs_dilate", 1)
+    reversed_dims = tuple(2 + d for d, r in enumerate(field("rhs_reversal", 0)) if r)
+    if reversed_dims:
+        w = np.flip(w, axis=reversed_dims)
+    x = pad(x, np.zeros((), acc), [(0, 0, 0), (0, 0, 0), *(
+        (low, high, dilate - 1) for (low, high), dilate in zip(pads, lhs_dilate, strict=True))])
+
+    batch, features = x.shape[:2]
+    outputs, inputs = w.shape[:2]
+    kernel = w.shape[2:]
+    out_sizes = []
+    for size, k, s, r in zip(x.shape[2:], kernel, stride, rhs_dilate, strict=True):
+        extent = (k - 1) * r + 1
+        out_sizes.append(0 if size < extent else (size - extent) // s + 1)
+
+    # One group axis g: lhs [g, batch, in, ...] against rhs [g, out / groups, in].
+    groups = feature_groups * batch_groups
+    x = x.reshape(batch_groups, batch // batch_groups, feature_groups, inputs, *x.shape[2:])
+    x = x[:, :, 0] if batch_groups > 1 else np.moveaxis(x[0], 1, 0)
+    w = w.reshape(groups, outputs // groups, inputs, *kernel)
+    result = np.zeros((batch // batch_groups, groups, outputs // groups, *out_sizes), acc)
+    for position in np.ndindex(*kernel):
+        window_slice = tuple(
+            slice(p * r, p * r + (o - 1) * s + 1, s) if o else slice(0, 0)
+            for p, r, o, s in zip(position, rhs_dilate, out_sizes, stride, strict=True))
+        taps = x[(slice(None), slice(None), slice(None), *window_slice)]
+        result += np.einsum("gbi...,goi->bgo...", taps, w[(Ellipsis, *position)])
+    result = result.reshape(batch // batch_groups, outputs, *out_sizes)
+    canonical = {"b": 0, "f": 1, **{c: 2 + d for d, c in enumerate(spatial)}}
+    return np.transpose(result, [canonical[c] for c in out_l])

@@ -499,6 +499,37 @@ struct Pieces<'a> {
 }
 
 impl Pieces<'_> {
+    /// The stride along the last spatial dimension: rows of a piece's input lie this many
+    /// pixels apart.
+    fn stride(&self) -> i64 {
+        self.conv.window.last().map_or(1, |wd| wd.stride)
+    }
+
+    /// Whether a piece's rows of input, read in groups of `stride` rows, would run past the
+    /// input's last pixel for some window position on the input.
+    fn past_the_end(&self, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> bool {
+        let conv = self.conv;
+        let n = conv.window.len();
+        let stride = self.stride();
+        if n == 0 || stride == 1 {
+            return false;
+        }
+        let items = if conv.batch_groups > 1 { self.groups } else { 1 };
+        // The first pixel of the row the piece reads at the last spatial dimension's
+        // position 0, for the largest batch item any group reads.
+        let b = (items - 1) * self.group_batch + item;
+        let mut row = b;
+        for d in 0..n - 1 {
+            let wd = &conv.window[d];
+            let highest = (0..wd.size).map(|k| wd.input_of(at[d], k)).filter(|i| (0..self.inputs[d]).contains(i)).max();
+            row = row * self.inputs[d] + highest.unwrap_or(0);
+        }
+        let wd = &conv.window[n - 1];
+        let last_k = segment.2.iter().copied().max().unwrap_or(0);
+        let px = row * self.inputs[n - 1] + wd.input_of(segment.0, last_k);
+        px + (segment.1 - segment.0) * stride > self.pixels.shape[0]
+    }
+
     /// The kernel's matrix at window position `p` (row-major over the window) for group `g`:
     /// `[in, out of the group]`.
     fn kernel_block(&mut self, w: &mut Writer, p: i64, g: i64) -> (Value, Ty) {
@@ -519,6 +550,13 @@ impl Pieces<'_> {
         let n = conv.window.len();
         let (first, end, on_last) = segment;
         let count = end - first;
+        if count > 1 && self.past_the_end(item, at, segment) {
+            // Its last output on its own: every `stride`-th row read as the first row of
+            // each group of `stride` rows would take a group past the input's last row.
+            let head = self.piece(w, item, at, &(*first, end - 1, on_last.clone()));
+            let tail = self.piece(w, item, at, &(end - 1, *end, on_last.clone()));
+            return w.concatenate(vec![head, tail], 0);
+        }
         let product_ty = Ty::new(self.dtype, vec![count, self.group_out]);
         let float = self.pixels.dtype.is_float();
         let positions: i64 = conv.window.iter().map(|wd| wd.size).product();
@@ -552,7 +590,7 @@ impl Pieces<'_> {
                 }
                 let rows = match pixel {
                     Some(px) => {
-                        let stride = conv.window.last().map_or(1, |wd| wd.stride);
+                        let stride = if count == 1 { 1 } else { self.stride() };
                         let ranges = vec![(px, px + (count - 1) * stride + 1, stride), (f0, f0 + self.group_in, 1)];
                         w.slice(self.x, self.pixels, ranges)
                     }
