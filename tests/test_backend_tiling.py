@@ -133,6 +133,14 @@ TILED = {
     "gemmini_matvec_1x4096x4096": ("Gemmini", {"matmul32": 16 * 16, "mac32": 16 * 16 * 255}),
     # A^T.B at 512^3: 8 blocks of 64 result rows, each reading 64 of A's columns
     "gemmini_transposed_lhs_matmul_512": ("Gemmini", {"matmul32": 1024, "mac32": 31744}),
+    # convolutions: per piece of an output row, one product for each window position on the
+    # input (SAME 3x3 over 8x8: 154), every other pixel read by strided loads at stride 2,
+    # a ReLU over a batch of two with 32 output features, two feature groups, and 1-D
+    "gemmini_conv_same_3x3_1x8x8x16": ("Gemmini", {"matmul32": 24, "mac32": 130}),
+    "gemmini_conv_stride_2_1x9x9x16": ("Gemmini", {"matmul32": 5, "mac32": 40}),
+    "gemmini_relu_conv_2x6x6x16x32": ("Gemmini", {"matmul32": 72, "mac32": 376}),
+    "gemmini_grouped_conv_1x6x6x32": ("Gemmini", {"matmul32": 36, "mac32": 188}),
+    "gemmini_conv_1d_2x10x16": ("Gemmini", {"matmul32": 6, "mac32": 8}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
     # through the ReLU into its columns at once; every operand element loaded once: A's two
     # 128-row column windows, kept for every column, and B's eight column windows (24 loads

@@ -965,3 +965,34 @@ fn an_elementwise_kernel_of_thousands_of_registers_is_compiled_a_block_at_a_time
     let calls = calls(&asm.text);
     assert_eq!((count(&calls, "vmax"), count(&calls, "vmul"), count(&calls, "vstore")), (8192, 8192, 8192));
 }
+
+#[test]
+fn a_padded_convolution_runs_one_product_per_window_position_on_the_input() {
+    // SAME 3x3 over 8x8 pixels of 16 features: each output row in three pieces (its first
+    // pixel, the six inside, its last), which 2, 3 and 2 window columns fall on the input,
+    // times the window rows on the input (2 for the first and last output rows, else 3).
+    let calls = compiled("gemmini_isa.json", "gemmini_conv_same_3x3_1x8x8x16");
+    assert_eq!(products(&calls), (2 + 3 + 2) * (2 + 3 * 6 + 2));
+    // The input and the kernel are loaded once; every piece's rows are read where they lie.
+    assert_eq!(count(&calls, "mvin") + count(&calls, "mvin_strided"), 2, "{calls:?}");
+}
+
+#[test]
+fn a_strided_convolution_reads_every_other_pixel_by_strided_loads() {
+    // 4x4 outputs of a 3x3 window at stride 2 over 9x9 pixels: 9 products per output row; the
+    // last row's last output on its own (its pixels read two at a time would run past the
+    // input's end), so 9 more.
+    let calls = compiled("gemmini_isa.json", "gemmini_conv_stride_2_1x9x9x16");
+    assert_eq!(products(&calls), 4 * 9 + 9);
+    assert!(count(&calls, "mvin_strided") > 0, "{calls:?}");
+}
+
+#[test]
+fn grouped_and_one_dimensional_convolutions_compile() {
+    // Two groups of 16 features, each its own product per window position and piece.
+    let grouped = compiled("gemmini_isa.json", "gemmini_grouped_conv_1x6x6x32");
+    assert_eq!(products(&grouped), 2 * (2 + 3 + 2) * (2 + 3 * 4 + 2));
+    // A batch of two 10-sample signals, SAME over 3 taps: pieces of 1, 8 and 1 outputs.
+    let signal = compiled("gemmini_isa.json", "gemmini_conv_1d_2x10x16");
+    assert_eq!(products(&signal), 2 * (2 + 3 + 2));
+}

@@ -43,6 +43,13 @@ def int8_product(a, b):
     return jnp.matmul(a, b, preferred_element_type=I32)
 
 
+def int8_conv(x, w, strides=(1, 1), padding="SAME", **options):
+    """An NHWC int8 convolution with an HWIO kernel, accumulated in int32."""
+    return jax.lax.conv_general_dilated(x, w, strides, padding,
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                        preferred_element_type=I32, **options)
+
+
 def saturated_and_product(a, b):
     """Two results: the int8 product saturated to int8, and the product."""
     p = int8_product(a, b)
@@ -392,6 +399,21 @@ KERNELS = {
     # parameter 0")
     "stridedtiles_product_16x64x16": (interleaved_product, [shape(16, 64, dtype=U8),
                                                             shape(16, 64, dtype=I8)]),
+    # convolutions: one product per window position on the input, per piece of an output row
+    "gemmini_conv_same_3x3_1x8x8x16": (int8_conv, [shape(1, 8, 8, 16, dtype=I8),
+                                                   shape(3, 3, 16, 16, dtype=I8)]),
+    "gemmini_conv_stride_2_1x9x9x16": (lambda x, w: int8_conv(x, w, (2, 2), "VALID"),
+                                       [shape(1, 9, 9, 16, dtype=I8),
+                                        shape(3, 3, 16, 16, dtype=I8)]),
+    "gemmini_relu_conv_2x6x6x16x32": (lambda x, w: relu(int8_conv(x, w)),
+                                      [shape(2, 6, 6, 16, dtype=I8),
+                                       shape(3, 3, 16, 32, dtype=I8)]),
+    "gemmini_grouped_conv_1x6x6x32": (lambda x, w: int8_conv(x, w, feature_group_count=2),
+                                      [shape(1, 6, 6, 32, dtype=I8),
+                                       shape(3, 3, 16, 32, dtype=I8)]),
+    "gemmini_conv_1d_2x10x16": (lambda x, w: jax.lax.conv_general_dilated(
+        x, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"),
+        preferred_element_type=I32), [shape(2, 10, 16, dtype=I8), shape(3, 16, 16, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
