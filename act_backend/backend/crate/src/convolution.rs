@@ -21,6 +21,7 @@
 //! `rhs_reversal`) stays a `convolution` kept by name, which selection then names.
 
 use crate::infer::{Site, TypeError};
+use crate::kernel::{Kernel, KernelNode};
 use crate::lang::{DType, DotDims, Literal, Op, Ty};
 
 /// Where an operand's dimensions are: batch (or a kernel's output features), features (or a
@@ -626,6 +627,63 @@ impl Pieces<'_> {
         let v = w.reshape(all, &all_ty, flat.clone());
         (v, all_ty.with_shape(flat))
     }
+}
+
+/// Writes every convolution of `kernel` that [`lower`] writes as its steps: nodes named
+/// after it, at its position, the last one its value. The others stay whole.
+pub fn lower_kernel(kernel: &mut Kernel) {
+    if !kernel.nodes.iter().any(|n| matches!(&n.op, Op::Other { name, .. } if name == "convolution")) {
+        return;
+    }
+    let mut nodes: Vec<KernelNode> = Vec::with_capacity(kernel.nodes.len());
+    let mut new_index: Vec<usize> = Vec::with_capacity(kernel.nodes.len());
+    for node in &kernel.nodes {
+        let operands: Vec<usize> = node.operands.iter().map(|&o| new_index[o]).collect();
+        let steps = match &node.op {
+            Op::Other { name, attrs } if name == "convolution" && operands.len() == 2 => {
+                let (lhs, rhs) = (&nodes[operands[0]].ty, &nodes[operands[1]].ty);
+                read(attrs, lhs, rhs).ok().and_then(|conv| lower(&conv, lhs, rhs, &node.ty))
+            }
+            _ => None,
+        };
+        let Some(steps) = steps else {
+            nodes.push(KernelNode { operands, ..node.clone() });
+            new_index.push(nodes.len() - 1);
+            continue;
+        };
+        let first = nodes.len();
+        for (k, step) in steps.into_iter().enumerate() {
+            let args: Vec<usize> = step
+                .operands
+                .iter()
+                .map(|v| match *v {
+                    Value::Input(i) => operands[i],
+                    Value::Step(j) => first + j,
+                })
+                .collect();
+            debug_assert!(
+                crate::infer::check(&step.op, &args.iter().map(|&a| &nodes[a].ty).collect::<Vec<_>>(), &step.ty).is_ok(),
+                "step {k} of {}: {:?}",
+                node.name,
+                step.op
+            );
+            nodes.push(KernelNode {
+                name: format!("{}.{k}", node.name),
+                op: step.op,
+                ty: step.ty,
+                operands: args,
+                line: node.line,
+                col: node.col,
+                text: node.text.clone(),
+            });
+        }
+        debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(&node.ty));
+        new_index.push(nodes.len() - 1);
+    }
+    kernel.param_nodes = kernel.param_nodes.iter().map(|&k| new_index[k]).collect();
+    kernel.results = kernel.results.iter().map(|&k| new_index[k]).collect();
+    kernel.root = new_index[kernel.root];
+    kernel.nodes = nodes;
 }
 
 #[cfg(test)]

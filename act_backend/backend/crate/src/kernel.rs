@@ -116,8 +116,18 @@ impl fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
-/// Parses an HLO kernel; `file` is used in error messages.
+/// Parses an HLO kernel; `file` is used in error messages. Convolutions are written as the
+/// products they sum (`convolution::lower_kernel`) and what depends on constants only is
+/// folded.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
+    let mut kernel = parse_kernel_as_written(text, file)?;
+    convolution::lower_kernel(&mut kernel);
+    fold::fold_constants(&mut kernel);
+    Ok(kernel)
+}
+
+/// The kernel as its text writes it, checked: convolutions kept whole, nothing folded.
+pub fn parse_kernel_as_written(text: &str, file: &str) -> Result<Kernel, KernelError> {
     let module = hlo_parse::parse_module(text).map_err(|e| KernelError {
         file: file.to_string(),
         line: e.pos.line,
@@ -147,9 +157,7 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
             }
         }
     }
-    let mut kernel = kernel.expect("the entry is one of the computations");
-    fold::fold_constants(&mut kernel);
-    Ok(kernel)
+    Ok(kernel.expect("the entry is one of the computations"))
 }
 
 /// Where an argument is written.
@@ -719,20 +727,6 @@ impl<'a> Builder<'a> {
             if let Err(e) = infer::check(&op, &operand_tys, &ty) {
                 return self.type_err(instr, e);
             }
-            if let Op::Other { name, attrs } = &op {
-                if name == "convolution" {
-                    if let Some(value) = lower_convolution(instr, attrs, &operands, &ty, nodes) {
-                        if is_root {
-                            if root.is_some() || tuple_root.is_some() {
-                                return self.err(instr.pos, "duplicate-root", "more than one instruction is marked ROOT");
-                            }
-                            root = Some(value);
-                        }
-                        by_name.insert(instr.name.clone(), value);
-                        continue;
-                    }
-                }
-            }
             // In an inlined computation a parameter is the call's operand, not a node.
             let mut value = nodes.len();
             if let Op::Parameter(i) = op {
@@ -1121,39 +1115,6 @@ impl<'a> Builder<'a> {
             .collect();
         Op::Other { name: instr.opcode.replace('_', "-"), attrs: attrs.join(", ") }
     }
-}
-
-/// A typed convolution written as the products it sums (`convolution.rs`): its steps become
-/// nodes named after it, at its position, and the last one is its value. `None` where it is
-/// not written so; it is then kept by name.
-fn lower_convolution(instr: &Instr, attrs: &str, operands: &[usize], ty: &Ty, nodes: &mut Vec<KernelNode>) -> Option<usize> {
-    let (lhs, rhs) = (nodes[operands[0]].ty.clone(), nodes[operands[1]].ty.clone());
-    let conv = convolution::read(attrs, &lhs, &rhs).ok()?;
-    let steps = convolution::lower(&conv, &lhs, &rhs, ty)?;
-    let first = nodes.len();
-    for (k, step) in steps.into_iter().enumerate() {
-        let operands: Vec<usize> = step
-            .operands
-            .iter()
-            .map(|v| match *v {
-                convolution::Value::Input(i) => operands[i],
-                convolution::Value::Step(j) => first + j,
-            })
-            .collect();
-        let tys: Vec<&Ty> = operands.iter().map(|&o| &nodes[o].ty).collect();
-        debug_assert!(infer::check(&step.op, &tys, &step.ty).is_ok(), "step {k} of {}: {:?}", instr.name, step.op);
-        nodes.push(KernelNode {
-            name: format!("{}.{k}", instr.name),
-            op: step.op,
-            ty: step.ty,
-            operands,
-            line: instr.pos.line,
-            col: instr.pos.col,
-            text: instr.text.clone(),
-        });
-    }
-    debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(ty));
-    Some(nodes.len() - 1)
 }
 
 /// `select(compare(a, b, dir), t, f)` as `select_lt` / `select_eq_var`, for the directions
