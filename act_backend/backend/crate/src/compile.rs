@@ -10,6 +10,7 @@ use crate::isa_match::{FreeAttribute, Patterns};
 use crate::kernel::{self, KernelError, KernelErrorKind};
 use crate::kernel::Kernel;
 use crate::layout::{HbmLayout, LayoutError, Signature};
+use crate::bands;
 use crate::partition;
 use crate::output::ScratchDir;
 use crate::report::Progress;
@@ -264,8 +265,9 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     }
 
     let clock = Instant::now();
-    let kernel = kernel::parse_kernel(kernel_text, &options.file)
+    let written = kernel::parse_kernel_as_written(kernel_text, &options.file)
         .map_err(|e| kernel_error(e, kernel_text))?;
+    let kernel = kernel::lowered(written.clone());
     let parsed = clock.elapsed();
     say(&format!("parse: {:.3} ms", ms(parsed)));
     {
@@ -295,7 +297,24 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
     let mut whole = NO_BLOCKS.to_string();
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
-    if let Some(plan) = partition::plan(&kernel, tiles, select::block_tiles(&target.isa, &target.patterns), rows_written) {
+    let max_tiles = select::block_tiles(&target.isa, &target.patterns);
+    if let Some(bands) = (tiles(&kernel) > max_tiles + kernel.nodes.len()).then(|| bands::plan(&written, tiles, max_tiles)).flatten() {
+        say(&format!(
+            "compiling bands of {} output rows of its {} output ({} kernels), run {} times in all",
+            bands.rows,
+            dims(&kernel.outputs[0].shape),
+            bands.bands.len(),
+            bands.runs()
+        ));
+        match in_bands(&kernel, &bands, options, &dir, started)? {
+            Some(assembly) => return Ok(assembly),
+            None => {
+                say("a band's program reads or writes HBM where it cannot be moved to the other bands; compiling the kernel whole");
+                restart(options);
+            }
+        }
+    }
+    if let Some(plan) = partition::plan(&kernel, tiles, max_tiles, rows_written) {
         let back = plan.levels.last().map_or(0, |l| l.back);
         // The innermost split dimension: columns where it is the last of a matrix's.
         let shape = &kernel.outputs[0].shape;
@@ -427,6 +446,67 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
         free_attributes: report.free_attributes.clone(),
         report,
     })
+}
+
+/// The assembly of `kernel` as `bands`: each band's kernel compiled once (its candidates in a
+/// folder of `dir` of its own), each run of its program moved to its rows, the runs' scratch
+/// shared and each band's literals placed apart; `None` where a band's program cannot be
+/// moved. A band that does not compile refuses the kernel.
+fn in_bands(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Assembly>, CompileError> {
+    let isa = &options.target.isa;
+    let sig = signature(kernel);
+    let Ok(layout) = HbmLayout::packed(&sig) else { return Ok(None) };
+    let (mut steps, mut constants) = (Vec::new(), Vec::new());
+    let mut scratch = layout.output.end();
+    let mut hbm_end = scratch;
+    let mut weights = 0.0;
+    let mut last = None;
+    for (k, band) in bands.bands.iter().enumerate() {
+        let sub = dir.join(format!("band_{k}"));
+        std::fs::create_dir_all(&sub).map_err(|error| CompileError::Io { what: format!("create {}", sub.display()), error })?;
+        restart(options);
+        let (report, warning) = place(&band.kernel, options, &sub, started)?;
+        let Some(best) = report.best.clone() else { return Ok(None) };
+        let Ok(block) = HbmLayout::packed(&signature(&band.kernel)) else { return Ok(None) };
+        let offsets = |i: usize| band.runs.iter().map(|r| r[i]).collect::<Vec<i64>>();
+        let mut regions: Vec<partition::Region> = block
+            .inputs
+            .iter()
+            .zip(&layout.inputs)
+            .enumerate()
+            .map(|(p, (b, w))| partition::Region { start: b.addr, end: b.end(), moved: w.addr - b.addr, offsets: offsets(p), whole_end: w.end(), runs: None })
+            .collect();
+        let (out, whole) = (block.output, layout.output);
+        regions.push(partition::Region { start: out.addr, end: out.end(), moved: whole.addr - out.addr, offsets: offsets(block.inputs.len()), whole_end: whole.end(), runs: None });
+        let moved = scratch - out.end();
+        regions.push(partition::Region { start: out.end(), end: i64::MAX, moved, offsets: vec![0; band.runs.len()], whole_end: i64::MAX, runs: None });
+        regions.retain(|r| r.start < r.end);
+        let Some((run_steps, end)) = partition::moved_runs(isa, &best.program, &regions, band.runs.len()) else { return Ok(None) };
+        steps.extend(run_steps);
+        constants.extend(best.program.constants.iter().map(|(addr, ty, bits)| (addr + moved, ty.clone(), bits.clone())));
+        scratch += best.program.hbm_end - out.end();
+        hbm_end = hbm_end.max(end).max(scratch);
+        let Ok(one) = crate::cost::cost_of(&sub.join(format!("candidate_{}.py", best.index))) else { return Ok(None) };
+        weights += (best.cost - one) * band.runs.len() as f64;
+        last = Some((report, warning, best.index));
+    }
+    let Some((mut report, warning, candidate)) = last else { return Ok(None) };
+    let program = crate::emit::PlacedProgram { steps, constants, hbm_end };
+    let Ok(text) = program.assembly(isa, &sig, &layout) else { return Ok(None) };
+    let path = dir.join("bands.py");
+    if std::fs::write(&path, &text).is_err() {
+        return Ok(None);
+    }
+    let Ok(cost) = crate::cost::cost_of(&path) else { return Ok(None) };
+    let cost = cost + weights;
+    let instructions = program.steps.len();
+    let mut part = kernel.outputs[0].shape.clone();
+    part[0] = 1;
+    part[1] = bands.rows;
+    report.blocks = Some((bands.runs() as i64, part));
+    *lock(&options.progress) = report.clone();
+    say(options, &format!("{} bands: {instructions} instructions, cost {cost}", bands.runs()));
+    Ok(Some(Assembly { text, cost, instructions, candidate, warning, free_attributes: report.free_attributes.clone(), report }))
 }
 
 /// Selects instructions for `kernel` and tries the candidates, writing them into `dir`: the

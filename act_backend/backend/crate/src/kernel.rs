@@ -120,10 +120,15 @@ impl std::error::Error for KernelError {}
 /// products they sum (`convolution::lower_kernel`) and what depends on constants only is
 /// folded.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
-    let mut kernel = parse_kernel_as_written(text, file)?;
+    parse_kernel_as_written(text, file).map(lowered)
+}
+
+/// A kernel as written with its convolutions written as products and its constant-only
+/// work folded: what selection reads.
+pub fn lowered(mut kernel: Kernel) -> Kernel {
     convolution::lower_kernel(&mut kernel);
     fold::fold_constants(&mut kernel);
-    Ok(kernel)
+    kernel
 }
 
 /// The kernel as its text writes it, checked: convolutions kept whole, nothing folded.

@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod backoff;
+pub mod bands;
 pub mod bound;
 pub mod changes;
 pub mod cli;

@@ -461,18 +461,35 @@ fn results_bytes_again(block: &mut Kernel, first: usize) {
 }
 
 /// A region of HBM a block's program uses, and where it lies for block `i`.
-struct Region {
-    start: i64,
-    end: i64,
+pub(crate) struct Region {
+    pub(crate) start: i64,
+    pub(crate) end: i64,
     /// Bytes between block `i`'s region and the block program's: `moved + offsets[i]`.
-    moved: i64,
-    offsets: Vec<i64>,
+    pub(crate) moved: i64,
+    pub(crate) offsets: Vec<i64>,
     /// Where the value the region is a part of ends in the whole kernel's HBM: an access of a
     /// part of columns moved to a later part may read on past it ([`moved_addresses`]).
-    whole_end: i64,
+    pub(crate) whole_end: i64,
     /// For a result a block writes in place, the bytes of its part: runs of `.0` bytes every
     /// `.1` bytes from the region's start. A write that changes bytes must lie within one run.
-    runs: Option<(i64, i64)>,
+    pub(crate) runs: Option<(i64, i64)>,
+}
+
+/// The steps of `runs` runs of `program`, run `i` with every HBM access moved into its part
+/// of `regions` ([`moved_addresses`]), and the end of the HBM they touch; `None` where an
+/// access cannot be moved.
+pub(crate) fn moved_runs(isa: &Isa, program: &PlacedProgram, regions: &[Region], runs: usize) -> Option<(Vec<(usize, Vec<i64>, Vec<i64>)>, i64)> {
+    let in_place: Vec<bool> = isa.instructions.iter().map(crate::isa::Instruction::updates_in_place).collect();
+    let mut steps = Vec::with_capacity(program.steps.len() * runs);
+    let mut hbm_end = 0;
+    for i in 0..runs {
+        for (instr, comp, addr) in &program.steps {
+            let (moved, end) = moved_addresses(isa, *instr, comp, addr, regions, i, in_place[*instr])?;
+            steps.push((*instr, comp.clone(), moved));
+            hbm_end = hbm_end.max(end);
+        }
+    }
+    Some((steps, hbm_end))
 }
 
 /// Per block, in the order the blocks run (the outermost level's parts slowest), the bytes
@@ -494,16 +511,8 @@ pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout
     // The scratch (the HBM after the block's output) lies after the whole output.
     let scratch_moved = layout.output.end() - block_layout.output.end();
     let regions = regions(plan, block_layout, layout, &layout.outputs(sig).ok()?, layout.output.end());
-    let mut steps = Vec::with_capacity(program.steps.len() * blocks);
-    let mut hbm_end = program.hbm_end + scratch_moved;
-    let in_place: Vec<bool> = isa.instructions.iter().map(crate::isa::Instruction::updates_in_place).collect();
-    for i in 0..blocks {
-        for (instr, comp, addr) in &program.steps {
-            let (moved, end) = moved_addresses(isa, *instr, comp, addr, &regions, i, in_place[*instr])?;
-            steps.push((*instr, comp.clone(), moved));
-            hbm_end = hbm_end.max(end);
-        }
-    }
+    let (steps, end) = moved_runs(isa, program, &regions, blocks)?;
+    let hbm_end = end.max(program.hbm_end + scratch_moved);
     let constants = program.constants.iter().map(|(addr, ty, bits)| (addr + scratch_moved, ty.clone(), bits.clone())).collect();
     let moved = PlacedProgram { steps, constants, hbm_end };
     moved.assembly(isa, sig, layout).ok()

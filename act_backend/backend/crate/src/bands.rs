@@ -1,0 +1,314 @@
+//! Convolutions too large for one search, in bands of output rows.
+//!
+//! A convolution's output rows read overlapping rows of its input, and those near the borders
+//! read padding, so its blocks are not the equal, disjoint parts [`crate::partition`] splits a
+//! kernel into. Here the output rows of each batch item are cut into bands of `rows` rows: a
+//! band's kernel is the convolution over the input rows it reads, padded only where the whole
+//! convolution is (the first and last bands), followed by the kernel's elementwise work on
+//! those rows. Bands of the same kernel (every band inside the borders) compile once; each
+//! run of a band's program is moved to its rows of the input, of inputs read alike (an
+//! addend of the output's shape) and of the output, as a block's is
+//! ([`crate::partition::moved_runs`]).
+//!
+//! Only a kernel of one convolution is banded: its input a kernel parameter whose batch and
+//! first spatial dimension lead (`b0...`, as the output's), everything that depends on the
+//! convolution elementwise work over its output's shape, with values that do not vary along
+//! the rows (scalars, broadcasts along them) or parameters read alike.
+
+use crate::convolution::{self, Convolution, WindowDim};
+use crate::kernel::{Kernel, KernelNode};
+use crate::lang::{Family, Op, OpCode, Ty};
+
+/// One kernel of the bands and where each of its runs lies.
+#[derive(Debug, Clone)]
+pub struct Band {
+    /// The band's kernel, convolutions written as products and constants folded.
+    pub kernel: Kernel,
+    /// Per run, in the order they run: the bytes from the start of each kernel parameter to
+    /// the run's part of it (0 for a parameter read whole), then from the start of the
+    /// result to the run's rows of it.
+    pub runs: Vec<Vec<i64>>,
+}
+
+/// A convolution kernel in bands.
+#[derive(Debug, Clone)]
+pub struct Bands {
+    /// The distinct band kernels, in the order their first runs come.
+    pub bands: Vec<Band>,
+    /// Output rows per band (the last band of an item may have fewer).
+    pub rows: i64,
+    /// Bands per batch item, and batch items.
+    pub per_item: i64,
+    pub items: i64,
+}
+
+impl Bands {
+    /// How many runs in all.
+    pub fn runs(&self) -> usize {
+        self.bands.iter().map(|b| b.runs.len()).sum()
+    }
+}
+
+/// What a banded kernel is made of.
+struct Shape {
+    conv: usize,
+    spec: Convolution,
+    /// The parameter the convolution reads its input from.
+    input: usize,
+    /// Per node: whether its rows are a band's (it depends on the convolution, or is an
+    /// input read alike, or a value broadcast along the rows that only those use).
+    banded: Vec<bool>,
+}
+
+/// The kernel `kernel` (as written: convolutions whole) in bands of the most rows whose kernel
+/// has at most `max_tiles` tiles as `tiles` counts them (on a kernel with its convolutions
+/// written as products); `None` where it is no banded kernel or fits one search whole.
+pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Bands> {
+    let shape = shape(kernel)?;
+    let out = &kernel.nodes[shape.conv].ty;
+    let (items, out_rows) = (out.shape[0], out.shape[1]);
+    let band_tiles = |rows: i64| -> Option<usize> {
+        // A band inside the borders where there is one: the most a band holds.
+        let first = (out_rows - rows).min(shape.spec.window[0].low.max(0) / shape.spec.window[0].stride + 1).max(0);
+        Some(tiles(&band_kernel(kernel, &shape, first, rows)?))
+    };
+    let one = band_tiles(1)?.max(1);
+    let mut rows = i64::try_from(max_tiles / one).ok()?.clamp(1, out_rows);
+    while rows > 1 && band_tiles(rows)? > max_tiles {
+        rows -= 1;
+    }
+    if rows == out_rows && items == 1 {
+        return None;
+    }
+    let per_item = (out_rows + rows - 1) / rows;
+    let (x, result) = (&kernel.params[shape.input], &kernel.outputs[0]);
+    let input_row = x.shape[2..].iter().product::<i64>() * i64::from(x.dtype.bytes());
+    let output_row = result.shape[2..].iter().product::<i64>() * i64::from(result.dtype.bytes());
+    let mut bands: Vec<(Vec<i64>, Band)> = Vec::new();
+    for item in 0..items {
+        for j in 0..per_item {
+            let first = j * rows;
+            let count = rows.min(out_rows - first);
+            let (start, key) = geometry(&shape.spec.window[0], x.shape[1], first, count)?;
+            let mut offsets: Vec<i64> = Vec::with_capacity(kernel.params.len() + 1);
+            for (p, ty) in kernel.params.iter().enumerate() {
+                let node = kernel.param_nodes[p];
+                offsets.push(if p == shape.input {
+                    (item * x.shape[1] + start) * input_row
+                } else if shape.banded[node] {
+                    (item * ty.shape[1] + first) * ty.shape[2..].iter().product::<i64>() * i64::from(ty.dtype.bytes())
+                } else {
+                    0
+                });
+            }
+            offsets.push((item * result.shape[1] + first) * output_row);
+            match bands.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, band)) => band.runs.push(offsets),
+                None => {
+                    let band = Band { kernel: band_kernel(kernel, &shape, first, count)?, runs: vec![offsets] };
+                    bands.push((key, band));
+                }
+            }
+        }
+    }
+    Some(Bands { bands: bands.into_iter().map(|(_, b)| b).collect(), rows, per_item, items })
+}
+
+/// The first input row output rows `[first, first + count)` read, and what makes their band's
+/// kernel: its input rows, the padding before and after them, its output rows.
+fn geometry(w: &WindowDim, input_rows: i64, first: i64, count: i64) -> Option<(i64, Vec<i64>)> {
+    let begin = first * w.stride - w.low;
+    let end = (first + count - 1) * w.stride + (w.size - 1) * w.rhs_dilate - w.low + 1;
+    let (start, stop) = (begin.max(0), end.min(input_rows));
+    (stop > start).then(|| (start, vec![stop - start, start - begin, end - stop, count]))
+}
+
+/// Whether `kernel` is a banded kernel, and its parts.
+fn shape(kernel: &Kernel) -> Option<Shape> {
+    if kernel.results.len() != 1 {
+        return None;
+    }
+    let is_conv = |n: &KernelNode| matches!(&n.op, Op::Other { name, .. } if name == "convolution");
+    let mut convs = (0..kernel.nodes.len()).filter(|&k| is_conv(&kernel.nodes[k]));
+    let conv = convs.next()?;
+    if convs.next().is_some() {
+        return None;
+    }
+    let node = &kernel.nodes[conv];
+    let Op::Other { attrs, .. } = &node.op else { return None };
+    let (lhs, rhs) = (node.operands[0], node.operands[1]);
+    let spec = convolution::read(attrs, &kernel.nodes[lhs].ty, &kernel.nodes[rhs].ty).ok()?;
+    let Op::Parameter(input) = kernel.nodes[lhs].op else { return None };
+    let leading = |l: &convolution::Layout| l.batch == 0 && l.spatial.first() == Some(&1);
+    if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 {
+        return None;
+    }
+    let out = node.ty.shape.clone();
+    let n = kernel.nodes.len();
+    // What depends on the input parameter, and on the convolution.
+    let mut on_input = vec![false; n];
+    let mut after = vec![false; n];
+    on_input[lhs] = true;
+    for k in 0..n {
+        let ops = &kernel.nodes[k].operands;
+        on_input[k] |= ops.iter().any(|&o| on_input[o]);
+        after[k] = k == conv || ops.iter().any(|&o| after[o]);
+    }
+    // The input is read by the convolution alone.
+    if (0..n).any(|k| on_input[k] && k != lhs && !after[k]) || kernel.nodes.iter().enumerate().any(|(k, nd)| k != conv && nd.operands.contains(&lhs)) {
+        return None;
+    }
+    let root = kernel.results[0];
+    if !after[root] {
+        return None;
+    }
+    let mut banded = after.clone();
+    for k in (0..n).filter(|&k| after[k] && k != conv) {
+        let nd = &kernel.nodes[k];
+        if nd.ty.shape != out || !elementwise(&nd.op) {
+            return None;
+        }
+        for &o in &nd.operands {
+            let operand = &kernel.nodes[o];
+            if after[o] || operand.ty.rank() == 0 {
+                continue;
+            }
+            let along_rows = match &operand.op {
+                Op::Parameter(_) => operand.ty.shape == out,
+                Op::Broadcast(dims) => operand.ty.shape == out && !dims.contains(&1) && !dims.contains(&0),
+                Op::Constant(literal) => operand.ty.shape == out && literal.splat().is_some(),
+                _ => false,
+            };
+            if !along_rows {
+                return None;
+            }
+            banded[o] = true;
+        }
+    }
+    // A value of a band's rows is used only by the band's elementwise work.
+    for (k, nd) in kernel.nodes.iter().enumerate() {
+        if !after[k] && nd.operands.iter().any(|&o| banded[o] && !after[o]) {
+            return None;
+        }
+    }
+    Some(Shape { conv, spec, input, banded })
+}
+
+/// An operator applied element by element (including those kept by name).
+fn elementwise(op: &Op) -> bool {
+    match op {
+        Op::Convert | Op::Copy => true,
+        Op::Other { name, .. } => OpCode::parse(name).is_some_and(|c| {
+            matches!(c.info().family, Family::Unary | Family::Binary | Family::Compare | Family::Select | Family::Clamp | Family::Conversion)
+        }),
+        op => op.is_elementwise(),
+    }
+}
+
+/// The kernel of output rows `[first, first + count)` of one batch item.
+fn band_kernel(kernel: &Kernel, shape: &Shape, first: i64, count: i64) -> Option<Kernel> {
+    let x = &kernel.params[shape.input];
+    let w0 = shape.spec.window[0];
+    let (_, key) = geometry(&w0, x.shape[1], first, count)?;
+    let (rows_in, low, high) = (key[0], key[1], key[2]);
+    let band = |ty: &Ty, rows: i64| {
+        let mut s = ty.shape.clone();
+        s[0] = 1;
+        s[1] = rows;
+        ty.with_shape(s)
+    };
+    let mut window = shape.spec.window.clone();
+    window[0].low = low;
+    window[0].high = high;
+    let mut nodes = kernel.nodes.clone();
+    for (k, node) in nodes.iter_mut().enumerate() {
+        if k == kernel.param_nodes[shape.input] {
+            node.ty = band(&node.ty, rows_in);
+        } else if k == shape.conv {
+            let Op::Other { name, attrs } = &node.op else { return None };
+            node.op = Op::Other { name: name.clone(), attrs: with_window(attrs, &window) };
+            node.ty = band(&node.ty, count);
+        } else if shape.banded[k] {
+            node.ty = band(&node.ty, count);
+        }
+    }
+    let params: Vec<Ty> = kernel.param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect();
+    let outputs: Vec<Ty> = kernel.results.iter().map(|&k| nodes[k].ty.clone()).collect();
+    let band = crate::kernel::lowered(Kernel { params, outputs, nodes, ..kernel.clone() });
+    // Written as products, or not banded at all.
+    (!band.nodes.iter().any(|n| matches!(&n.op, Op::Other { name, .. } if name == "convolution"))).then_some(band)
+}
+
+/// `attrs` (the `name=value, ...` text a convolution keeps) with its window written as `window`.
+fn with_window(attrs: &str, window: &[WindowDim]) -> String {
+    let join = |f: &dyn Fn(&WindowDim) -> String| window.iter().map(f).collect::<Vec<_>>().join("x");
+    let text = format!(
+        "{{size={} stride={} pad={} lhs_dilate={} rhs_dilate={} rhs_reversal={}}}",
+        join(&|w| w.size.to_string()),
+        join(&|w| w.stride.to_string()),
+        join(&|w| format!("{}_{}", w.low, w.high)),
+        join(&|w| w.lhs_dilate.to_string()),
+        join(&|w| w.rhs_dilate.to_string()),
+        join(&|w| u8::from(w.reversal).to_string()),
+    );
+    let mut parts: Vec<String> = attrs.split(", ").filter(|kv| !kv.starts_with("window=")).map(str::to_string).collect();
+    parts.insert(0, format!("window={text}"));
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::parse_kernel_as_written;
+
+    fn conv_kernel(body_after: &str, root: &str, out: &str) -> Kernel {
+        let text = format!(
+            "HloModule m\n\nENTRY e {{\n  x = s8[2,8,8,16] parameter(0)\n  w = s8[3,3,16,16] parameter(1)\n  \
+             c = s32[2,8,8,16] convolution(x, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n{body_after}  ROOT r = {out} {root}\n}}\n"
+        );
+        parse_kernel_as_written(&text, "k.hlo").expect("a valid kernel")
+    }
+
+    #[test]
+    fn bands_inside_the_borders_share_one_kernel() {
+        let kernel = conv_kernel("", "copy(c)", "s32[2,8,8,16]");
+        // Two output rows' worth of tiles at most: bands of 2 rows.
+        let tiles = |k: &Kernel| k.nodes.iter().filter(|n| matches!(n.op, Op::Dot(_))).count() * 100;
+        let one_row = tiles(&band_kernel(&kernel, &shape(&kernel).expect("banded"), 3, 1).expect("a band"));
+        let bands = plan(&kernel, tiles, 2 * one_row).expect("bands");
+        assert_eq!((bands.rows, bands.per_item, bands.items), (2, 4, 2));
+        // The first band (padding above), the two inside, the last (padding below).
+        assert_eq!(bands.bands.len(), 3);
+        assert_eq!(bands.runs(), 8);
+        let inside = &bands.bands[1];
+        assert_eq!(inside.kernel.params[0].shape, vec![1, 4, 8, 16]);
+        assert_eq!(inside.kernel.outputs[0].shape, vec![1, 2, 8, 16]);
+        // Input rows 1.. and 3.. of item 0, then of item 1 (8 rows of 8x16 bytes each).
+        let row = 8 * 16;
+        let starts: Vec<i64> = inside.runs.iter().map(|r| r[0]).collect();
+        assert_eq!(starts, vec![row, 3 * row, 9 * row, 11 * row]);
+        let outs: Vec<i64> = inside.runs.iter().map(|r| r[2]).collect();
+        assert_eq!(outs, vec![2 * row * 4, 4 * row * 4, 10 * row * 4, 12 * row * 4]);
+    }
+
+    #[test]
+    fn an_addend_of_the_outputs_shape_is_read_in_bands_and_a_broadcast_bias_whole() {
+        let kernel = conv_kernel(
+            "  y = s32[2,8,8,16] parameter(2)\n  b = s32[16] parameter(3)\n  bb = s32[2,8,8,16] broadcast(b), dimensions={3}\n  s = s32[2,8,8,16] add(c, y)\n",
+            "add(s, bb)",
+            "s32[2,8,8,16]",
+        );
+        let s = shape(&kernel).expect("banded");
+        let band = band_kernel(&kernel, &s, 2, 2).expect("a band");
+        assert_eq!(band.params[2].shape, vec![1, 2, 8, 16]);
+        assert_eq!(band.params[3].shape, vec![16]);
+    }
+
+    #[test]
+    fn other_uses_of_the_input_or_work_across_rows_are_not_banded() {
+        let across = conv_kernel("", "transpose(c), dimensions={0,2,1,3}", "s32[2,8,8,16]");
+        assert!(shape(&across).is_none());
+        let rows = conv_kernel("", "slice(c), slice={[0:2],[0:4],[0:8],[0:16]}", "s32[2,4,8,16]");
+        assert!(shape(&rows).is_none());
+    }
+}
