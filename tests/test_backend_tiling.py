@@ -141,6 +141,10 @@ TILED = {
     "gemmini_relu_conv_2x6x6x16x32": ("Gemmini", {"matmul32": 72, "mac32": 376}),
     "gemmini_grouped_conv_1x6x6x32": ("Gemmini", {"matmul32": 36, "mac32": 188}),
     "gemmini_conv_1d_2x10x16": ("Gemmini", {"matmul32": 6, "mac32": 8}),
+    # a quantized layer more than a third of a search: 8 bands of 2 output rows (3 kernels:
+    # padding above, none, below), the bias loaded into the accumulator under each product
+    "gemmini_conv_layer_1x16x16x64": ("Gemmini", {"mac32": 5152, "mvin_acc": 40,
+                                                  "mvin_acc_strided": 512}),
     # relu(A.B) at 128x128: each column of eight tiles, side by side in the accumulator, stored
     # through the ReLU into its columns at once; every operand element loaded once: A's two
     # 128-row column windows, kept for every column, and B's eight column windows (24 loads

@@ -17,7 +17,7 @@
 
 use crate::convolution::{self, Convolution, WindowDim};
 use crate::kernel::{Kernel, KernelNode};
-use crate::lang::{Family, Op, OpCode, Ty};
+use crate::lang::{Op, Ty};
 
 /// One kernel of the bands and where each of its runs lies.
 #[derive(Debug, Clone)]
@@ -73,6 +73,12 @@ const BAND_SHARE: usize = 3;
 /// search whole.
 pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Bands> {
     let shape = shape(kernel)?;
+    let budget = max_tiles / BAND_SHARE;
+    let whole = crate::kernel::lowered(kernel.clone());
+    // Every operation counts one tile at least, as `partition::plan` counts them.
+    if tiles(&whole) <= budget + whole.nodes.len() {
+        return None;
+    }
     let out = &kernel.nodes[shape.conv].ty;
     let (items, out_rows) = (out.shape[0], out.shape[1]);
     let band_tiles = |rows: i64| -> Option<usize> {
@@ -81,7 +87,6 @@ pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize)
         Some(tiles(&band_kernel(kernel, &shape, first, rows)?))
     };
     let one = band_tiles(1)?.max(1);
-    let budget = max_tiles / BAND_SHARE;
     let mut rows = i64::try_from(budget / one).ok()?.clamp(1, out_rows);
     while rows > 1 && band_tiles(rows)? > budget {
         rows -= 1;
@@ -174,7 +179,7 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
     let mut banded = after.clone();
     for k in (0..n).filter(|&k| after[k] && k != conv) {
         let nd = &kernel.nodes[k];
-        if nd.ty.shape != out || !elementwise(&nd.op) {
+        if nd.ty.shape != out || !convolution::elementwise(&nd.op) {
             return None;
         }
         for &o in &nd.operands {
@@ -184,7 +189,11 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
             }
             let along_rows = match &operand.op {
                 Op::Parameter(_) => operand.ty.shape == out,
-                Op::Broadcast(dims) => operand.ty.shape == out && !dims.contains(&1) && !dims.contains(&0),
+                // One value along the batch and the rows: the same in every band.
+                Op::Broadcast(dims) => {
+                    let from = &kernel.nodes[operand.operands[0]].ty.shape;
+                    operand.ty.shape == out && dims.iter().zip(from).all(|(&d, &size)| d > 1 || size == 1)
+                }
                 Op::Constant(literal) => operand.ty.shape == out && literal.splat().is_some(),
                 _ => false,
             };
@@ -201,17 +210,6 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
         }
     }
     Some(Shape { conv, spec, input, banded })
-}
-
-/// An operator applied element by element (including those kept by name).
-fn elementwise(op: &Op) -> bool {
-    match op {
-        Op::Convert | Op::Copy => true,
-        Op::Other { name, .. } => OpCode::parse(name).is_some_and(|c| {
-            matches!(c.info().family, Family::Unary | Family::Binary | Family::Compare | Family::Select | Family::Clamp | Family::Conversion)
-        }),
-        op => op.is_elementwise(),
-    }
 }
 
 /// The kernel of output rows `[first, first + count)` of one batch item.

@@ -22,7 +22,7 @@
 
 use crate::infer::{Site, TypeError};
 use crate::kernel::{Kernel, KernelNode};
-use crate::lang::{DType, DotDims, Literal, Op, Ty};
+use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Ty};
 
 /// Where an operand's dimensions are: batch (or a kernel's output features), features (or a
 /// kernel's input features), and the spatial dimension labelled `d` at `spatial[d]`.
@@ -323,6 +323,35 @@ pub fn result_type(conv: &Convolution, lhs: &Ty, rhs: &Ty, dtype: DType) -> Ty {
 pub enum Value {
     Input(usize),
     Step(usize),
+    /// A kernel node an elementwise step after the convolution reads ([`After`]).
+    Node(usize),
+}
+
+/// A step of elementwise work on a convolution's output, fused into each piece of it: its
+/// operator and element type over the output's shape.
+#[derive(Debug, Clone)]
+pub struct After {
+    pub op: Op,
+    pub dtype: DType,
+    pub operands: Vec<Operand>,
+}
+
+/// What an [`After`] step reads, as a piece of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    /// The convolution's piece.
+    Convolution,
+    /// An earlier step's piece.
+    Step(usize),
+    /// A scalar kernel node (a clamp's bound), as it is.
+    Scalar(usize),
+    /// A kernel node of one value per output feature (or one in all), broadcast over the
+    /// output: broadcast over the piece.
+    Features(usize),
+    /// A kernel node of the output's shape: the piece's rows of it.
+    Rows(usize),
+    /// A splat literal of the output's shape (its one value's bits).
+    Splat(u64),
 }
 
 /// One operator of the written convolution.
@@ -341,6 +370,13 @@ pub struct Step {
 /// spatial dimension. A piece's rows of input are then every `stride`-th row of the input seen
 /// as a matrix of pixels by features, and the pieces are the output's bytes end to end.
 pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step>> {
+    lower_with(conv, lhs, rhs, ty, &[], &[])
+}
+
+/// [`lower`], each piece followed by the elementwise steps `after` (whose kernel nodes have the
+/// types `node_types`, by index): the last step's value, of the output's shape, is the last
+/// of the list.
+pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[After], node_types: &[Ty]) -> Option<Vec<Step>> {
     let n = conv.window.len();
     if conv.window.iter().any(|w| w.lhs_dilate != 1 || w.reversal)
         || lhs.shape.contains(&0)
@@ -383,6 +419,10 @@ pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step
         group_out: kernel_out / groups,
         dtype: ty.dtype,
         blocks: Vec::new(),
+        after,
+        node_types,
+        outputs: &outputs,
+        cached: Vec::new(),
     };
     let mut plan = plan;
     // The last spatial dimension's segments; every other is taken an index at a time.
@@ -410,7 +450,8 @@ pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step
     let mut shape_now = vec![batch];
     shape_now.extend(outputs.iter().copied());
     shape_now.push(kernel_out);
-    let now = Ty::new(ty.dtype, shape_now.clone());
+    let dtype = after.last().map_or(ty.dtype, |a| a.dtype);
+    let now = Ty::new(dtype, shape_now.clone());
     let whole = w.reshape(all, &all_ty, shape_now);
     // [batch, spatial..., features] to the output's order.
     let mut perm = vec![0; n + 2];
@@ -497,6 +538,13 @@ struct Pieces<'a> {
     dtype: DType,
     /// The kernel's block of each window position and group, written once.
     blocks: Vec<((i64, i64), Value)>,
+    /// Elementwise work after the convolution, applied to each piece, and the kernel's types.
+    after: &'a [After],
+    node_types: &'a [Ty],
+    /// The output's spatial sizes.
+    outputs: &'a [i64],
+    /// Operands of `after` written once: per kernel node and piece length.
+    cached: Vec<((usize, i64), Value)>,
 }
 
 impl Pieces<'_> {
@@ -623,62 +671,222 @@ impl Pieces<'_> {
             outs.push((value, product_ty.clone()));
         }
         let (all, all_ty) = w.concatenate(outs, 1);
+        // The piece's first row of the output seen as [pixels, features].
+        let mut row = item;
+        for (d, &o) in at.iter().enumerate() {
+            row = row * self.outputs[d] + o;
+        }
+        let row = row * self.outputs.last().copied().unwrap_or(1) + first;
+        let (all, all_ty) = self.after(w, all, &all_ty, row);
         let flat = vec![all_ty.elements()];
         let v = w.reshape(all, &all_ty, flat.clone());
         (v, all_ty.with_shape(flat))
     }
+
+    /// The steps of `after` over a piece `value` (`[count, features]`) whose first row is
+    /// `row` of the output seen as [pixels, features].
+    fn after(&mut self, w: &mut Writer, value: Value, ty: &Ty, row: i64) -> (Value, Ty) {
+        let (count, features) = (ty.shape[0], ty.shape[1]);
+        let mut done: Vec<(Value, Ty)> = Vec::new();
+        for step in self.after {
+            let mut args = Vec::new();
+            for operand in &step.operands {
+                args.push(match *operand {
+                    Operand::Convolution => value,
+                    Operand::Step(j) => done[j].0,
+                    Operand::Scalar(node) => Value::Node(node),
+                    Operand::Features(node) => self.features(w, node, count, features),
+                    Operand::Rows(node) => {
+                        let whole = &self.node_types[node];
+                        let matrix = whole.with_shape(vec![whole.elements() / features, features]);
+                        let m = match self.cached.iter().find(|(key, _)| *key == (node, -1)) {
+                            Some((_, v)) => *v,
+                            None => {
+                                let v = w.reshape(Value::Node(node), whole, matrix.shape.clone());
+                                self.cached.push(((node, -1), v));
+                                v
+                            }
+                        };
+                        w.slice(m, &matrix, vec![(row, row + count, 1), (0, features, 1)]).0
+                    }
+                    Operand::Splat(bits) => {
+                        let dtype = step.dtype;
+                        let scalar = w.push(Op::Constant(Literal { bits: vec![bits] }), Ty::new(dtype, Vec::new()), Vec::new());
+                        w.push(Op::Broadcast(Vec::new()), Ty::new(dtype, vec![count, features]), vec![scalar])
+                    }
+                });
+            }
+            let out = Ty::new(step.dtype, vec![count, features]);
+            let v = w.push(step.op.clone(), out.clone(), args);
+            done.push((v, out));
+        }
+        done.pop().unwrap_or((value, ty.clone()))
+    }
+
+    /// Kernel node `node`, one value per feature or one in all, broadcast over `count` rows.
+    fn features(&mut self, w: &mut Writer, node: usize, count: i64, features: i64) -> Value {
+        if let Some((_, v)) = self.cached.iter().find(|(key, _)| *key == (node, count)) {
+            return *v;
+        }
+        let ty = self.node_types[node].clone();
+        let (shape, dims) = if ty.elements() == 1 { (vec![], vec![]) } else { (vec![features], vec![1]) };
+        let flat = w.reshape(Value::Node(node), &ty, shape.clone());
+        let v = w.push(Op::Broadcast(dims), Ty::new(ty.dtype, vec![count, features]), vec![flat]);
+        self.cached.push(((node, count), v));
+        v
+    }
 }
 
-/// Writes every convolution of `kernel` that [`lower`] writes as its steps: nodes named
-/// after it, at its position, the last one its value. The others stay whole.
+/// Whether an operator is applied element by element (including those kept by name).
+pub fn elementwise(op: &Op) -> bool {
+    match op {
+        Op::Convert | Op::Copy => true,
+        Op::Other { name, .. } => OpCode::parse(name).is_some_and(|c| {
+            matches!(c.info().family, Family::Unary | Family::Binary | Family::Compare | Family::Select | Family::Clamp | Family::Conversion)
+        }),
+        op => op.is_elementwise(),
+    }
+}
+
+/// The elementwise work on convolution node `conv`'s output that [`lower_with`] fuses into its
+/// pieces, and the kernel nodes it is (the last one the value it ends in); `None` where there
+/// is none, or where the output is not laid out batch, spatial dimensions, features, or
+/// something else reads a value before the last.
+pub fn fused_after(kernel: &Kernel, conv: usize, spec: &Convolution) -> Option<(Vec<After>, Vec<usize>)> {
+    let n = spec.window.len();
+    if spec.out.batch != 0 || spec.out.feature != n + 1 || spec.out.spatial.iter().enumerate().any(|(d, &s)| s != d + 1) {
+        return None;
+    }
+    let out = &kernel.nodes[conv].ty.shape;
+    let mut after: Vec<usize> = Vec::new();
+    let mut index = vec![usize::MAX; kernel.nodes.len()];
+    let mut steps = Vec::new();
+    for (k, node) in kernel.nodes.iter().enumerate().skip(conv + 1) {
+        if !node.operands.iter().any(|&o| o == conv || index[o] != usize::MAX) {
+            continue;
+        }
+        if &node.ty.shape != out || !elementwise(&node.op) {
+            return None;
+        }
+        let mut operands = Vec::new();
+        for &o in &node.operands {
+            let operand = &kernel.nodes[o];
+            operands.push(if o == conv {
+                Operand::Convolution
+            } else if index[o] != usize::MAX {
+                Operand::Step(index[o])
+            } else if operand.ty.rank() == 0 {
+                Operand::Scalar(o)
+            } else {
+                match &operand.op {
+                    Op::Broadcast(dims) => {
+                        let x = operand.operands[0];
+                        let from = &kernel.nodes[x].ty.shape;
+                        dims.iter().zip(from).all(|(&d, &size)| d == n + 1 || size == 1).then_some(Operand::Features(x))?
+                    }
+                    Op::Parameter(_) if &operand.ty.shape == out => Operand::Rows(o),
+                    Op::Constant(literal) if &operand.ty.shape == out => Operand::Splat(*literal.bits.first()?),
+                    _ => return None,
+                }
+            });
+        }
+        index[k] = steps.len();
+        after.push(k);
+        steps.push(After { op: node.op.clone(), dtype: node.ty.dtype, operands });
+    }
+    let root = *after.last()?;
+    // Only the last step's value is read beyond the steps, and no result is an earlier one.
+    let inside = |k: usize| k == conv || index[k] != usize::MAX;
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        if !inside(k) && node.operands.iter().any(|&o| inside(o) && o != root) {
+            return None;
+        }
+    }
+    if kernel.results.iter().any(|&r| inside(r) && r != root) {
+        return None;
+    }
+    Some((steps, after))
+}
+
+/// Writes every convolution of `kernel` that [`lower`] writes as its steps: nodes named after
+/// it, at its position, the last one its value. Elementwise work on its output
+/// ([`fused_after`]) is applied to each piece instead, and the steps are written where that
+/// work ends. The others stay whole.
 pub fn lower_kernel(kernel: &mut Kernel) {
-    if !kernel.nodes.iter().any(|n| matches!(&n.op, Op::Other { name, .. } if name == "convolution")) {
+    let is_conv = |n: &KernelNode| matches!(&n.op, Op::Other { name, .. } if name == "convolution");
+    if !kernel.nodes.iter().any(is_conv) {
         return;
     }
+    let types: Vec<Ty> = kernel.nodes.iter().map(|n| n.ty.clone()).collect();
+    // Per convolution written as steps: its attributes, and the work fused after it.
+    let mut plans: Vec<Option<(Convolution, Vec<After>)>> = vec![None; kernel.nodes.len()];
+    // Per node: the convolution whose steps are written in its place, or that it is fused.
+    let mut written_at: Vec<Option<usize>> = vec![None; kernel.nodes.len()];
+    let mut fused = vec![false; kernel.nodes.len()];
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        let Op::Other { attrs, .. } = &node.op else { continue };
+        if !is_conv(node) || node.operands.len() != 2 {
+            continue;
+        }
+        let (lhs, rhs) = (&types[node.operands[0]], &types[node.operands[1]]);
+        let Ok(spec) = read(attrs, lhs, rhs) else { continue };
+        let (after, steps) = fused_after(kernel, k, &spec).unwrap_or_default();
+        if lower_with(&spec, lhs, rhs, &node.ty, &after, &types).is_none() {
+            continue;
+        }
+        let end = steps.last().copied().unwrap_or(k);
+        for &j in std::iter::once(&k).chain(&steps) {
+            fused[j] = j != end;
+        }
+        written_at[end] = Some(k);
+        plans[k] = Some((spec, after));
+    }
     let mut nodes: Vec<KernelNode> = Vec::with_capacity(kernel.nodes.len());
-    let mut new_index: Vec<usize> = Vec::with_capacity(kernel.nodes.len());
-    for node in &kernel.nodes {
-        let operands: Vec<usize> = node.operands.iter().map(|&o| new_index[o]).collect();
-        let steps = match &node.op {
-            Op::Other { name, attrs } if name == "convolution" && operands.len() == 2 => {
-                let (lhs, rhs) = (&nodes[operands[0]].ty, &nodes[operands[1]].ty);
-                read(attrs, lhs, rhs).ok().and_then(|conv| lower(&conv, lhs, rhs, &node.ty))
+    let mut new_index: Vec<usize> = vec![usize::MAX; kernel.nodes.len()];
+    for (k, node) in kernel.nodes.iter().enumerate() {
+        let Some(conv) = written_at[k] else {
+            if fused[k] {
+                continue;
             }
-            _ => None,
-        };
-        let Some(steps) = steps else {
+            let operands: Vec<usize> = node.operands.iter().map(|&o| new_index[o]).collect();
             nodes.push(KernelNode { operands, ..node.clone() });
-            new_index.push(nodes.len() - 1);
+            new_index[k] = nodes.len() - 1;
             continue;
         };
+        let (spec, after) = plans[conv].as_ref().expect("planned above");
+        let c = &kernel.nodes[conv];
+        let inputs = [new_index[c.operands[0]], new_index[c.operands[1]]];
+        let steps = lower_with(spec, &types[c.operands[0]], &types[c.operands[1]], &c.ty, after, &types)
+            .expect("written when planned");
         let first = nodes.len();
-        for (k, step) in steps.into_iter().enumerate() {
+        for (j, step) in steps.into_iter().enumerate() {
             let args: Vec<usize> = step
                 .operands
                 .iter()
                 .map(|v| match *v {
-                    Value::Input(i) => operands[i],
-                    Value::Step(j) => first + j,
+                    Value::Input(i) => inputs[i],
+                    Value::Step(s) => first + s,
+                    Value::Node(n) => new_index[n],
                 })
                 .collect();
             debug_assert!(
                 crate::infer::check(&step.op, &args.iter().map(|&a| &nodes[a].ty).collect::<Vec<_>>(), &step.ty).is_ok(),
-                "step {k} of {}: {:?}",
-                node.name,
+                "step {j} of {}: {:?}",
+                c.name,
                 step.op
             );
             nodes.push(KernelNode {
-                name: format!("{}.{k}", node.name),
+                name: format!("{}.{j}", c.name),
                 op: step.op,
                 ty: step.ty,
                 operands: args,
-                line: node.line,
-                col: node.col,
-                text: node.text.clone(),
+                line: c.line,
+                col: c.col,
+                text: c.text.clone(),
             });
         }
         debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(&node.ty));
-        new_index.push(nodes.len() - 1);
+        new_index[k] = nodes.len() - 1;
     }
     kernel.param_nodes = kernel.param_nodes.iter().map(|&k| new_index[k]).collect();
     kernel.results = kernel.results.iter().map(|&k| new_index[k]).collect();
@@ -759,6 +967,33 @@ mod tests {
         let products: Vec<&Step> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).collect();
         assert_eq!(products.len(), 4 * 3);
         assert!(steps.iter().any(|s| matches!(s.op, Op::Broadcast(_))));
+    }
+
+    /// Every node of `kernel` has the type its operator gives its operands'.
+    fn assert_typed(kernel: &Kernel) {
+        for node in &kernel.nodes {
+            let tys: Vec<&Ty> = node.operands.iter().map(|&o| &kernel.nodes[o].ty).collect();
+            crate::infer::check(&node.op, &tys, &node.ty).unwrap_or_else(|e| panic!("{}: {e}", node.name));
+        }
+    }
+
+    #[test]
+    fn a_bias_relu_and_saturation_after_a_convolution_apply_to_each_piece() {
+        let text = "HloModule m\n\nENTRY e {\n  x = s8[1,4,4,16] parameter(0)\n  w = s8[3,3,16,16] parameter(1)\n  \
+                    c = s32[1,4,4,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n  \
+                    b = s32[16] parameter(2)\n  bb = s32[1,4,4,16] broadcast(b), dimensions={3}\n  s = s32[1,4,4,16] add(c, bb)\n  \
+                    z = s32[] constant(0)\n  zz = s32[1,4,4,16] broadcast(z), dimensions={}\n  r = s32[1,4,4,16] maximum(s, zz)\n  \
+                    lo = s32[] constant(-128)\n  hi = s32[] constant(127)\n  k = s32[1,4,4,16] clamp(lo, r, hi)\n  \
+                    ROOT q = s8[1,4,4,16] convert(k)\n}\n";
+        let mut kernel = crate::kernel::parse_kernel_as_written(text, "k.hlo").expect("a valid kernel");
+        lower_kernel(&mut kernel);
+        assert_typed(&kernel);
+        // Each of the 12 pieces (4 rows of 1, 2 and 1 pixels) sums its products and adds its
+        // bias (as many adds as products), takes the maximum, clamps and converts its own rows.
+        let count = |name: &str| kernel.nodes.iter().filter(|n| n.op.hlo_name() == name).count();
+        assert_eq!(count("add"), count("dot"));
+        assert_eq!((count("maximum"), count("clamp"), count("convert")), (12, 12, 12));
+        assert_eq!(kernel.nodes[kernel.root].ty, Ty::new(DType::S8, vec![1, 4, 4, 16]));
     }
 
     #[test]

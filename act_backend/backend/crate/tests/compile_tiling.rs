@@ -996,3 +996,18 @@ fn grouped_and_one_dimensional_convolutions_compile() {
     let signal = compiled("gemmini_isa.json", "gemmini_conv_1d_2x10x16");
     assert_eq!(products(&signal), 2 * (2 + 3 + 2));
 }
+
+#[test]
+fn a_convolution_layer_larger_than_a_third_of_a_search_compiles_in_bands_of_rows() {
+    // relu(conv + bias) saturated to int8, 16x16 pixels of 64 features: bands of 2 output
+    // rows, the first and last padded, the six inside one kernel compiled once.
+    let asm = assembly("gemmini_isa.json", "gemmini_conv_layer_1x16x16x64");
+    assert_eq!(asm.report.blocks, Some((8, vec![1, 2, 16, 64])));
+    // Per window row on the input of each output row (2 for the first and last, 3 for the 14
+    // inside), 7 products (2, 3 and 2 window columns on the input for the pieces of its first
+    // pixel, 14 inside and last), each of 4x4 tiles (64 features by 64); the bias is loaded
+    // under each, so every tile product accumulates.
+    let calls = calls(&asm.text);
+    assert_eq!(products(&calls), (2 + 3 * 14 + 2) * (2 + 3 + 2) * 16);
+    assert_eq!(count(&calls, "matmul32"), 0);
+}

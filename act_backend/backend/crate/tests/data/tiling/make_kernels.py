@@ -414,6 +414,12 @@ KERNELS = {
     "gemmini_conv_1d_2x10x16": (lambda x, w: jax.lax.conv_general_dilated(
         x, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"),
         preferred_element_type=I32), [shape(2, 10, 16, dtype=I8), shape(3, 16, 16, dtype=I8)]),
+    # a quantized convolution layer, int8 to int8: more than a third of a search, so in bands
+    # of output rows, the bias added and the ReLU and saturation applied in each band
+    "gemmini_conv_layer_1x16x16x64": (lambda x, w, b: jnp.clip(relu(int8_conv(x, w) + b), -128,
+                                                               127).astype(I8),
+                                      [shape(1, 16, 16, 64, dtype=I8),
+                                       shape(3, 3, 64, 64, dtype=I8), shape(64, dtype=I32)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
