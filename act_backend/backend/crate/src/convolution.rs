@@ -568,10 +568,9 @@ impl Pieces<'_> {
         // position 0, for the largest batch item any group reads.
         let b = (items - 1) * self.group_batch + item;
         let mut row = b;
-        for d in 0..n - 1 {
-            let wd = &conv.window[d];
-            let highest = (0..wd.size).map(|k| wd.input_of(at[d], k)).filter(|i| (0..self.inputs[d]).contains(i)).max();
-            row = row * self.inputs[d] + highest.unwrap_or(0);
+        for ((wd, &o), &input) in conv.window.iter().zip(at).zip(self.inputs) {
+            let highest = (0..wd.size).map(|k| wd.input_of(o, k)).filter(|i| (0..input).contains(i)).max();
+            row = row * input + highest.unwrap_or(0);
         }
         let wd = &conv.window[n - 1];
         let last_k = segment.2.iter().copied().max().unwrap_or(0);

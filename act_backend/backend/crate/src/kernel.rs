@@ -376,7 +376,7 @@ impl<'a> Builder<'a> {
                     self.decode_word(instr, name, &[])?;
                 } else if name == "direction" {
                     self.decode_word(instr, name, COMPARISON_DIRECTIONS)?;
-                } else if name == "window" && convolution::window_fields(&attr.value.to_string()).is_none() {
+                } else if name == "window" && (!written_tightly(&attr.value) || convolution::window_fields(&attr.value.to_string()).is_none()) {
                     return self.err(
                         attr.value.pos(),
                         "hlo-syntax",
@@ -1120,6 +1120,29 @@ impl<'a> Builder<'a> {
             .collect();
         Op::Other { name: instr.opcode.replace('_', "-"), attrs: attrs.join(", ") }
     }
+}
+
+/// Whether every `=` inside `value` (a window's `size=3x3`) touches the words on both sides,
+/// as XLA's lexer reads an attribute name with its `=`.
+fn written_tightly(value: &Value) -> bool {
+    let words: Vec<(&str, Pos)> = match value {
+        Value::List(items, _) => items
+            .iter()
+            .flat_map(|item| match item {
+                Value::Seq(parts, _) => parts.iter().collect::<Vec<_>>(),
+                other => vec![other],
+            })
+            .filter_map(|v| match v {
+                Value::Word(w, p) => Some((w.as_str(), *p)),
+                _ => None,
+            })
+            .collect(),
+        _ => return true,
+    };
+    words.windows(3).all(|w| {
+        let [(key, k), ("=", eq), (_, v)] = w else { return true };
+        k.line == eq.line && eq.line == v.line && k.col + key.chars().count() == eq.col && eq.col + 1 == v.col
+    })
 }
 
 /// `select(compare(a, b, dir), t, f)` as `select_lt` / `select_eq_var`, for the directions

@@ -475,10 +475,13 @@ pub(crate) struct Region {
     pub(crate) runs: Option<(i64, i64)>,
 }
 
+/// A program's steps: instruction, computational and addressing attributes.
+pub(crate) type Steps = Vec<(usize, Vec<i64>, Vec<i64>)>;
+
 /// The steps of `runs` runs of `program`, run `i` with every HBM access moved into its part
 /// of `regions` ([`moved_addresses`]), and the end of the HBM they touch; `None` where an
 /// access cannot be moved.
-pub(crate) fn moved_runs(isa: &Isa, program: &PlacedProgram, regions: &[Region], runs: usize) -> Option<(Vec<(usize, Vec<i64>, Vec<i64>)>, i64)> {
+pub(crate) fn moved_runs(isa: &Isa, program: &PlacedProgram, regions: &[Region], runs: usize) -> Option<(Steps, i64)> {
     let in_place: Vec<bool> = isa.instructions.iter().map(crate::isa::Instruction::updates_in_place).collect();
     let mut steps = Vec::with_capacity(program.steps.len() * runs);
     let mut hbm_end = 0;
