@@ -2,7 +2,8 @@
 act_backend.jax and equal JAX exactly: products accumulated in int32 with
 ``preferred_element_type``, bias adds, ReLU, requantization by ``jnp.clip`` and
 ``astype(int8)``, per-row biases and row sums, as a quantized layer on a systolic array writes
-them. What no instruction computes is refused at the JAX line that made it.
+them, and a quantized convolution layer. What no instruction computes is refused at the JAX
+line that made it.
 """
 
 from __future__ import annotations
@@ -133,3 +134,26 @@ def test_an_elementwise_product_is_refused_at_its_line(gemmini):
     with pytest.raises(ajax.CompileError, match=rf"^{__file__}:{PRODUCT_LINE}: ") as caught:
         ajax.compile(elementwise_product, *structs, backend=gemmini)
     assert "no instruction of Gemmini computes `multiply`" in str(caught.value)
+
+
+def conv_layer(x, w, b):
+    """A quantized convolution layer as JAX writes it: NHWC input, HWIO kernel, int32 sums."""
+    y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                     preferred_element_type=I32)
+    return requantize(jnp.maximum(y + b, 0))
+
+
+def test_a_convolution_layer_compiles_and_equals_jax(gemmini):
+    # 4x4 pixels of 16 features, SAME 3x3: each output row in pieces of its first pixel, the
+    # two inside and its last, 2, 3 and 2 window columns on the input each, times 2, 3, 3 and 2
+    # window rows: 70 array products, each accumulating onto the piece's bias.
+    types = [((1, 4, 4, 16), I8), ((3, 3, 16, 16), I8), ((16,), I32)]
+    structs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in types]
+    kernel = ajax.compile(conv_layer, *structs, backend=gemmini)
+    names = [call.split("(")[0] for call in kernel.instructions]
+    assert names.count("mac32") == (2 + 3 + 2) * (2 + 3 + 3 + 2)
+    assert names.count("mvout_acc_relu") == 12
+    for seed in (1, 2):
+        report = ajax.check(conv_layer, *arrays(types, seed), backend=gemmini)
+        assert report.max_ulps == 0.0, str(report)
