@@ -210,10 +210,12 @@ def campaign_arguments(description: str, kinds: Iterable[str], spec: Path | None
 
 def drawn_kernels(rng: np.random.Generator, count: int, draw, hlo_text, random_inputs):
     """``count`` kernels ``(label, HLO text, inputs)`` for [`run_campaign`]: a kind and its
-    dimensions from ``draw(rng)``, its text and argument types from ``hlo_text(kind, dims)``,
-    inputs from ``random_inputs(rng, argument types)``, in that order for each kernel (a
-    seed draws the same kernels whatever the checks take)."""
+    dimensions (a tuple, labelled ``16x32x8``, or any object, labelled as it prints) from
+    ``draw(rng)``, its text and argument types from ``hlo_text(kind, dims)``, inputs from
+    ``random_inputs(rng, argument types)``, in that order for each kernel (a seed draws the
+    same kernels whatever the checks take)."""
     for _ in range(count):
         kind, dims = draw(rng)
         text, arg_types = hlo_text(kind, dims)
-        yield f"{kind} {'x'.join(map(str, dims))}", text, random_inputs(rng, arg_types)
+        label = "x".join(map(str, dims)) if isinstance(dims, tuple) else str(dims)
+        yield f"{kind} {label}", text, random_inputs(rng, arg_types)
