@@ -608,6 +608,12 @@ impl Pieces<'_> {
         let product_ty = Ty::new(self.dtype, vec![count, self.group_out]);
         let float = self.pixels.dtype.is_float();
         let positions: i64 = conv.window.iter().map(|wd| wd.size).product();
+        // The piece's first row of the output seen as [pixels, features].
+        let mut row = item;
+        for (d, &o) in at.iter().enumerate() {
+            row = row * self.outputs[d] + o;
+        }
+        let row = row * self.outputs.last().copied().unwrap_or(1) + first;
         let mut outs = Vec::new();
         for g in 0..self.groups {
             let (b, f0) = if conv.batch_groups > 1 { (g * self.group_batch + item, 0) } else { (item, g * self.group_in) };
@@ -667,25 +673,20 @@ impl Pieces<'_> {
                 }
                 sum.expect("at least one block")
             };
-            outs.push((value, product_ty.clone()));
+            // The work after the convolution on the group's features of the piece.
+            outs.push(self.after(w, value, &product_ty, row, g * self.group_out));
         }
         let (all, all_ty) = w.concatenate(outs, 1);
-        // The piece's first row of the output seen as [pixels, features].
-        let mut row = item;
-        for (d, &o) in at.iter().enumerate() {
-            row = row * self.outputs[d] + o;
-        }
-        let row = row * self.outputs.last().copied().unwrap_or(1) + first;
-        let (all, all_ty) = self.after(w, all, &all_ty, row);
         let flat = vec![all_ty.elements()];
         let v = w.reshape(all, &all_ty, flat.clone());
         (v, all_ty.with_shape(flat))
     }
 
-    /// The steps of `after` over a piece `value` (`[count, features]`) whose first row is
-    /// `row` of the output seen as [pixels, features].
-    fn after(&mut self, w: &mut Writer, value: Value, ty: &Ty, row: i64) -> (Value, Ty) {
-        let (count, features) = (ty.shape[0], ty.shape[1]);
+    /// The steps of `after` over a piece `value` (`[count, width]`) whose first element is
+    /// row `row`, feature `feature` of the output seen as [pixels, features].
+    fn after(&mut self, w: &mut Writer, value: Value, ty: &Ty, row: i64, feature: i64) -> (Value, Ty) {
+        let (count, width) = (ty.shape[0], ty.shape[1]);
+        let features = self.group_out * self.groups;
         let mut done: Vec<(Value, Ty)> = Vec::new();
         for step in self.after {
             let mut args = Vec::new();
@@ -694,7 +695,7 @@ impl Pieces<'_> {
                     Operand::Convolution => value,
                     Operand::Step(j) => done[j].0,
                     Operand::Scalar(node) => Value::Node(node),
-                    Operand::Features(node) => self.features(w, node, count, features),
+                    Operand::Features(node) => self.features(w, node, count, feature, width),
                     Operand::Rows(node) => {
                         let whole = &self.node_types[node];
                         let matrix = whole.with_shape(vec![whole.elements() / features, features]);
@@ -706,32 +707,41 @@ impl Pieces<'_> {
                                 v
                             }
                         };
-                        w.slice(m, &matrix, vec![(row, row + count, 1), (0, features, 1)]).0
+                        w.slice(m, &matrix, vec![(row, row + count, 1), (feature, feature + width, 1)]).0
                     }
                     Operand::Splat(bits) => {
                         let dtype = step.dtype;
                         let scalar = w.push(Op::Constant(Literal { bits: vec![bits] }), Ty::new(dtype, Vec::new()), Vec::new());
-                        w.push(Op::Broadcast(Vec::new()), Ty::new(dtype, vec![count, features]), vec![scalar])
+                        w.push(Op::Broadcast(Vec::new()), Ty::new(dtype, vec![count, width]), vec![scalar])
                     }
                 });
             }
-            let out = Ty::new(step.dtype, vec![count, features]);
+            let out = Ty::new(step.dtype, vec![count, width]);
             let v = w.push(step.op.clone(), out.clone(), args);
             done.push((v, out));
         }
         done.pop().unwrap_or((value, ty.clone()))
     }
 
-    /// Kernel node `node`, one value per feature or one in all, broadcast over `count` rows.
-    fn features(&mut self, w: &mut Writer, node: usize, count: i64, features: i64) -> Value {
-        if let Some((_, v)) = self.cached.iter().find(|(key, _)| *key == (node, count)) {
+    /// Kernel node `node`, one value per feature or one in all, its features `[feature,
+    /// feature + width)` broadcast over `count` rows.
+    fn features(&mut self, w: &mut Writer, node: usize, count: i64, feature: i64, width: i64) -> Value {
+        let key = (node, count * (self.group_out * self.groups + 1) + feature);
+        if let Some((_, v)) = self.cached.iter().find(|(k, _)| *k == key) {
             return *v;
         }
         let ty = self.node_types[node].clone();
-        let (shape, dims) = if ty.elements() == 1 { (vec![], vec![]) } else { (vec![features], vec![1]) };
-        let flat = w.reshape(Value::Node(node), &ty, shape.clone());
-        let v = w.push(Op::Broadcast(dims), Ty::new(ty.dtype, vec![count, features]), vec![flat]);
-        self.cached.push(((node, count), v));
+        // One value in all, unless there is one feature: then it is that feature's.
+        let v = if ty.elements() == 1 && self.group_out * self.groups > 1 {
+            let scalar = w.reshape(Value::Node(node), &ty, Vec::new());
+            w.push(Op::Broadcast(Vec::new()), Ty::new(ty.dtype, vec![count, width]), vec![scalar])
+        } else {
+            let vector = ty.with_shape(vec![ty.elements()]);
+            let flat = w.reshape(Value::Node(node), &ty, vector.shape.clone());
+            let (part, _) = w.slice(flat, &vector, vec![(feature, feature + width, 1)]);
+            w.push(Op::Broadcast(vec![1]), Ty::new(ty.dtype, vec![count, width]), vec![part])
+        };
+        self.cached.push((key, v));
         v
     }
 }
