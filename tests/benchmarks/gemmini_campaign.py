@@ -25,7 +25,6 @@ same kinds are drawn: what it cannot compute is counted as refused, with its mes
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 import jax
@@ -35,8 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.differential import campaign_arguments, drawn_kernels, run_campaign  # noqa: E402
-from helpers.examples import build_example, build_spec_file  # noqa: E402
+from helpers.differential import example_campaign  # noqa: E402
 
 I8, I32 = jnp.int8, jnp.int32
 SIZES = (1, 3, 8, 16, 17, 24, 32, 40, 48, 64)
@@ -130,23 +128,7 @@ def random_inputs(rng: np.random.Generator, args: list) -> list[np.ndarray]:
 
 
 def main() -> int:
-    args = campaign_arguments(__doc__.splitlines()[0], KINDS, None,
-                              "a Gemmini-like spec file to build instead of the example")
-    with tempfile.TemporaryDirectory(prefix="act-gemmini-") as scratch:
-        work = args.keep or Path(scratch)
-        if args.spec:
-            print(f"building {args.spec} ...", flush=True)
-            build = build_spec_file(args.spec.resolve(), work / "build")
-        else:
-            print("building the Gemmini example ...", flush=True)
-            build = build_example("Gemmini", work / "build")
-        rng = np.random.default_rng(args.seed)
-        kernels = drawn_kernels(rng, args.kernels, lambda r: draw(r, args.kinds), hlo_text,
-                                random_inputs)
-        tally = run_campaign(build, kernels, work)
-
-    print("\n" + tally.report(args.kernels))
-    return 1 if tally.wrong else 0
+    return example_campaign(__doc__, KINDS, draw, hlo_text, random_inputs)
 
 
 if __name__ == "__main__":

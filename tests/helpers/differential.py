@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import collections
 import statistics
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,13 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
-from helpers.examples import ExampleBuild, compile_kernel, parse_kernel_file
+from helpers.examples import (
+    ExampleBuild,
+    build_example,
+    build_spec_file,
+    compile_kernel,
+    parse_kernel_file,
+)
 from helpers.oracle_harness import bf16_tolerance, run_assembly
 from helpers.xla_reference import run_hlo
 
@@ -206,6 +213,30 @@ def campaign_arguments(description: str, kinds: Iterable[str], spec: Path | None
     if unknown:
         parser.error(f"unknown kinds {unknown}; the kinds are {kinds}")
     return args
+
+
+def example_campaign(doc: str, kinds: Iterable[str], draw, hlo_text, random_inputs,
+                     example: str = "Gemmini") -> int:
+    """The command line of a campaign on `example` (or on a spec like it, ``--spec``):
+    arguments as [`campaign_arguments`] reads them, the build, the kernels `draw`,
+    `hlo_text` and `random_inputs` make ([`drawn_kernels`]), their checks and the report.
+    The exit status: 1 when any compiled kernel was wrong."""
+    args = campaign_arguments(doc.splitlines()[0], kinds, None,
+                              f"a {example}-like spec file to build instead of the example")
+    with tempfile.TemporaryDirectory(prefix=f"act-{example.lower()}-") as scratch:
+        work = args.keep or Path(scratch)
+        if args.spec:
+            print(f"building {args.spec} ...", flush=True)
+            build = build_spec_file(args.spec.resolve(), work / "build")
+        else:
+            print(f"building the {example} example ...", flush=True)
+            build = build_example(example, work / "build")
+        rng = np.random.default_rng(args.seed)
+        kernels = drawn_kernels(rng, args.kernels, lambda r: draw(r, args.kinds), hlo_text,
+                                random_inputs)
+        tally = run_campaign(build, kernels, work)
+    print("\n" + tally.report(args.kernels))
+    return 1 if tally.wrong else 0
 
 
 def drawn_kernels(rng: np.random.Generator, count: int, draw, hlo_text, random_inputs):
