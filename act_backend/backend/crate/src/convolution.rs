@@ -366,8 +366,8 @@ pub struct Step {
 /// input, a reversed kernel, an empty dimension).
 ///
 /// The output is written in pieces that each lie in one run of it: one output row (an item
-/// of the batch, an index of every spatial dimension but the last) and a segment of the last
-/// spatial dimension. A piece's rows of input are then every `stride`-th row of the input seen
+/// of the batch, an index of every spatial dimension but the last of more than one output,
+/// those after it having one) and a segment of that dimension. A piece's rows of input are then every `stride`-th row of the input seen
 /// as a matrix of pixels by features, and the pieces are the output's bytes end to end.
 pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step>> {
     lower_with(conv, lhs, rhs, ty, &[], &[])
@@ -423,25 +423,28 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
         node_types,
         outputs: &outputs,
         cached: Vec::new(),
+        along: (0..n).rev().find(|&d| outputs[d] > 1).unwrap_or(n.saturating_sub(1)),
     };
     let mut plan = plan;
-    // The last spatial dimension's segments; every other is taken an index at a time.
-    let last = match n {
+    // The pieces run along the last spatial dimension of more than one output (those after it
+    // have one), cut into its segments; every other dimension is taken an index at a time.
+    let along = plan.along;
+    let segments = match n {
         0 => vec![(0, 1, Vec::new())],
-        _ => conv.window[n - 1].segments(inputs[n - 1], outputs[n - 1]),
+        _ => conv.window[along].segments(inputs[along], outputs[along]),
     };
-    let rows_before: i64 = batch * outputs[..n.saturating_sub(1)].iter().product::<i64>();
+    let rows_before: i64 = batch * outputs[..along].iter().product::<i64>();
     let mut parts = Vec::new();
     for row in 0..rows_before {
-        // The output row's batch item and spatial indices.
-        let mut at = vec![0; n.saturating_sub(1)];
+        // The output row's batch item and spatial indices (0 after `along`).
+        let mut at = vec![0; n];
         let mut rest = row;
-        for d in (0..at.len()).rev() {
+        for d in (0..along).rev() {
             at[d] = rest % outputs[d];
             rest /= outputs[d];
         }
         let item = rest;
-        for segment in &last {
+        for segment in &segments {
             let piece = plan.piece(&mut w, item, &at, segment);
             parts.push(piece);
         }
@@ -545,37 +548,68 @@ struct Pieces<'a> {
     outputs: &'a [i64],
     /// Operands of `after` written once: per kernel node and piece length.
     cached: Vec<((usize, i64), Value)>,
+    /// The spatial dimension pieces run along: the last of more than one output.
+    along: usize,
 }
 
 impl Pieces<'_> {
-    /// The stride along the last spatial dimension: rows of a piece's input lie this many
-    /// pixels apart.
+    /// How many pixels apart a piece's rows of input lie: the stride along the dimension it
+    /// runs along, times the pixels of one index of it.
     fn stride(&self) -> i64 {
-        self.conv.window.last().map_or(1, |wd| wd.stride)
+        match self.conv.window.get(self.along) {
+            Some(wd) => wd.stride * self.inputs[self.along + 1..].iter().product::<i64>(),
+            None => 1,
+        }
+    }
+
+    /// The pixel of the input (a row of it seen as pixels by features) that window position
+    /// `pos` reads for a piece's first output (batch item `b`, indices `at`, `first` along
+    /// the piece), or `None` where it falls in the padding.
+    fn pixel(&self, b: i64, at: &[i64], first: i64, on_along: &[i64], pos: &[i64]) -> Option<i64> {
+        let mut pixel = b;
+        for (d, wd) in self.conv.window.iter().enumerate() {
+            let (i, on) = if d == self.along {
+                (wd.input_of(first, pos[d]), on_along.contains(&pos[d]))
+            } else {
+                let i = wd.input_of(at[d], pos[d]);
+                (i, (0..self.inputs[d]).contains(&i))
+            };
+            if !on {
+                return None;
+            }
+            pixel = pixel * self.inputs[d] + i;
+        }
+        Some(pixel)
+    }
+
+    /// The window position `p`, row-major over the window (the first spatial dimension
+    /// slowest).
+    fn position(&self, p: i64) -> Vec<i64> {
+        let window = &self.conv.window;
+        let mut rest = p;
+        let mut pos = vec![0; window.len()];
+        for d in (0..window.len()).rev() {
+            pos[d] = rest % window[d].size;
+            rest /= window[d].size;
+        }
+        pos
     }
 
     /// Whether a piece's rows of input, read in groups of `stride` rows, would run past the
-    /// input's last pixel for some window position on the input.
+    /// input's last pixel for some window position on the input and batch item of a group.
     fn past_the_end(&self, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> bool {
-        let conv = self.conv;
-        let n = conv.window.len();
         let stride = self.stride();
-        if n == 0 || stride == 1 {
-            return false;
-        }
-        let items = if conv.batch_groups > 1 { self.groups } else { 1 };
-        // The first pixel of the row the piece reads at the last spatial dimension's
-        // position 0, for the largest batch item any group reads.
-        let b = (items - 1) * self.group_batch + item;
-        let mut row = b;
-        for ((wd, &o), &input) in conv.window.iter().zip(at).zip(self.inputs) {
-            let highest = (0..wd.size).map(|k| wd.input_of(o, k)).filter(|i| (0..input).contains(i)).max();
-            row = row * input + highest.unwrap_or(0);
-        }
-        let wd = &conv.window[n - 1];
-        let last_k = segment.2.iter().copied().max().unwrap_or(0);
-        let px = row * self.inputs[n - 1] + wd.input_of(segment.0, last_k);
-        px + (segment.1 - segment.0) * stride > self.pixels.shape[0]
+        let positions: i64 = self.conv.window.iter().map(|wd| wd.size).product();
+        let items = if self.conv.batch_groups > 1 { self.groups } else { 1 };
+        let count = segment.1 - segment.0;
+        stride > 1
+            && (0..items).any(|g| {
+                (0..positions).any(|p| {
+                    let b = g * self.group_batch + item;
+                    self.pixel(b, at, segment.0, &segment.2, &self.position(p))
+                        .is_some_and(|px| px + count * stride > self.pixels.shape[0])
+                })
+            })
     }
 
     /// The kernel's matrix at window position `p` (row-major over the window) for group `g`:
@@ -592,10 +626,9 @@ impl Pieces<'_> {
     }
 
     /// One piece of the output: batch item `item` (within a group), the indices `at` of the
-    /// spatial dimensions before the last, and `segment` of the last, as `[elements]`.
+    /// other spatial dimensions, and `segment` of the one it runs along, as `[elements]`.
     fn piece(&mut self, w: &mut Writer, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> (Value, Ty) {
         let conv = self.conv;
-        let n = conv.window.len();
         let (first, end, on_last) = segment;
         let count = end - first;
         if count > 1 && self.past_the_end(item, at, segment) {
@@ -610,35 +643,15 @@ impl Pieces<'_> {
         let positions: i64 = conv.window.iter().map(|wd| wd.size).product();
         // The piece's first row of the output seen as [pixels, features].
         let mut row = item;
-        for (d, &o) in at.iter().enumerate() {
-            row = row * self.outputs[d] + o;
+        for (d, &o) in self.outputs.iter().enumerate() {
+            row = row * o + if d == self.along { *first } else { at[d] };
         }
-        let row = row * self.outputs.last().copied().unwrap_or(1) + first;
         let mut outs = Vec::new();
         for g in 0..self.groups {
             let (b, f0) = if conv.batch_groups > 1 { (g * self.group_batch + item, 0) } else { (item, g * self.group_in) };
             let mut blocks: Vec<((Value, Ty), (Value, Ty))> = Vec::new();
             for p in 0..positions {
-                // The window position, the first spatial dimension slowest.
-                let mut rest = p;
-                let mut pos = vec![0; n];
-                for d in (0..n).rev() {
-                    pos[d] = rest % conv.window[d].size;
-                    rest /= conv.window[d].size;
-                }
-                // The input pixel the piece's first output reads, if every dimension falls on
-                // the input.
-                let mut pixel = Some(b);
-                for d in 0..n {
-                    let wd = &conv.window[d];
-                    let (o, on) = if d + 1 < n {
-                        let i = wd.input_of(at[d], pos[d]);
-                        (i, (0..self.inputs[d]).contains(&i))
-                    } else {
-                        (wd.input_of(*first, pos[d]), on_last.contains(&pos[d]))
-                    };
-                    pixel = pixel.filter(|_| on).map(|px| px * self.inputs[d] + o);
-                }
+                let pixel = self.pixel(b, at, *first, on_last, &self.position(p));
                 if pixel.is_none() && !float {
                     continue;
                 }
