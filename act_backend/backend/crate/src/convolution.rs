@@ -4,18 +4,21 @@
 //!
 //! No TAIDL semantics can state a convolution, but every one is a sum of matrix products:
 //! for each position of the window, the input elements it covers (a strided slice, seen as
-//! rows of input features) times the kernel's matrix at that position. Padding makes the
-//! positions a window covers differ at the borders, so the output is cut into regions along
-//! each spatial dimension, inside each of which the same window positions fall on the input:
-//! a region's value is computed from the input alone, the padding's zeros never loaded, and
-//! the regions are concatenated back in place.
+//! rows of input features) times the kernel's matrix at that position. The output is written
+//! in pieces that each lie in one run of it: an output row (a batch item and an index of every
+//! spatial dimension but the one pieces run along) and a segment of that dimension, cut where
+//! the window positions falling on the input change at the padded borders. A piece's value is
+//! computed from the input alone, the padding's zeros never loaded, and the pieces are the
+//! output's bytes end to end.
 //!
 //! - Integer element types sum one product per window position that falls on the input
 //!   (the positions in the padding add zero, exactly; integer sums are exact in any order).
-//! - Floating-point types take one product per region, over the window positions side by
+//! - Floating-point types take one product per piece, over the window positions side by
 //!   side, the ones in the padding as blocks of zeros: one contraction over the whole window,
 //!   as the convolution itself, whose zero terms are kept (`0 * inf` is NaN, and the sign of
 //!   a zero sum depends on them).
+//! - Elementwise work on the output (a bias, a ReLU, saturation: [`fused_after`]) is applied
+//!   to each piece, where the ISA applies it to a product's tile.
 //!
 //! What this does not write (a dilated input, `lhs_dilate`, and a reversed kernel,
 //! `rhs_reversal`) stays a `convolution` kept by name, which selection then names.
@@ -315,10 +318,9 @@ pub fn result_type(conv: &Convolution, lhs: &Ty, rhs: &Ty, dtype: DType) -> Ty {
     Ty::new(dtype, shape)
 }
 
-/// The operators of the convolution, in the order they are to be added (operands first):
-/// operands index the kernel's values, `Value::Input(0)` and `Value::Input(1)` being the
-/// convolution's input and kernel, `Value::Step(k)` step `k` of this list. The last step is
-/// the convolution's value.
+/// What a step of the written convolution reads: `Input(0)` and `Input(1)` are the
+/// convolution's input and kernel, `Step(k)` step `k` of the list [`lower`] returns, in the
+/// order they are to be added (operands first); its last step is the convolution's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value {
     Input(usize),
