@@ -437,6 +437,9 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
     };
     let rows_before: i64 = batch * outputs[..along].iter().product::<i64>();
     let mut parts = Vec::new();
+    // Pieces no window position of which falls on the input, one run of zeros: zeros beside
+    // zeros in an output are one literal, not two parts to place.
+    let mut zeros = 0;
     for row in 0..rows_before {
         // The output row's batch item and spatial indices (0 after `along`).
         let mut at = vec![0; n];
@@ -447,9 +450,22 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
         }
         let item = rest;
         for segment in &segments {
+            if plan.reads_nothing(item, &at, segment) {
+                zeros += (segment.1 - segment.0) * kernel_out;
+                continue;
+            }
+            if zeros > 0 {
+                let zero_ty = Ty::new(ty.dtype, vec![zeros]);
+                parts.push((w.zeros(zero_ty.clone()), zero_ty));
+                zeros = 0;
+            }
             let piece = plan.piece(&mut w, item, &at, segment);
             parts.push(piece);
         }
+    }
+    if zeros > 0 {
+        let zero_ty = Ty::new(ty.dtype, vec![zeros]);
+        parts.push((w.zeros(zero_ty.clone()), zero_ty));
     }
     let (all, all_ty) = w.concatenate(parts, 0);
     let mut shape_now = vec![batch];
@@ -595,6 +611,18 @@ impl Pieces<'_> {
             rest /= window[d].size;
         }
         pos
+    }
+
+    /// Whether a piece is zeros whatever the input: an integer convolution none of whose
+    /// window positions falls on the input, with no work after it.
+    fn reads_nothing(&self, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> bool {
+        let positions: i64 = self.conv.window.iter().map(|wd| wd.size).product();
+        !self.pixels.dtype.is_float()
+            && self.after.is_empty()
+            && (0..self.groups).all(|g| {
+                let b = if self.conv.batch_groups > 1 { g * self.group_batch + item } else { item };
+                (0..positions).all(|p| self.pixel(b, at, segment.0, &segment.2, &self.position(p)).is_none())
+            })
     }
 
     /// Whether a piece's rows of input, read in groups of `stride` rows, would run past the
@@ -1018,6 +1046,22 @@ mod tests {
         assert_eq!(count("add"), count("dot"));
         assert_eq!((count("maximum"), count("clamp"), count("convert")), (12, 12, 12));
         assert_eq!(kernel.nodes[kernel.root].ty, Ty::new(DType::S8, vec![1, 4, 4, 16]));
+    }
+
+    #[test]
+    fn output_rows_wholly_in_the_padding_are_one_run_of_zeros() {
+        // One window row, one padding row above and below: output rows 0 and 2 read only
+        // padding, each of their two pieces (the window's last column off the input in the
+        // second) zeros, merged into one literal run per row.
+        let lhs = Ty::new(DType::S8, vec![1, 1, 5, 32]);
+        let rhs = Ty::new(DType::S8, vec![1, 2, 32, 3]);
+        let conv = read(&nhwc("{size=1x2 pad=1_1x0_1}"), &lhs, &rhs).expect("typed");
+        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
+        assert_eq!(ty.shape, vec![1, 3, 5, 3]);
+        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        let zeros: Vec<&Ty> = steps.iter().filter(|s| matches!(s.op, Op::Broadcast(_))).map(|s| &s.ty).collect();
+        assert_eq!(zeros, vec![&Ty::new(DType::S32, vec![15]); 2]);
+        assert_eq!(steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).count(), 3);
     }
 
     #[test]
