@@ -67,16 +67,15 @@ struct Shape {
 /// and 16,928; of one row 6.9 s and 17,992.
 const BAND_SHARE: usize = 3;
 
-/// The kernel `kernel` (as written: convolutions whole) in bands of the most rows whose kernel
-/// has at most a [`BAND_SHARE`] of `max_tiles` tiles as `tiles` counts them (on a kernel with
-/// its convolutions written as products); `None` where it is no banded kernel or fits one
-/// search whole.
-pub fn plan(kernel: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Bands> {
+/// The kernel `kernel` (as written: convolutions whole; `whole` is it with them written as
+/// products) in bands of the most rows whose kernel has at most a [`BAND_SHARE`] of
+/// `max_tiles` tiles as `tiles` counts them (on a kernel with its convolutions written as
+/// products); `None` where it is no banded kernel or fits one search whole.
+pub fn plan(kernel: &Kernel, whole: &Kernel, tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> Option<Bands> {
     let shape = shape(kernel)?;
     let budget = max_tiles / BAND_SHARE;
-    let whole = crate::kernel::lowered(kernel.clone());
     // Every operation counts one tile at least, as `partition::plan` counts them.
-    if tiles(&whole) <= budget + whole.nodes.len() {
+    if tiles(whole) <= budget + whole.nodes.len() {
         return None;
     }
     let out = &kernel.nodes[shape.conv].ty;
@@ -282,7 +281,8 @@ mod tests {
         // Two output rows' worth of tiles at most: bands of 2 rows.
         let tiles = |k: &Kernel| k.nodes.iter().filter(|n| matches!(n.op, Op::Dot(_))).count() * 100;
         let one_row = tiles(&band_kernel(&kernel, &shape(&kernel).expect("banded"), 3, 1).expect("a band"));
-        let bands = plan(&kernel, tiles, 2 * one_row * BAND_SHARE).expect("bands");
+        let whole = crate::kernel::lowered(kernel.clone());
+        let bands = plan(&kernel, &whole, tiles, 2 * one_row * BAND_SHARE).expect("bands");
         assert_eq!((bands.rows, bands.per_item, bands.items), (2, 4, 2));
         // The first band (padding above), the two inside, the last (padding below).
         assert_eq!(bands.bands.len(), 3);

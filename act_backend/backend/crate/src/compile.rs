@@ -298,7 +298,7 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let mut whole = NO_BLOCKS.to_string();
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
     let max_tiles = select::block_tiles(&target.isa, &target.patterns);
-    if let Some(bands) = bands::plan(&written, tiles, max_tiles) {
+    if let Some(bands) = bands::plan(&written, &kernel, tiles, max_tiles) {
         say(&format!(
             "compiling bands of {} output rows of its {} output ({} kernels), run {} times in all",
             bands.rows,

@@ -870,8 +870,8 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         return;
     }
     let types: Vec<Ty> = kernel.nodes.iter().map(|n| n.ty.clone()).collect();
-    // Per convolution written as steps: its attributes, and the work fused after it.
-    let mut plans: Vec<Option<(Convolution, Vec<After>)>> = vec![None; kernel.nodes.len()];
+    // Per convolution written as steps: its steps, the work fused after it included.
+    let mut plans: Vec<Option<Vec<Step>>> = vec![None; kernel.nodes.len()];
     // Per node: the convolution whose steps are written in its place, or that it is fused.
     let mut written_at: Vec<Option<usize>> = vec![None; kernel.nodes.len()];
     let mut fused = vec![false; kernel.nodes.len()];
@@ -882,16 +882,14 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         }
         let (lhs, rhs) = (&types[node.operands[0]], &types[node.operands[1]]);
         let Ok(spec) = read(attrs, lhs, rhs) else { continue };
-        let (after, steps) = fused_after(kernel, k, &spec).unwrap_or_default();
-        if lower_with(&spec, lhs, rhs, &node.ty, &after, &types).is_none() {
-            continue;
-        }
-        let end = steps.last().copied().unwrap_or(k);
-        for &j in std::iter::once(&k).chain(&steps) {
+        let (after, fused_nodes) = fused_after(kernel, k, &spec).unwrap_or_default();
+        let Some(steps) = lower_with(&spec, lhs, rhs, &node.ty, &after, &types) else { continue };
+        let end = fused_nodes.last().copied().unwrap_or(k);
+        for &j in std::iter::once(&k).chain(&fused_nodes) {
             fused[j] = j != end;
         }
         written_at[end] = Some(k);
-        plans[k] = Some((spec, after));
+        plans[k] = Some(steps);
     }
     let mut nodes: Vec<KernelNode> = Vec::with_capacity(kernel.nodes.len());
     let mut new_index: Vec<usize> = vec![usize::MAX; kernel.nodes.len()];
@@ -905,11 +903,9 @@ pub fn lower_kernel(kernel: &mut Kernel) {
             new_index[k] = nodes.len() - 1;
             continue;
         };
-        let (spec, after) = plans[conv].as_ref().expect("planned above");
+        let steps = plans[conv].take().expect("written above");
         let c = &kernel.nodes[conv];
         let inputs = [new_index[c.operands[0]], new_index[c.operands[1]]];
-        let steps = lower_with(spec, &types[c.operands[0]], &types[c.operands[1]], &c.ty, after, &types)
-            .expect("written when planned");
         let first = nodes.len();
         for (j, step) in steps.into_iter().enumerate() {
             let args: Vec<usize> = step
