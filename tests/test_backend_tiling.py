@@ -141,6 +141,11 @@ TILED = {
     "gemmini_relu_conv_2x6x6x16x32": ("Gemmini", {"matmul32": 72, "mac32": 376}),
     "gemmini_grouped_conv_1x6x6x32": ("Gemmini", {"matmul32": 36, "mac32": 188}),
     "gemmini_conv_1d_2x10x16": ("Gemmini", {"matmul32": 6, "mac32": 8}),
+    # the first and last output rows in the padding hold the same values, the ReLU of the
+    # bias, stored into both places (each store of a group's columns starting its own chain:
+    # refused before, "found no candidate program", as the two shared one)
+    "gemmini_grouped_relu_conv_padded_rows_1x2x3x2": ("Gemmini", {"mac32": 8,
+                                                                  "mvout_acc_relu_strided": 8}),
     # a quantized layer more than a third of a search: 8 bands of 2 output rows (3 kernels:
     # padding above, none, below), the bias loaded into the accumulator under each product
     "gemmini_conv_layer_1x16x16x64": ("Gemmini", {"mac32": 5152, "mvin_acc": 40,

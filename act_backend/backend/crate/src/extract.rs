@@ -493,6 +493,8 @@ impl Extractor {
             nodes: Vec<PiiNode>,
             state_of: Vec<usize>,
             used: Vec<(Choice, usize)>,
+            /// The nodes an instruction already writes in place.
+            overwritten: HashSet<usize>,
         }
         impl Walk<'_> {
             /// Emits provider `p` of state `state`; `owner` (a state, or [`OUTPUT`]) when its
@@ -521,10 +523,19 @@ impl Extractor {
                         }
                         self.emit(None, i, q)?
                     };
+                    let node = match &p.how {
+                        How::Instr { instr, .. } if self.ex.in_place[*instr].contains(&slot) && self.overwritten.contains(&node) => {
+                            self.fresh_for_overwrite(i).unwrap_or(node)
+                        }
+                        _ => node,
+                    };
                     if let Some(c) = choice {
                         self.used.push((c, i));
                     }
                     operands.push(node);
+                }
+                if let How::Instr { instr, .. } = &p.how {
+                    self.overwritten.extend(self.ex.in_place[*instr].iter().filter_map(|&slot| operands.get(slot)));
                 }
                 self.nodes.push(match &p.how {
                     How::Input { param, bytes } => PiiNode::Input { param: *param, bytes: *bytes },
@@ -541,6 +552,20 @@ impl Extractor {
                 });
                 self.state_of.push(state);
                 Some(self.nodes.len() - 1)
+            }
+
+            /// A fresh instance of state `s` by its best provider, for an instruction that
+            /// writes it in place where another already does: each writer then has a copy of
+            /// its own, the copy's own in-place operands made fresh in turn (a value written
+            /// into several places of the output, each through a chain of accumulations that
+            /// would otherwise share its start, or its region of HBM whose contents do not
+            /// matter). `None` for kernel inputs and literals, which are given once.
+            fn fresh_for_overwrite(&mut self, s: usize) -> Option<usize> {
+                let q = &self.ex.providers[s][*self.ex.alts[s].first()?];
+                if matches!(q.how, How::Input { .. } | How::Constant { .. }) {
+                    return None;
+                }
+                self.emit(None, s, q)
             }
 
             fn visit(&mut self, s: usize) -> Option<usize> {
@@ -580,6 +605,7 @@ impl Extractor {
             nodes: Vec::new(),
             state_of: Vec::new(),
             used: Vec::new(),
+            overwritten: HashSet::new(),
         };
         let r = walk.output(root)?;
         Some((PiiGraph { nodes: walk.nodes, root: r }, walk.used, walk.state_of))

@@ -998,6 +998,19 @@ fn grouped_and_one_dimensional_convolutions_compile() {
 }
 
 #[test]
+fn equal_parts_of_an_output_are_each_stored_by_a_chain_of_their_own() {
+    // The first and last output rows lie in the padding: both are the ReLU of the bias, one
+    // value, each of its two groups' columns stored by a strided store into HBM whose
+    // contents do not matter. Each place gets its own chain of stores (one chain shared by
+    // both places would be written over twice).
+    let calls = compiled("gemmini_isa.json", "gemmini_grouped_relu_conv_padded_rows_1x2x3x2");
+    // Two rows on the input, each two groups' products of its 2 window positions on it.
+    assert_eq!(products(&calls), 2 * 2 * 2);
+    // Four output rows of two groups.
+    assert_eq!(count(&calls, "mvout_acc_relu_strided"), 4 * 2, "{calls:?}");
+}
+
+#[test]
 fn a_convolution_layer_larger_than_a_third_of_a_search_compiles_in_bands_of_rows() {
     // relu(conv + bias) saturated to int8, 16x16 pixels of 64 features: bands of 2 output
     // rows, the first and last padded, the six inside one kernel compiled once.

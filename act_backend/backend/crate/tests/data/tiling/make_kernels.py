@@ -420,6 +420,12 @@ KERNELS = {
                                                                127).astype(I8),
                                       [shape(1, 16, 16, 64, dtype=I8),
                                        shape(3, 3, 64, 64, dtype=I8), shape(64, dtype=I32)]),
+    # two feature groups with a bias and a ReLU whose first and last output rows lie in the
+    # padding: the same values (the ReLU of the bias) stored into two places of the output
+    "gemmini_grouped_relu_conv_padded_rows_1x2x3x2": (
+        lambda x, w, b: relu(int8_conv(x, w, (1, 1), ((1, 1), (0, 0)), feature_group_count=2)
+                             + b),
+        [shape(1, 2, 3, 2, dtype=I8), shape(1, 2, 1, 4, dtype=I8), shape(4, dtype=I32)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
