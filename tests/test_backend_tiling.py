@@ -146,6 +146,9 @@ TILED = {
     # refused before, "found no candidate program", as the two shared one)
     "gemmini_grouped_relu_conv_padded_rows_1x2x3x2": ("Gemmini", {"mac32": 8,
                                                                   "mvout_acc_relu_strided": 8}),
+    # a depthwise convolution (a one-column product per feature, window position on the
+    # input and piece: 16 x 112), in bands of one output row
+    "gemmini_depthwise_conv_1x6x6x16": ("Gemmini", {"matmul32": 288, "mac32": 1504}),
     # a quantized layer more than a third of a search: 8 bands of 2 output rows (3 kernels:
     # padding above, none, below), the bias loaded into the accumulator under each product
     "gemmini_conv_layer_1x16x16x64": ("Gemmini", {"mac32": 5152, "mvin_acc": 40,

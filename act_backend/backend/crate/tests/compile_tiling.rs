@@ -1011,6 +1011,20 @@ fn equal_parts_of_an_output_are_each_stored_by_a_chain_of_their_own() {
 }
 
 #[test]
+fn a_depthwise_convolution_of_more_operations_than_a_search_compiles_in_bands_of_rows() {
+    // One feature per group: a product of one column for each of the 16 features, window
+    // position on the input and piece; more operations than one search is given, so bands
+    // of one output row (the first and last padded, the four inside one kernel).
+    let asm = assembly("gemmini_isa.json", "gemmini_depthwise_conv_1x6x6x16");
+    assert_eq!(asm.report.blocks.as_ref().map(|(n, _)| *n), Some(6));
+    // Window rows on the input (2 for the first and last output rows, 3 inside) times the
+    // window columns on it of each row's pieces (its first pixel 2, the four inside 3, the
+    // last 2) for each feature: each product once.
+    let calls = calls(&asm.text);
+    assert_eq!(products(&calls), (2 + 3 * 4 + 2) * (2 + 3 + 2) * 16);
+}
+
+#[test]
 fn a_convolution_layer_larger_than_a_third_of_a_search_compiles_in_bands_of_rows() {
     // relu(conv + bias) saturated to int8, 16x16 pixels of 64 features: bands of 2 output
     // rows, the first and last padded, the six inside one kernel compiled once.

@@ -426,6 +426,11 @@ KERNELS = {
         lambda x, w, b: relu(int8_conv(x, w, (1, 1), ((1, 1), (0, 0)), feature_group_count=2)
                              + b),
         [shape(1, 2, 3, 2, dtype=I8), shape(1, 2, 1, 4, dtype=I8), shape(4, dtype=I32)]),
+    # a depthwise convolution (one feature per group): a product of one column per feature
+    # and window position, more operations than one search is given, so in bands of rows
+    "gemmini_depthwise_conv_1x6x6x16": (lambda x, w: int8_conv(x, w, feature_group_count=16),
+                                        [shape(1, 6, 6, 16, dtype=I8),
+                                         shape(3, 3, 1, 16, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
