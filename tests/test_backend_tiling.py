@@ -146,6 +146,9 @@ TILED = {
     # refused before, "found no candidate program", as the two shared one)
     "gemmini_grouped_relu_conv_padded_rows_1x2x3x2": ("Gemmini", {"mac32": 8,
                                                                   "mvout_acc_relu_strided": 8}),
+    # a transposed convolution at stride 2: each output's window positions on real pixels
+    # only (the input dilated by 2), every other output of a piece computed together
+    "gemmini_transposed_conv_1x4x4x16": ("Gemmini", {"matmul32": 48, "mac32": 40}),
     # a depthwise convolution (a one-column product per feature, window position on the
     # input and piece: 16 x 112), in bands of one output row
     "gemmini_depthwise_conv_1x6x6x16": ("Gemmini", {"matmul32": 288, "mac32": 1504}),

@@ -3,7 +3,8 @@ on another Gemmini-like spec, ``--spec``): plain convolutions, ReLUs of them wit
 quantized layers (bias, ReLU, saturation to int8), convolutions plus an addend of their shape,
 grouped and depthwise ones, 1-D and 3-D ones, with batches of 1 or 2, spatial sizes from 1 to
 12, features from 1 to 32, windows from 1 to 4 wide, strides from 1 to 3, kernel dilations of
-1 or 2, and padding SAME, VALID or drawn per side (negative too), written with
+1 or 2, input dilations of 1 to 3 (transposed convolutions), and padding SAME, VALID or drawn
+per side (negative too), written with
 ``jax.lax.conv_general_dilated`` as a user writes them, compiled by the example's backend,
 simulated on its oracle and compared exactly with XLA's run of the same HLO text.
 
@@ -50,16 +51,18 @@ class Geometry(dict):
         pad = self["padding"] if isinstance(self["padding"], str) else "pad" + ",".join(
             f"{lo}_{hi}" for lo, hi in self["padding"])
         dilation = "" if set(self["dilation"]) == {1} else " dilated"
+        spread = self["lhs_dilation"]
+        transposed = "" if set(spread) == {1} else " input dilated " + "x".join(map(str, spread))
         groups = "" if self["groups"] == 1 else f" {self['groups']} groups"
         stride = "x".join(map(str, self["strides"]))
-        return f"{dims} * {window} stride {stride} {pad}{dilation}{groups}"
+        return f"{dims} * {window} stride {stride} {pad}{dilation}{transposed}{groups}"
 
 
 def conv(geometry):
     """The int32 convolution `geometry` describes (strides, padding, dilation, groups)."""
     def apply(x, w):
         return jax.lax.conv_general_dilated(
-            x, w, geometry["strides"], geometry["padding"],
+            x, w, geometry["strides"], geometry["padding"], lhs_dilation=geometry["lhs_dilation"],
             rhs_dilation=geometry["dilation"], dimension_numbers=LAYOUTS[geometry["rank"]],
             feature_group_count=geometry["groups"], preferred_element_type=I32)
     return apply
@@ -90,8 +93,10 @@ def draw(rng: np.random.Generator, kinds: list[str]) -> tuple[str, Geometry]:
         groups = int(rng.choice([1, 1, 1, 2, 4]))
         features = int(rng.choice(FEATURES)) * groups
         out_features = int(rng.choice(FEATURES)) * groups
+        lhs_dilation = tuple(int(rng.choice([1, 1, 1, 2, 3])) for _ in range(rank))
         geometry = Geometry({"rank": rank, "batch": int(rng.integers(1, 3)), "spatial": spatial,
                     "window": window, "strides": strides, "dilation": dilation,
+                    "lhs_dilation": lhs_dilation,
                     "padding": padding, "groups": groups, "features": features,
                     "out_features": out_features})
         try:

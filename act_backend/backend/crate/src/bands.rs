@@ -11,9 +11,9 @@
 //! ([`crate::partition::moved_runs`]).
 //!
 //! Only a kernel of one convolution is banded: its input a kernel parameter whose batch and
-//! first spatial dimension lead (`b0...`, as the output's), everything that depends on the
-//! convolution elementwise work over its output's shape, with values that do not vary along
-//! the rows (scalars, broadcasts along them) or parameters read alike.
+//! first spatial dimension lead (`b0...`, as the output's) and is not dilated, everything
+//! that depends on the convolution elementwise work over its output's shape, with values
+//! that do not vary along the rows (scalars, broadcasts along them) or parameters read alike.
 
 use crate::convolution::{self, Convolution, WindowDim};
 use crate::kernel::{Kernel, KernelNode};
@@ -158,7 +158,9 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
     let spec = convolution::read(attrs, &kernel.nodes[lhs].ty, &kernel.nodes[rhs].ty).ok()?;
     let Op::Parameter(input) = kernel.nodes[lhs].op else { return None };
     let leading = |l: &convolution::Layout| l.batch == 0 && l.spatial.first() == Some(&1);
-    if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 {
+    // Bands cut the first spatial dimension's outputs into runs of input rows: not where its
+    // input is dilated (its outputs read rows of one residue each).
+    if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 || spec.window.first()?.lhs_dilate != 1 {
         return None;
     }
     let out = node.ty.shape.clone();

@@ -19,9 +19,14 @@
 //!   a zero sum depends on them).
 //! - Elementwise work on the output (a bias, a ReLU, saturation: [`fused_after`]) is applied
 //!   to each piece, where the ISA applies it to a product's tile.
+//! - A dilated input (`lhs_dilate`, a transposed convolution) has zeros between its
+//!   elements: a window position reads a real element only for outputs of one residue
+//!   modulo the dilation. A piece along a dilated dimension is cut into one part per
+//!   residue, each a piece of every `step`-th output whose input rows are consecutive, and
+//!   the parts are interleaved (side by side as columns, seen as the piece's rows).
 //!
-//! What this does not write (a dilated input, `lhs_dilate`, and a reversed kernel,
-//! `rhs_reversal`) stays a `convolution` kept by name, which selection then names.
+//! What this does not write (a reversed kernel, `rhs_reversal`) stays a `convolution` kept by
+//! name, which selection then names.
 
 use crate::infer::{Site, TypeError};
 use crate::kernel::{Kernel, KernelNode};
@@ -269,9 +274,33 @@ impl WindowDim {
         }
     }
 
-    /// The input element window position `k` reads for output `o` (without lhs dilation).
+    /// The element of the dilated input window position `k` reads for output `o`.
     fn input_of(&self, o: i64, k: i64) -> i64 {
         o * self.stride + k * self.rhs_dilate - self.low
+    }
+
+    /// The input element window position `k` reads for output `o` of an input of `input`
+    /// elements, or `None` where it reads padding or a zero the dilation put between two.
+    fn element_of(&self, o: i64, k: i64, input: i64) -> Option<i64> {
+        let j = self.input_of(o, k);
+        (j >= 0 && j % self.lhs_dilate == 0 && j / self.lhs_dilate < input).then(|| j / self.lhs_dilate)
+    }
+
+    /// The input's extent once dilated: `lhs_dilate - 1` zeros between its elements.
+    fn dilated(&self, input: i64) -> i64 {
+        (input - 1) * self.lhs_dilate + 1
+    }
+
+    /// The outputs apart of a piece along this dimension whose outputs all read real input
+    /// elements at the same window positions, and the input elements apart they read: with
+    /// `lhs_dilate` d and stride t, every `d / gcd(d, t)`-th output, `t / gcd(d, t)` elements
+    /// apart (1 and t without dilation).
+    fn steps(&self) -> (i64, i64) {
+        let (mut a, mut b) = (self.lhs_dilate, self.stride);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        (self.lhs_dilate / a, self.stride / a)
     }
 
     /// The output range `[first, end)` where window position `k` falls on the input of
@@ -380,7 +409,7 @@ pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step
 /// of the list.
 pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[After], node_types: &[Ty]) -> Option<Vec<Step>> {
     let n = conv.window.len();
-    if conv.window.iter().any(|w| w.lhs_dilate != 1 || w.reversal)
+    if conv.window.iter().any(|w| w.reversal)
         || lhs.shape.contains(&0)
         || rhs.shape.contains(&0)
         || ty.shape.contains(&0)
@@ -433,7 +462,8 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
     let along = plan.along;
     let segments = match n {
         0 => vec![(0, 1, Vec::new())],
-        _ => conv.window[along].segments(inputs[along], outputs[along]),
+        // Cut on the dilated input: a position on it reads an element or a dilation's zero.
+        _ => conv.window[along].segments(conv.window[along].dilated(inputs[along]), outputs[along]),
     };
     let rows_before: i64 = batch * outputs[..along].iter().product::<i64>();
     let mut parts = Vec::new();
@@ -459,8 +489,7 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
                 parts.push((w.zeros(zero_ty.clone()), zero_ty));
                 zeros = 0;
             }
-            let piece = plan.piece(&mut w, item, &at, segment);
-            parts.push(piece);
+            parts.extend(plan.interleaved(&mut w, item, &at, segment));
         }
     }
     if zeros > 0 {
@@ -571,31 +600,37 @@ struct Pieces<'a> {
 }
 
 impl Pieces<'_> {
-    /// How many pixels apart a piece's rows of input lie: the stride along the dimension it
-    /// runs along, times the pixels of one index of it.
+    /// How many pixels apart a piece's rows of input lie: the input elements apart its
+    /// outputs read along the dimension it runs along ([`WindowDim::steps`]), times the
+    /// pixels of one index of it.
     fn stride(&self) -> i64 {
         match self.conv.window.get(self.along) {
-            Some(wd) => wd.stride * self.inputs[self.along + 1..].iter().product::<i64>(),
+            Some(wd) => wd.steps().1 * self.inputs[self.along + 1..].iter().product::<i64>(),
             None => 1,
         }
     }
 
+    /// The outputs apart of a piece's rows ([`WindowDim::steps`]): 1 unless the input is
+    /// dilated along the dimension pieces run along.
+    fn output_step(&self) -> i64 {
+        self.conv.window.get(self.along).map_or(1, |wd| wd.steps().0)
+    }
+
     /// The pixel of the input (a row of it seen as pixels by features) that window position
     /// `pos` reads for a piece's first output (batch item `b`, indices `at`, `first` along
-    /// the piece), or `None` where it falls in the padding.
+    /// the piece), or `None` where it falls in the padding or on a dilation's zero.
     fn pixel(&self, b: i64, at: &[i64], first: i64, on_along: &[i64], pos: &[i64]) -> Option<i64> {
         let mut pixel = b;
         for (d, wd) in self.conv.window.iter().enumerate() {
-            let (i, on) = if d == self.along {
-                (wd.input_of(first, pos[d]), on_along.contains(&pos[d]))
+            let o = if d == self.along {
+                if !on_along.contains(&pos[d]) {
+                    return None;
+                }
+                first
             } else {
-                let i = wd.input_of(at[d], pos[d]);
-                (i, (0..self.inputs[d]).contains(&i))
+                at[d]
             };
-            if !on {
-                return None;
-            }
-            pixel = pixel * self.inputs[d] + i;
+            pixel = pixel * self.inputs[d] + wd.element_of(o, pos[d], self.inputs[d])?;
         }
         Some(pixel)
     }
@@ -614,15 +649,47 @@ impl Pieces<'_> {
     }
 
     /// Whether a piece is zeros whatever the input: an integer convolution none of whose
-    /// window positions falls on the input, with no work after it.
+    /// window positions falls on the input for any of its outputs (those of each residue of
+    /// a dilation), with no work after it.
     fn reads_nothing(&self, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> bool {
         let positions: i64 = self.conv.window.iter().map(|wd| wd.size).product();
+        let firsts = segment.0..segment.1.min(segment.0 + self.output_step());
         !self.pixels.dtype.is_float()
             && self.after.is_empty()
             && (0..self.groups).all(|g| {
                 let b = if self.conv.batch_groups > 1 { g * self.group_batch + item } else { item };
-                (0..positions).all(|p| self.pixel(b, at, segment.0, &segment.2, &self.position(p)).is_none())
+                firsts.clone().all(|first| (0..positions).all(|p| self.pixel(b, at, first, &segment.2, &self.position(p)).is_none()))
             })
+    }
+
+    /// A segment's piece, or where the input is dilated along the dimension pieces run
+    /// along, its parts: one piece of every `step`-th output per residue, interleaved (side
+    /// by side as columns of `[outputs / step, step * features]`, seen as `[outputs,
+    /// features]`), then the outputs past the last whole group of `step`, one at a time.
+    fn interleaved(&mut self, w: &mut Writer, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> Vec<(Value, Ty)> {
+        let (first, end, on) = segment;
+        let step = self.output_step();
+        if step == 1 {
+            return vec![self.piece(w, item, at, segment)];
+        }
+        let rows = (end - first) / step;
+        let mut out = Vec::new();
+        if rows > 0 {
+            let parts: Vec<(Value, Ty)> = (0..step)
+                .map(|r| {
+                    let (v, ty) = self.piece(w, item, at, &(first + r, first + r + rows, on.clone()));
+                    let shape = vec![rows, ty.elements() / rows];
+                    (w.reshape(v, &ty, shape.clone()), ty.with_shape(shape))
+                })
+                .collect();
+            let (all, all_ty) = w.concatenate(parts, 1);
+            let flat = vec![all_ty.elements()];
+            out.push((w.reshape(all, &all_ty, flat.clone()), all_ty.with_shape(flat)));
+        }
+        for o in first + rows * step..*end {
+            out.push(self.piece(w, item, at, &(o, o + 1, on.clone())));
+        }
+        out
     }
 
     /// Whether a piece's rows of input, read in groups of `stride` rows, would run past the
@@ -656,16 +723,19 @@ impl Pieces<'_> {
     }
 
     /// One piece of the output: batch item `item` (within a group), the indices `at` of the
-    /// other spatial dimensions, and `segment` of the one it runs along, as `[elements]`.
+    /// other spatial dimensions, and `segment` of the one it runs along, as `[elements]`:
+    /// `end - first` outputs from `first`, [`Pieces::output_step`] apart.
     fn piece(&mut self, w: &mut Writer, item: i64, at: &[i64], segment: &(i64, i64, Vec<i64>)) -> (Value, Ty) {
         let conv = self.conv;
         let (first, end, on_last) = segment;
         let count = end - first;
+        let step = self.output_step();
         if count > 1 && self.past_the_end(item, at, segment) {
             // Its last output on its own: every `stride`-th row read as the first row of
             // each group of `stride` rows would take a group past the input's last row.
             let head = self.piece(w, item, at, &(*first, end - 1, on_last.clone()));
-            let tail = self.piece(w, item, at, &(end - 1, *end, on_last.clone()));
+            let last = first + (count - 1) * step;
+            let tail = self.piece(w, item, at, &(last, last + 1, on_last.clone()));
             return w.concatenate(vec![head, tail], 0);
         }
         let product_ty = Ty::new(self.dtype, vec![count, self.group_out]);
@@ -717,7 +787,7 @@ impl Pieces<'_> {
                 sum.expect("at least one block")
             };
             // The work after the convolution on the group's features of the piece.
-            outs.push(self.after(w, value, &product_ty, row, g * self.group_out));
+            outs.push(self.after(w, value, &product_ty, row, step, g * self.group_out));
         }
         let (all, all_ty) = w.concatenate(outs, 1);
         let flat = vec![all_ty.elements()];
@@ -726,8 +796,9 @@ impl Pieces<'_> {
     }
 
     /// The steps of `after` over a piece `value` (`[count, width]`) whose first element is
-    /// row `row`, feature `feature` of the output seen as [pixels, features].
-    fn after(&mut self, w: &mut Writer, value: Value, ty: &Ty, row: i64, feature: i64) -> (Value, Ty) {
+    /// row `row`, feature `feature` of the output seen as [pixels, features], its rows
+    /// `apart` rows of the output apart.
+    fn after(&mut self, w: &mut Writer, value: Value, ty: &Ty, row: i64, apart: i64, feature: i64) -> (Value, Ty) {
         let (count, width) = (ty.shape[0], ty.shape[1]);
         let features = self.group_out * self.groups;
         let mut done: Vec<(Value, Ty)> = Vec::new();
@@ -750,7 +821,7 @@ impl Pieces<'_> {
                                 v
                             }
                         };
-                        w.slice(m, &matrix, vec![(row, row + count, 1), (feature, feature + width, 1)]).0
+                        w.slice(m, &matrix, vec![(row, row + (count - 1) * apart + 1, apart), (feature, feature + width, 1)]).0
                     }
                     Operand::Splat(bits) => {
                         let dtype = step.dtype;
@@ -1061,10 +1132,29 @@ mod tests {
     }
 
     #[test]
-    fn a_dilated_input_is_not_written() {
+    fn a_dilated_input_reads_each_element_at_the_positions_of_its_residue() {
+        // Four samples dilated by 2 (seven, zeros between), a 3-tap window padded by one on
+        // each side: seven outputs. Output 0 reads sample 0 at tap 1; outputs 1 and 3 read
+        // samples at taps 0 and 2 (two products of two rows), 2 and 4 at tap 1 (one); output
+        // 5 (past the last pair) at taps 0 and 2; output 6 at tap 1.
+        let lhs = Ty::new(DType::S8, vec![1, 4, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 16, 16]);
+        let conv = read("window={size=3 pad=1_1 lhs_dilate=2}, dim_labels=b0f_0io->b0f", &lhs, &rhs).expect("typed");
+        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
+        assert_eq!(ty.shape, vec![1, 7, 16]);
+        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        let rows: Vec<i64> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).map(|s| s.ty.shape[0]).collect();
+        assert_eq!(rows, vec![1, 2, 2, 2, 1, 1, 1]);
+        // The residues' parts side by side as columns: [2, 2 x 16].
+        assert!(steps.iter().any(|s| matches!(s.op, Op::Concatenate(1)) && s.ty.shape == vec![2, 32]));
+        assert_eq!(steps.last().map(|s| s.ty.clone()), Some(ty));
+    }
+
+    #[test]
+    fn a_reversed_kernel_is_not_written() {
         let lhs = Ty::new(DType::S8, vec![1, 4, 4, 16]);
         let rhs = Ty::new(DType::S8, vec![3, 3, 16, 16]);
-        let conv = read(&nhwc("{size=3x3 lhs_dilate=2x2}"), &lhs, &rhs).expect("typed");
+        let conv = read(&nhwc("{size=3x3 rhs_reversal=1x1}"), &lhs, &rhs).expect("typed");
         let ty = result_type(&conv, &lhs, &rhs, DType::S32);
         assert!(lower(&conv, &lhs, &rhs, &ty).is_none());
     }

@@ -988,6 +988,16 @@ fn a_strided_convolution_reads_every_other_pixel_by_strided_loads() {
 }
 
 #[test]
+fn a_transposed_convolution_reads_only_the_input_pixels_of_each_outputs_residue() {
+    // 4x4 pixels dilated by 2 (zeros between), a 3x3 window: 8x8 outputs. Per output row the
+    // window rows on real pixels (1, 1, 2, 1, 2, 1, 2, 1: 11 in all), each times the window
+    // columns on real pixels of its pieces: output 0 one, 1 one, 2 to 6 (outputs 2 and 4
+    // two, 3 and 5 one, 6 two) five, 7 one.
+    let calls = compiled("gemmini_isa.json", "gemmini_transposed_conv_1x4x4x16");
+    assert_eq!(products(&calls), 11 * (1 + 1 + 5 + 1));
+}
+
+#[test]
 fn grouped_and_one_dimensional_convolutions_compile() {
     // Two groups of 16 features, each its own product per window position and piece.
     let grouped = compiled("gemmini_isa.json", "gemmini_grouped_conv_1x6x6x32");

@@ -431,6 +431,11 @@ KERNELS = {
     "gemmini_depthwise_conv_1x6x6x16": (lambda x, w: int8_conv(x, w, feature_group_count=16),
                                         [shape(1, 6, 6, 16, dtype=I8),
                                          shape(3, 3, 1, 16, dtype=I8)]),
+    # a transposed convolution (stride 2: the input dilated by 2, zeros between its pixels):
+    # each output reads the window positions of its residue, every other output a piece
+    "gemmini_transposed_conv_1x4x4x16": (lambda x, w: jax.lax.conv_transpose(
+        x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        preferred_element_type=I32), [shape(1, 4, 4, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
