@@ -24,9 +24,8 @@
 //!   modulo the dilation. A piece along a dilated dimension is cut into one part per
 //!   residue, each a piece of every `step`-th output whose input rows are consecutive, and
 //!   the parts are interleaved (side by side as columns, seen as the piece's rows).
-//!
-//! What this does not write (a reversed kernel, `rhs_reversal`) stays a `convolution` kept by
-//! name, which selection then names.
+//! - A reversed kernel (`rhs_reversal`) takes window position `k` of a dimension from the
+//!   kernel's position `size - 1 - k` there.
 
 use crate::infer::{Site, TypeError};
 use crate::kernel::{Kernel, KernelNode};
@@ -393,8 +392,8 @@ pub struct Step {
     pub operands: Vec<Value>,
 }
 
-/// The convolution as products of slices, or `None` where it is not written so (a dilated
-/// input, a reversed kernel, an empty dimension).
+/// The convolution as products of slices, or `None` where it is not written so (an empty
+/// dimension).
 ///
 /// The output is written in pieces that each lie in one run of it: one output row (an item
 /// of the batch, an index of every spatial dimension but the last of more than one output,
@@ -409,8 +408,7 @@ pub fn lower(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty) -> Option<Vec<Step
 /// of the list.
 pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[After], node_types: &[Ty]) -> Option<Vec<Step>> {
     let n = conv.window.len();
-    if conv.window.iter().any(|w| w.reversal)
-        || lhs.shape.contains(&0)
+    if lhs.shape.contains(&0)
         || rhs.shape.contains(&0)
         || ty.shape.contains(&0)
     {
@@ -710,9 +708,13 @@ impl Pieces<'_> {
     }
 
     /// The kernel's matrix at window position `p` (row-major over the window) for group `g`:
-    /// `[in, out of the group]`.
+    /// `[in, out of the group]`; of a reversed kernel, the matrix at the position mirrored in
+    /// each reversed dimension.
     fn kernel_block(&mut self, w: &mut Writer, p: i64, g: i64) -> (Value, Ty) {
         let ty = Ty::new(self.weights.dtype, vec![self.kernel_in, self.group_out]);
+        let p = self.position(p).iter().zip(&self.conv.window).fold(0, |at, (&k, wd)| {
+            at * wd.size + if wd.reversal { wd.size - 1 - k } else { k }
+        });
         if let Some((_, v)) = self.blocks.iter().find(|(key, _)| *key == (p, g)) {
             return (*v, ty);
         }
@@ -1151,11 +1153,22 @@ mod tests {
     }
 
     #[test]
-    fn a_reversed_kernel_is_not_written() {
-        let lhs = Ty::new(DType::S8, vec![1, 4, 4, 16]);
-        let rhs = Ty::new(DType::S8, vec![3, 3, 16, 16]);
-        let conv = read(&nhwc("{size=3x3 rhs_reversal=1x1}"), &lhs, &rhs).expect("typed");
+    fn a_reversed_kernel_takes_each_window_position_from_its_mirror() {
+        // Four samples, a 3-tap window padded by one: output 0 reads samples 0 and 1 at taps 1
+        // and 2, which a reversed kernel takes from its rows of taps 1 and 0.
+        let lhs = Ty::new(DType::S8, vec![1, 4, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 16, 16]);
+        let conv = read("window={size=3 pad=1_1 rhs_reversal=1}, dim_labels=b0f_0io->b0f", &lhs, &rhs).expect("typed");
         let ty = result_type(&conv, &lhs, &rhs, DType::S32);
-        assert!(lower(&conv, &lhs, &rhs, &ty).is_none());
+        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        let kernel_rows = |s: &Step| match s.operands[1] {
+            Value::Step(k) => match &steps[k].op {
+                Op::Slice(ranges) => ranges[0],
+                other => panic!("the kernel's block is a slice, found {other:?}"),
+            },
+            other => panic!("a step, found {other:?}"),
+        };
+        let first: Vec<(i64, i64, i64)> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).take(2).map(kernel_rows).collect();
+        assert_eq!(first, vec![(16, 32, 1), (0, 16, 1)]);
     }
 }
