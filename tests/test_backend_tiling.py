@@ -146,6 +146,13 @@ TILED = {
     # refused before, "found no candidate program", as the two shared one)
     "gemmini_grouped_relu_conv_padded_rows_1x2x3x2": ("Gemmini", {"mac32": 8,
                                                                   "mvout_acc_relu_strided": 8}),
+    # a literal of many values added to a convolution, each piece's rows of it loaded under
+    # its products (it was added as its first value everywhere: 63 elements wrong)
+    "gemmini_conv_plus_literal_1x4x4x16": ("Gemmini", {"mac32": 18, "mvin_acc": 2}),
+    # a bias reshaped to a grouped convolution's one pixel, each group's feature of it
+    # loaded under its products (refused before: "no instruction of Gemmini computes `add`")
+    "gemmini_grouped_relu_conv_one_pixel_1x3x3x16x2": ("Gemmini", {"mac32": 18,
+                                                                   "mvout_acc_relu_strided": 2}),
     # a transposed convolution at stride 2: each output's window positions on real pixels
     # only (the input dilated by 2), every other output of a piece computed together
     "gemmini_transposed_conv_1x4x4x16": ("Gemmini", {"matmul32": 48, "mac32": 40}),

@@ -903,14 +903,18 @@ pub fn fused_after(kernel: &Kernel, conv: usize, spec: &Convolution) -> Option<(
             } else if operand.ty.rank() == 0 {
                 Operand::Scalar(o)
             } else {
+                let along_features = |dims: &[usize]| {
+                    let from = &kernel.nodes[operand.operands[0]].ty.shape;
+                    dims.iter().zip(from).all(|(&d, &size)| d == n + 1 || size == 1)
+                };
                 match &operand.op {
-                    Op::Broadcast(dims) => {
-                        let x = operand.operands[0];
-                        let from = &kernel.nodes[x].ty.shape;
-                        dims.iter().zip(from).all(|(&d, &size)| d == n + 1 || size == 1).then_some(Operand::Features(x))?
+                    Op::Broadcast(dims) if along_features(dims) => Operand::Features(operand.operands[0]),
+                    Op::Constant(literal) if &operand.ty.shape == out && literal.splat().is_some() => {
+                        Operand::Splat(*literal.bits.first()?)
                     }
-                    Op::Parameter(_) if &operand.ty.shape == out => Operand::Rows(o),
-                    Op::Constant(literal) if &operand.ty.shape == out => Operand::Splat(*literal.bits.first()?),
+                    // Any other value of the output's shape (an addend, a literal of many
+                    // values, a bias reshaped to an output of one pixel): the piece's rows.
+                    _ if &operand.ty.shape == out => Operand::Rows(o),
                     _ => return None,
                 }
             });
@@ -1115,6 +1119,22 @@ mod tests {
         assert_eq!(count("add"), count("dot"));
         assert_eq!((count("maximum"), count("clamp"), count("convert")), (12, 12, 12));
         assert_eq!(kernel.nodes[kernel.root].ty, Ty::new(DType::S8, vec![1, 4, 4, 16]));
+    }
+
+    #[test]
+    fn a_literal_of_many_values_after_a_convolution_is_added_by_its_rows() {
+        // A literal of the output's shape whose elements differ is read a piece's rows at a
+        // time, not as one value (its first) broadcast over every piece.
+        let text = "HloModule m\n\nENTRY e {\n  x = s8[1,2,16] parameter(0)\n  w = s8[1,16,2] parameter(1)\n  \
+                    c = s32[1,2,2] convolution(x, w), window={size=1}, dim_labels=b0f_0io->b0f\n  \
+                    k = s32[1,2,2] constant({ { {1, 2}, {3, 4} } })\n  ROOT r = s32[1,2,2] add(c, k)\n}\n";
+        let kernel = crate::kernel::parse_kernel_as_written(text, "k.hlo").expect("a valid kernel");
+        let conv = kernel.nodes.iter().position(|n| n.name == "c").expect("the convolution");
+        let literal = kernel.nodes.iter().position(|n| n.name == "k").expect("the literal");
+        let Op::Other { attrs, .. } = &kernel.nodes[conv].op else { panic!("kept whole as written") };
+        let spec = read(attrs, &kernel.nodes[0].ty, &kernel.nodes[1].ty).expect("typed");
+        let (after, _) = fused_after(&kernel, conv, &spec).expect("fused");
+        assert_eq!(after[0].operands, vec![Operand::Convolution, Operand::Rows(literal)]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 BF16, F32, U8, I8, I32 = jnp.bfloat16, jnp.float32, jnp.uint8, jnp.int8, jnp.int32
@@ -436,6 +437,16 @@ KERNELS = {
     "gemmini_transposed_conv_1x4x4x16": (lambda x, w: jax.lax.conv_transpose(
         x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
         preferred_element_type=I32), [shape(1, 4, 4, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
+    # a literal of many values added to a convolution (each piece adds its rows of it), and
+    # a bias on a grouped convolution of one output pixel (which JAX writes as a reshape,
+    # not a broadcast; each group's piece adds its features of it)
+    "gemmini_conv_plus_literal_1x4x4x16": (
+        lambda x, w: int8_conv(x, w, (1, 1), "VALID")
+        + np.arange(2 * 2 * 16, dtype=np.int32).reshape(1, 2, 2, 16),
+        [shape(1, 4, 4, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
+    "gemmini_grouped_relu_conv_one_pixel_1x3x3x16x2": (
+        lambda x, w, b: relu(int8_conv(x, w, (1, 1), "VALID", feature_group_count=2) + b),
+        [shape(1, 3, 3, 16, dtype=I8), shape(3, 3, 8, 2, dtype=I8), shape(2, dtype=I32)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
