@@ -156,6 +156,14 @@ TILED = {
     # a transposed convolution at stride 2: each output's window positions on real pixels
     # only (the input dilated by 2), every other output of a piece computed together
     "gemmini_transposed_conv_1x4x4x16": ("Gemmini", {"matmul32": 48, "mac32": 40}),
+    # 1-D at stride 2 over 64 features: each residue's outputs (24 rows) taller than the
+    # array, the two side by side written a row tile at a time (refused before: "no
+    # instruction of Gemmini computes `concatenate`")
+    "gemmini_transposed_conv_1d_2x24x64": ("Gemmini", {"matmul32": 64, "mac32": 288}),
+    # each output row's last pixel in the padding: runs of zeros between the pieces of the
+    # flat output, a row of a literal loaded once and stored after each row (refused before:
+    # "no instruction of Gemmini copies the result of `reshape` to HBM")
+    "gemmini_conv_rows_ending_in_padding_1x8x6x24": ("Gemmini", {"matmul32": 3, "mac32": 7}),
     # a depthwise convolution (a one-column product per feature, window position on the
     # input and piece: 16 x 112), in bands of one output row
     "gemmini_depthwise_conv_1x6x6x16": ("Gemmini", {"matmul32": 288, "mac32": 1504}),

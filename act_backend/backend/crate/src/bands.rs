@@ -11,9 +11,9 @@
 //! ([`crate::partition::moved_runs`]).
 //!
 //! Only a kernel of one convolution is banded: its input a kernel parameter whose batch and
-//! first spatial dimension lead (`b0...`, as the output's) and is not dilated, everything
-//! that depends on the convolution elementwise work over its output's shape, with values
-//! that do not vary along the rows (scalars, broadcasts along them) or parameters read alike.
+//! first spatial dimension lead (`b0...`, as the output's), everything that depends on the
+//! convolution elementwise work over its output's shape, with values that do not vary along
+//! the rows (scalars, broadcasts along them) or parameters read alike.
 
 use crate::convolution::{self, Convolution, WindowDim};
 use crate::kernel::{Kernel, KernelNode};
@@ -133,12 +133,17 @@ pub fn plan(kernel: &Kernel, whole: &Kernel, tiles: impl Fn(&Kernel) -> usize, m
 }
 
 /// The first input row output rows `[first, first + count)` read, and what makes their band's
-/// kernel: its input rows, the padding before and after them, its output rows.
+/// kernel: its input rows, the padding before and after them, its output rows. The window
+/// reads rows `[begin, end)` of the input dilated by `lhs_dilate` (rows of it `lhs_dilate`
+/// apart, zeros between): the band's input is the rows of the input among them, its padding
+/// the rest of them before the first and after the last.
 fn geometry(w: &WindowDim, input_rows: i64, first: i64, count: i64) -> Option<(i64, Vec<i64>)> {
+    let d = w.lhs_dilate;
     let begin = first * w.stride - w.low;
     let end = (first + count - 1) * w.stride + (w.size - 1) * w.rhs_dilate - w.low + 1;
-    let (start, stop) = (begin.max(0), end.min(input_rows));
-    (stop > start).then(|| (start, vec![stop - start, start - begin, end - stop, count]))
+    let start = (begin.max(0) + d - 1) / d;
+    let stop = ((end.min((input_rows - 1) * d + 1) - 1).div_euclid(d) + 1).max(start);
+    (stop > start).then(|| (start, vec![stop - start, start * d - begin, end - ((stop - 1) * d + 1), count]))
 }
 
 /// Whether `kernel` is a banded kernel, and its parts.
@@ -158,9 +163,7 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
     let spec = convolution::read(attrs, &kernel.nodes[lhs].ty, &kernel.nodes[rhs].ty).ok()?;
     let Op::Parameter(input) = kernel.nodes[lhs].op else { return None };
     let leading = |l: &convolution::Layout| l.batch == 0 && l.spatial.first() == Some(&1);
-    // Bands cut the first spatial dimension's outputs into runs of input rows: not where its
-    // input is dilated (its outputs read rows of one residue each).
-    if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 || spec.window.first()?.lhs_dilate != 1 {
+    if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 {
         return None;
     }
     let out = node.ty.shape.clone();
@@ -280,6 +283,19 @@ mod tests {
              c = s32[2,8,8,16] convolution(x, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels=b01f_01io->b01f\n{body_after}  ROOT r = {out} {root}\n}}\n"
         );
         parse_kernel_as_written(&text, "k.hlo").expect("a valid kernel")
+    }
+
+    #[test]
+    fn a_band_of_a_dilated_input_reads_the_input_rows_among_its_window_rows() {
+        // A stride-2 transposed convolution: 3 window rows over the input dilated by 2,
+        // padded 2 above. Output rows 4 and 5 read dilated rows 2 to 5: input rows 1 and 2
+        // (dilated rows 2 and 4), no padding before them, one zero row after.
+        let w = WindowDim { size: 3, stride: 1, low: 2, high: 1, lhs_dilate: 2, rhs_dilate: 1, reversal: false };
+        assert_eq!(geometry(&w, 16, 4, 2), Some((1, vec![2, 0, 1, 2])));
+        // Output row 0 reads dilated rows -2 to 0: input row 0 after two rows of padding.
+        assert_eq!(geometry(&w, 16, 0, 1), Some((0, vec![1, 2, 0, 1])));
+        // The last output row (31) reads dilated rows 29 to 31, of which only 30 is a row.
+        assert_eq!(geometry(&w, 16, 31, 1), Some((15, vec![1, 1, 1, 1])));
     }
 
     #[test]

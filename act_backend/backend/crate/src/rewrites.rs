@@ -847,6 +847,9 @@ impl<'a> Finder<'a> {
                 if let Some(term) = self.flatten_columns(id, node) {
                     self.push("concatenate-flatten-columns", id, term);
                 }
+                if let Some(term) = self.rows_of_column_parts(id, node) {
+                    self.push("concatenate-rows-of-column-parts", id, term);
+                }
             }
             Op::Convert => self.convert(id, node),
             Op::Broadcast(d) => self.broadcast(id, node, d),
@@ -1618,6 +1621,14 @@ impl<'a> Finder<'a> {
                 _ => {}
             }
         }
+        // A vector of one value is a row of it: instructions move rows and columns (a run of
+        // zeros between a convolution's pieces in its flat output, loaded as one row of a
+        // literal and stored). The same elements in the same order.
+        if x_ty.rank() == 0 && node.ty.rank() == 1 {
+            let row = node.ty.with_shape(vec![1, node.ty.shape[0]]);
+            let term = Term::Node(Op::Broadcast(Vec::new()), row.clone(), vec![Term::Class(x)]);
+            self.push("broadcast-vector-as-row", id, reshape_term(term, &row, node.ty.clone()));
+        }
         // Size-1 operand dimensions carry nothing the broadcast does not repeat anyway.
         let kept: Vec<usize> = (0..x_ty.rank()).filter(|&i| x_ty.shape[i] != 1).collect();
         if kept.len() < x_ty.rank() {
@@ -1671,6 +1682,35 @@ impl<'a> Finder<'a> {
         }
         let parts = node.children.iter().flat_map(|&c| inner(c).unwrap_or_else(|| vec![c])).map(Term::Class).collect();
         Some(Term::Node(node.op.clone(), node.ty.clone(), parts))
+    }
+
+    /// Matrices side by side, each of the same row tiles one above the other: the row tiles'
+    /// concatenations side by side, one above the other (`concatenate_1(concatenate_0(a0,
+    /// a1), concatenate_0(b0, b1)) = concatenate_0(concatenate_1(a0, b0), concatenate_1(a1,
+    /// b1))`), so that each row tile of the whole is written by its own stores (a transposed
+    /// convolution's outputs of two residues interleaved, each taller than the array). Exact
+    /// for every type: the same elements at the same places.
+    fn rows_of_column_parts(&self, id: Id, node: &Node) -> Option<Term> {
+        let eg = self.eg;
+        if node.ty.rank() != 2 {
+            return None;
+        }
+        let heights = |n: &Node| -> Vec<i64> { n.children.iter().map(|&c| class_ty(eg, c).shape[0]).collect() };
+        let rows_of = |c: Id, want: Option<&[i64]>| {
+            eg[c].nodes.iter().find(|n| {
+                n.op == Op::Concatenate(0) && n.children.len() > 1 && eg.find(c) != id && want.is_none_or(|w| heights(n) == w)
+            })
+        };
+        let first = rows_of(node.children[0], None)?;
+        let split = heights(first);
+        let tiles: Vec<Vec<Id>> =
+            node.children.iter().map(|&c| rows_of(c, Some(&split)).map(|n| n.children.clone())).collect::<Option<_>>()?;
+        let rows = split.iter().enumerate().map(|(i, &height)| {
+            let width = node.ty.shape[1];
+            let side_by_side = tiles.iter().map(|parts| Term::Class(parts[i])).collect();
+            Term::Node(Op::Concatenate(1), node.ty.with_shape(vec![height, width]), side_by_side)
+        });
+        Some(Term::Node(Op::Concatenate(0), node.ty.clone(), rows.collect()))
     }
 
     /// A matrix product whose contraction is padded with zeros (`jnp.pad` of an operand, or

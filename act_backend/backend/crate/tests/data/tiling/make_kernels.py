@@ -447,6 +447,16 @@ KERNELS = {
     "gemmini_grouped_relu_conv_one_pixel_1x3x3x16x2": (
         lambda x, w, b: relu(int8_conv(x, w, (1, 1), "VALID", feature_group_count=2) + b),
         [shape(1, 3, 3, 16, dtype=I8), shape(3, 3, 8, 2, dtype=I8), shape(2, dtype=I32)]),
+    # a 1-D transposed convolution of 64 features: each residue's part taller than the
+    # array, the parts side by side written a row tile at a time
+    "gemmini_transposed_conv_1d_2x24x64": (lambda x, w: jax.lax.conv_transpose(
+        x, w, (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"), preferred_element_type=I32),
+        [shape(2, 24, 64, dtype=I8), shape(3, 64, 64, dtype=I8)]),
+    # each output row's last pixel lies in the padding: runs of zeros between the pieces of
+    # the flat output, each loaded as a row of a literal and stored
+    "gemmini_conv_rows_ending_in_padding_1x8x6x24": (
+        lambda x, w: int8_conv(x, w, (3, 3), ((1, -1), (-1, 2))),
+        [shape(1, 8, 6, 24, dtype=I8), shape(2, 1, 24, 8, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
