@@ -452,6 +452,7 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
         node_types,
         outputs: &outputs,
         cached: Vec::new(),
+        residue: 0,
         along: (0..n).rev().find(|&d| outputs[d] > 1).unwrap_or(n.saturating_sub(1)),
     };
     let mut plan = plan;
@@ -595,6 +596,9 @@ struct Pieces<'a> {
     cached: Vec<((usize, i64), Value)>,
     /// The spatial dimension pieces run along: the last of more than one output.
     along: usize,
+    /// The residue of the part [`Pieces::interleaved`] is writing (0 outside it): its rows
+    /// of a value of the output's shape are a column window of the segment's rows.
+    residue: i64,
 }
 
 impl Pieces<'_> {
@@ -675,7 +679,9 @@ impl Pieces<'_> {
         if rows > 0 {
             let parts: Vec<(Value, Ty)> = (0..step)
                 .map(|r| {
+                    self.residue = r;
                     let (v, ty) = self.piece(w, item, at, &(first + r, first + r + rows, on.clone()));
+                    self.residue = 0;
                     let shape = vec![rows, ty.elements() / rows];
                     (w.reshape(v, &ty, shape.clone()), ty.with_shape(shape))
                 })
@@ -823,7 +829,18 @@ impl Pieces<'_> {
                                 v
                             }
                         };
-                        w.slice(m, &matrix, vec![(row, row + (count - 1) * apart + 1, apart), (feature, feature + width, 1)]).0
+                        if apart == 1 || count == 1 {
+                            w.slice(m, &matrix, vec![(row, row + count, 1), (feature, feature + width, 1)]).0
+                        } else {
+                            // Every `apart`-th row from `row`: the segment's rows from the
+                            // first of its group, `apart` to a row, the part's columns of that.
+                            let base = row - self.residue;
+                            let (span, span_ty) = w.slice(m, &matrix, vec![(base, base + count * apart, 1), (0, features, 1)]);
+                            let grouped = span_ty.with_shape(vec![count, apart * features]);
+                            let g = w.reshape(span, &span_ty, grouped.shape.clone());
+                            let at = self.residue * features + feature;
+                            w.slice(g, &grouped, vec![(0, count, 1), (at, at + width, 1)]).0
+                        }
                     }
                     Operand::Splat(bits) => {
                         let dtype = step.dtype;
