@@ -1170,18 +1170,25 @@ mod tests {
         assert_eq!(steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).count(), 3);
     }
 
+    /// A 1-D int8 convolution of four 16-feature samples by a 3-tap 16x16 kernel whose
+    /// `window` is as written, accumulated in int32: its type and its steps.
+    fn written_1d(window: &str) -> (Ty, Vec<Step>) {
+        let lhs = Ty::new(DType::S8, vec![1, 4, 16]);
+        let rhs = Ty::new(DType::S8, vec![3, 16, 16]);
+        let conv = read(&format!("window={window}, dim_labels=b0f_0io->b0f"), &lhs, &rhs).expect("typed");
+        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
+        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        (ty, steps)
+    }
+
     #[test]
     fn a_dilated_input_reads_each_element_at_the_positions_of_its_residue() {
         // Four samples dilated by 2 (seven, zeros between), a 3-tap window padded by one on
         // each side: seven outputs. Output 0 reads sample 0 at tap 1; outputs 1 and 3 read
         // samples at taps 0 and 2 (two products of two rows), 2 and 4 at tap 1 (one); output
         // 5 (past the last pair) at taps 0 and 2; output 6 at tap 1.
-        let lhs = Ty::new(DType::S8, vec![1, 4, 16]);
-        let rhs = Ty::new(DType::S8, vec![3, 16, 16]);
-        let conv = read("window={size=3 pad=1_1 lhs_dilate=2}, dim_labels=b0f_0io->b0f", &lhs, &rhs).expect("typed");
-        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
+        let (ty, steps) = written_1d("{size=3 pad=1_1 lhs_dilate=2}");
         assert_eq!(ty.shape, vec![1, 7, 16]);
-        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
         let rows: Vec<i64> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).map(|s| s.ty.shape[0]).collect();
         assert_eq!(rows, vec![1, 2, 2, 2, 1, 1, 1]);
         // The residues' parts side by side as columns: [2, 2 x 16].
@@ -1193,11 +1200,7 @@ mod tests {
     fn a_reversed_kernel_takes_each_window_position_from_its_mirror() {
         // Four samples, a 3-tap window padded by one: output 0 reads samples 0 and 1 at taps 1
         // and 2, which a reversed kernel takes from its rows of taps 1 and 0.
-        let lhs = Ty::new(DType::S8, vec![1, 4, 16]);
-        let rhs = Ty::new(DType::S8, vec![3, 16, 16]);
-        let conv = read("window={size=3 pad=1_1 rhs_reversal=1}, dim_labels=b0f_0io->b0f", &lhs, &rhs).expect("typed");
-        let ty = result_type(&conv, &lhs, &rhs, DType::S32);
-        let steps = lower(&conv, &lhs, &rhs, &ty).expect("written as products");
+        let (_, steps) = written_1d("{size=3 pad=1_1 rhs_reversal=1}");
         let kernel_rows = |s: &Step| match s.operands[1] {
             Value::Step(k) => match &steps[k].op {
                 Op::Slice(ranges) => ranges[0],
