@@ -156,10 +156,29 @@ TILED = {
     # a transposed convolution at stride 2: each output's window positions on real pixels
     # only (the input dilated by 2), every other output of a piece computed together
     "gemmini_transposed_conv_1x4x4x16": ("Gemmini", {"matmul32": 48, "mac32": 40}),
+    # the same with the kernel as PyTorch lays it out (`transpose_kernel=True`: JAX reverses
+    # its window and swaps its features, refused before: "computes `reverse`"): the same
+    # products, the reversal read as a mirrored window, each position's block transposed
+    "gemmini_transposed_conv_transposed_kernel_1x4x4x16": ("Gemmini", {"matmul32": 48,
+                                                                       "mac32": 40}),
     # 1-D at stride 2 over 64 features: each residue's outputs (24 rows) taller than the
     # array, the two side by side written a row tile at a time (refused before: "no
     # instruction of Gemmini computes `concatenate`")
     "gemmini_transposed_conv_1d_2x24x64": ("Gemmini", {"matmul32": 64, "mac32": 288}),
+    # jax.lax.conv's layouts (NCHW image and output, OIHW kernel): the products of the
+    # channels-last convolution, the image transposed as one matrix, the kernel a window
+    # position at a time, the output read back a column at a time from where it is stored
+    # (refused before: "no instruction of Gemmini computes `transpose`")
+    "gemmini_channels_first_conv_1x16x8x8": ("Gemmini", {"matmul32": 24, "mac32": 130,
+                                                         "mvin_acc_strided": 16}),
+    # a kernel to HWIO: each window position's [O, I] matrix (elements 9 apart) transposed by
+    # 16 outer products of its rows read as strided columns
+    "gemmini_transpose_kernel_to_hwio_16x16x3x3": ("Gemmini", {"matmul8": 9, "mac8": 135}),
+    # a computed value's dimensions reversed in two steps, the second a batch of transposes of
+    # the first one's result stored and read back
+    "gemmini_transpose_saturated_product_reversed_2x16x16": ("Gemmini", {"matmul32": 2,
+                                                                         "matmul8": 48,
+                                                                         "mac8": 16}),
     # each output row's last pixel in the padding: runs of zeros between the pieces of the
     # flat output, a row of a literal loaded once and stored after each row (refused before:
     # "no instruction of Gemmini copies the result of `reshape` to HBM")
@@ -284,6 +303,8 @@ TILED = {
                                                             "store": 1}),
     # 128 rows, more than the move's target buffer holds: 64 rows at a time
     "onchiptranspose_transpose_128x64": ("OnChipTranspose", {"mov_t": 2}),
+    # channels-first to channels-last: one [64, 64] matrix transposed by one move
+    "onchiptranspose_channels_last_1x64x4x16": ("OnChipTranspose", {"mov_t": 1}),
 }
 
 

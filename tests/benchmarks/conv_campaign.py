@@ -3,8 +3,10 @@ on another Gemmini-like spec, ``--spec``): plain convolutions, ReLUs of them wit
 quantized layers (bias, ReLU, saturation to int8), convolutions plus an addend of their shape,
 grouped and depthwise ones, 1-D and 3-D ones, with batches of 1 or 2, spatial sizes from 1 to
 12, features from 1 to 32, windows from 1 to 4 wide, strides from 1 to 3, kernel dilations of
-1 or 2, input dilations of 1 to 3 (transposed convolutions), and padding SAME, VALID or drawn
-per side (negative too), written with
+1 or 2, input dilations of 1 to 3 (transposed convolutions), padding SAME, VALID or drawn
+per side (negative too), and images channels-last (NHWC) or channels-first (NCHW, as
+``jax.lax.conv`` takes them) and kernels spatial-first (HWIO) or features-first (OIHW), written
+with
 ``jax.lax.conv_general_dilated`` as a user writes them, compiled by the example's backend,
 simulated on its oracle and compared exactly with XLA's run of the same HLO text.
 
@@ -31,7 +33,15 @@ from helpers.differential import example_campaign  # noqa: E402
 
 I8, I32 = jnp.int8, jnp.int32
 FEATURES = (1, 3, 8, 16, 24, 32)
-LAYOUTS = {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC"), 3: ("NDHWC", "DHWIO", "NDHWC")}
+SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+
+
+def layouts(geometry) -> tuple[str, str, str]:
+    """The dimension numbers of `geometry`: its image (and output) and kernel layouts."""
+    spatial = SPATIAL[geometry["rank"]]
+    image = "NC" + spatial if geometry["channels_first"] else "N" + spatial + "C"
+    kernel = "OI" + spatial if geometry["kernel_features_first"] else spatial + "IO"
+    return image, kernel, image
 
 
 def relu(x):
@@ -55,7 +65,8 @@ class Geometry(dict):
         transposed = "" if set(spread) == {1} else " input dilated " + "x".join(map(str, spread))
         groups = "" if self["groups"] == 1 else f" {self['groups']} groups"
         stride = "x".join(map(str, self["strides"]))
-        return f"{dims} * {window} stride {stride} {pad}{dilation}{transposed}{groups}"
+        image, kernel, _ = layouts(self)
+        return f"{dims} * {window} stride {stride} {pad}{dilation}{transposed}{groups} {image}/{kernel}"
 
 
 def conv(geometry):
@@ -63,19 +74,25 @@ def conv(geometry):
     def apply(x, w):
         return jax.lax.conv_general_dilated(
             x, w, geometry["strides"], geometry["padding"], lhs_dilation=geometry["lhs_dilation"],
-            rhs_dilation=geometry["dilation"], dimension_numbers=LAYOUTS[geometry["rank"]],
+            rhs_dilation=geometry["dilation"], dimension_numbers=layouts(geometry),
             feature_group_count=geometry["groups"], preferred_element_type=I32)
     return apply
 
 
-# kind -> geometry -> (function, [(shape, dtype) per argument after the input and kernel])
+def per_feature(b, out: tuple[int, ...], axis: int):
+    """A bias of one value per output feature (`axis` of the output), shaped to broadcast."""
+    return b.reshape([n if d == axis else 1 for d, n in enumerate(out)])
+
+
+# kind -> (convolution, output shape, its feature axis) -> (function, [(shape, dtype) per
+# argument after the input and kernel])
 KINDS = {
-    "convolution": lambda c, out: (lambda x, w: c(x, w), []),
-    "relu(convolution + bias)": lambda c, out: (lambda x, w, b: relu(c(x, w) + b),
-                                                [((out[-1],), I32)]),
-    "quantized layer": lambda c, out: (lambda x, w, b: requantize(relu(c(x, w) + b)),
-                                       [((out[-1],), I32)]),
-    "convolution + addend": lambda c, out: (lambda x, w, y: c(x, w) + y, [(out, I32)]),
+    "convolution": lambda c, out, f: (lambda x, w: c(x, w), []),
+    "relu(convolution + bias)": lambda c, out, f: (
+        lambda x, w, b: relu(c(x, w) + per_feature(b, out, f)), [((out[f],), I32)]),
+    "quantized layer": lambda c, out, f: (
+        lambda x, w, b: requantize(relu(c(x, w) + per_feature(b, out, f))), [((out[f],), I32)]),
+    "convolution + addend": lambda c, out, f: (lambda x, w, y: c(x, w) + y, [(out, I32)]),
 }
 
 
@@ -94,11 +111,13 @@ def draw(rng: np.random.Generator, kinds: list[str]) -> tuple[str, Geometry]:
         features = int(rng.choice(FEATURES)) * groups
         out_features = int(rng.choice(FEATURES)) * groups
         lhs_dilation = tuple(int(rng.choice([1, 1, 1, 2, 3])) for _ in range(rank))
+        channels_first, kernel_features_first = (bool(rng.integers(3) == 0) for _ in range(2))
         geometry = Geometry({"rank": rank, "batch": int(rng.integers(1, 3)), "spatial": spatial,
                     "window": window, "strides": strides, "dilation": dilation,
                     "lhs_dilation": lhs_dilation,
                     "padding": padding, "groups": groups, "features": features,
-                    "out_features": out_features})
+                    "out_features": out_features, "channels_first": channels_first,
+                    "kernel_features_first": kernel_features_first})
         try:
             out = output_shape(geometry)
         except (TypeError, ValueError):
@@ -109,8 +128,12 @@ def draw(rng: np.random.Generator, kinds: list[str]) -> tuple[str, Geometry]:
 
 def arguments(geometry: dict) -> list:
     g = geometry
-    return [((g["batch"], *g["spatial"], g["features"]), I8),
-            ((*g["window"], g["features"] // g["groups"], g["out_features"]), I8)]
+    image = ((g["batch"], g["features"], *g["spatial"]) if g["channels_first"]
+             else (g["batch"], *g["spatial"], g["features"]))
+    kernel_in = g["features"] // g["groups"]
+    kernel = ((g["out_features"], kernel_in, *g["window"]) if g["kernel_features_first"]
+              else (*g["window"], kernel_in, g["out_features"]))
+    return [(image, I8), (kernel, I8)]
 
 
 def output_shape(geometry: dict) -> tuple[int, ...]:
@@ -119,7 +142,8 @@ def output_shape(geometry: dict) -> tuple[int, ...]:
 
 
 def hlo_text(kind: str, geometry: dict) -> tuple[str, list]:
-    fn, extra = KINDS[kind](conv(geometry), output_shape(geometry))
+    out = output_shape(geometry)
+    fn, extra = KINDS[kind](conv(geometry), out, 1 if geometry["channels_first"] else len(out) - 1)
     args = arguments(geometry) + extra
     specs = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in args]
     return jax.jit(fn).lower(*specs).as_text(dialect="hlo"), args

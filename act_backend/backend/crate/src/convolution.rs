@@ -954,6 +954,41 @@ pub fn fused_after(kernel: &Kernel, conv: usize, spec: &Convolution) -> Option<(
     Some((steps, after))
 }
 
+/// The node a convolution's kernel is read from, looking through the transposes and the
+/// reversals of window dimensions it is computed by (`conv_transpose(..., transpose_kernel=
+/// True)` swaps a kernel's features with a transpose and mirrors its window with `reverse`):
+/// each transpose composed into `conv`'s kernel layout, each reversal into its window's, and
+/// the nodes looked through. Both only rename the kernel's elements, which the products read
+/// where they lie.
+fn through_kernel_moves(kernel: &Kernel, mut k: usize, conv: &mut Convolution) -> (usize, Vec<usize>) {
+    let mut moves = Vec::new();
+    loop {
+        let node = &kernel.nodes[k];
+        match &node.op {
+            Op::Transpose(p) => {
+                let rhs = &conv.rhs;
+                conv.rhs = Layout { batch: p[rhs.batch], feature: p[rhs.feature], spatial: rhs.spatial.iter().map(|&d| p[d]).collect() };
+            }
+            Op::Other { name, attrs } if name == "reverse" => {
+                let dims: Option<Vec<usize>> = crate::lang::attribute(attrs, "dimensions")
+                    .and_then(|d| d.strip_prefix('{')?.strip_suffix('}').map(str::to_string))
+                    .and_then(|d| d.split(',').filter(|t| !t.trim().is_empty()).map(|t| t.trim().parse().ok()).collect());
+                let Some(window) = dims.and_then(|dims| {
+                    dims.iter().map(|d| conv.rhs.spatial.iter().position(|s| s == d)).collect::<Option<Vec<usize>>>()
+                }) else {
+                    return (k, moves);
+                };
+                for w in window {
+                    conv.window[w].reversal = !conv.window[w].reversal;
+                }
+            }
+            _ => return (k, moves),
+        }
+        moves.push(k);
+        k = node.operands[0];
+    }
+}
+
 /// Writes every convolution of `kernel` that [`lower`] writes as its steps: nodes named after
 /// it, at its position, the last one its value. Elementwise work on its output
 /// ([`fused_after`]) is applied to each piece instead, and the steps are written where that
@@ -969,13 +1004,19 @@ pub fn lower_kernel(kernel: &mut Kernel) {
     // Per node: the convolution whose steps are written in its place, or that it is fused.
     let mut written_at: Vec<Option<usize>> = vec![None; kernel.nodes.len()];
     let mut fused = vec![false; kernel.nodes.len()];
+    // Per convolution written as steps: the node its kernel is read from, and the moves of
+    // it looked through.
+    let mut kernel_read = vec![usize::MAX; kernel.nodes.len()];
+    let mut looked_through = Vec::new();
     for (k, node) in kernel.nodes.iter().enumerate() {
         let Op::Other { attrs, .. } = &node.op else { continue };
         if !is_conv(node) || node.operands.len() != 2 {
             continue;
         }
         let (lhs, rhs) = (&types[node.operands[0]], &types[node.operands[1]]);
-        let Ok(spec) = read(attrs, lhs, rhs) else { continue };
+        let Ok(mut spec) = read(attrs, lhs, rhs) else { continue };
+        let (weights, moves) = through_kernel_moves(kernel, node.operands[1], &mut spec);
+        let rhs = &types[weights];
         let (after, fused_nodes) = fused_after(kernel, k, &spec).unwrap_or_default();
         let Some(steps) = lower_with(&spec, lhs, rhs, &node.ty, &after, &types) else { continue };
         let end = fused_nodes.last().copied().unwrap_or(k);
@@ -984,6 +1025,8 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         }
         written_at[end] = Some(k);
         plans[k] = Some(steps);
+        kernel_read[k] = weights;
+        looked_through.extend(moves);
     }
     let mut nodes: Vec<KernelNode> = Vec::with_capacity(kernel.nodes.len());
     let mut new_index: Vec<usize> = vec![usize::MAX; kernel.nodes.len()];
@@ -999,7 +1042,7 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         };
         let steps = plans[conv].take().expect("written above");
         let c = &kernel.nodes[conv];
-        let inputs = [new_index[c.operands[0]], new_index[c.operands[1]]];
+        let inputs = [new_index[c.operands[0]], new_index[kernel_read[conv]]];
         let first = nodes.len();
         for (j, step) in steps.into_iter().enumerate() {
             let args: Vec<usize> = step
@@ -1034,6 +1077,13 @@ pub fn lower_kernel(kernel: &mut Kernel) {
     kernel.results = kernel.results.iter().map(|&k| new_index[k]).collect();
     kernel.root = new_index[kernel.root];
     kernel.nodes = nodes;
+    // Moves of a kernel that nothing else reads are gone with the convolution.
+    let live = crate::fold::live(kernel);
+    let mut keep = vec![true; kernel.nodes.len()];
+    looked_through.iter().map(|&k| new_index[k]).filter(|&k| !live[k]).for_each(|k| keep[k] = false);
+    if keep.contains(&false) {
+        crate::fold::remove_nodes(kernel, &keep);
+    }
 }
 
 #[cfg(test)]
@@ -1210,5 +1260,30 @@ mod tests {
         };
         let first: Vec<(i64, i64, i64)> = steps.iter().filter(|s| matches!(s.op, Op::Dot(_))).take(2).map(kernel_rows).collect();
         assert_eq!(first, vec![(16, 32, 1), (0, 16, 1)]);
+    }
+
+    #[test]
+    fn a_kernel_mirrored_and_with_its_features_swapped_is_read_where_it_lies() {
+        // What `conv_transpose(..., transpose_kernel=True)` writes: the window reversed, then
+        // the features swapped. The products read the parameter itself, the reversal folded
+        // into the window and the swap into the kernel's layout.
+        let text = "HloModule m\nENTRY e {\n  x = s8[1,4,4,16] parameter(0)\n  \
+                    w = s8[3,3,8,16] parameter(1)\n  \
+                    r = s8[3,3,8,16] reverse(w), dimensions={0,1}\n  \
+                    t = s8[3,3,16,8] transpose(r), dimensions={0,1,3,2}\n  \
+                    ROOT c = s32[1,4,4,8] convolution(x, t), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n";
+        let kernel = crate::kernel::parse_kernel(text, "m.hlo").expect("parses");
+        assert_typed(&kernel);
+        assert!(!kernel.nodes.iter().any(|n| n.name == "r" || n.name == "t"), "the kernel's moves are gone");
+        let mut conv = read(&nhwc("{size=3x3 pad=1_1x1_1}"), &Ty::new(DType::S8, vec![1, 4, 4, 16]), &Ty::new(DType::S8, vec![3, 3, 16, 8]))
+            .expect("typed");
+        let (weights, moves) = through_kernel_moves(&kernel_as_written(text), 3, &mut conv);
+        assert_eq!((weights, moves), (1, vec![3, 2]));
+        assert_eq!((conv.rhs.feature, conv.rhs.batch), (3, 2));
+        assert!(conv.window.iter().all(|w| w.reversal));
+    }
+
+    fn kernel_as_written(text: &str) -> Kernel {
+        crate::kernel::parse_kernel_as_written(text, "m.hlo").expect("parses")
     }
 }

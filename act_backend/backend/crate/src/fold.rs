@@ -80,7 +80,7 @@ fn is_iota(op: &Op) -> bool {
 }
 
 /// The nodes the root depends on, and the parameters.
-fn live(kernel: &Kernel) -> Vec<bool> {
+pub fn live(kernel: &Kernel) -> Vec<bool> {
     let mut live = vec![false; kernel.nodes.len()];
     let mut stack = vec![kernel.root];
     while let Some(k) = stack.pop() {
@@ -94,7 +94,8 @@ fn live(kernel: &Kernel) -> Vec<bool> {
     live
 }
 
-fn remove_nodes(kernel: &mut Kernel, keep: &[bool]) {
+/// Drops the nodes `keep` does not keep (none the root depends on), renumbering the rest.
+pub fn remove_nodes(kernel: &mut Kernel, keep: &[bool]) {
     let mut index = vec![usize::MAX; kernel.nodes.len()];
     let mut next = 0;
     for (k, &kept) in keep.iter().enumerate() {

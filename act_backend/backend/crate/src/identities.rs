@@ -604,26 +604,31 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
 /// elements are adjacent is one run of HBM, which a load reads as a column. Transposes of
 /// computed values are left out (they would go to HBM and back, and every product's other
 /// layouts hold such transposes).
-fn input_layout(eg: &SelGraph, c: Id, depth: usize) -> Option<(Term, i64, Vec<i64>)> {
+fn input_layout(eg: &SelGraph, c: Id, depth: usize, from: Reads) -> Option<(Term, i64, Vec<i64>)> {
     let ty = &eg[c].data;
+    let mut strides = vec![1; ty.rank()];
+    for d in (0..ty.rank().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * ty.shape[d + 1];
+    }
     if crate::tiling::read_as_is(eg, c) {
-        let mut strides = vec![1; ty.rank()];
-        for d in (0..ty.rank().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * ty.shape[d + 1];
-        }
         return Some((reshape(Term::Class(c), ty, ty.with_shape(vec![ty.elements()])), 0, strides));
+    }
+    if let Some(bytes) = from.stored.then(|| stored_bytes(eg, c)).flatten() {
+        // Read from the bytes themselves: the computed value's class holds every way of
+        // computing it, and each would be flattened too.
+        return Some((elements_of_bytes(Term::Class(bytes), eg[bytes].data.elements(), ty.dtype), 0, strides));
     }
     if depth == 0 {
         return None;
     }
     eg[c].nodes.iter().find_map(|n| match &n.op {
         Op::Slice(r) if r.iter().all(|d| d.2 == 1) => {
-            let (y, start, strides) = input_layout(eg, n.children[0], depth - 1)?;
+            let (y, start, strides) = input_layout(eg, n.children[0], depth - 1, from)?;
             Some((y, start + r.iter().zip(&strides).map(|(d, s)| d.0 * s).sum::<i64>(), strides))
         }
         Op::Reshape => {
             let z = n.children[0];
-            let (y, start, z_strides) = input_layout(eg, z, depth - 1)?;
+            let (y, start, z_strides) = input_layout(eg, z, depth - 1, from)?;
             let not_one = |shape: &[i64]| shape.iter().copied().filter(|&d| d != 1).collect::<Vec<i64>>();
             if not_one(&ty.shape) != not_one(&eg[z].data.shape) {
                 return None;
@@ -634,6 +639,58 @@ fn input_layout(eg: &SelGraph, c: Id, depth: usize) -> Option<(Term, i64, Vec<i6
         }
         _ => None,
     })
+}
+
+/// What a transpose by products reads the rows of a matrix from, each loaded as a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads {
+    /// Also from a computed value that travels through HBM (`x = from_bytes(to_bytes(x))`):
+    /// stored, then read as an input is. For the kernel's own transposes only: every
+    /// computed matrix has such a path, and every product's other layouts would hold the
+    /// products of its transpose. Otherwise from kernel inputs (and windows of them) alone.
+    pub stored: bool,
+    /// Also rows whose elements lie a stride apart in HBM (a window of every `s`-th column),
+    /// where loads read a window of rows of any pitch: each is one column of such a window.
+    pub strided: bool,
+}
+
+impl Reads {
+    /// From kernel inputs, rows a stride apart where `strided`.
+    pub fn inputs(strided: bool) -> Reads {
+        Reads { stored: false, strided }
+    }
+
+    /// From kernel inputs and stored values, rows a stride apart where `strided`.
+    pub fn stored(strided: bool) -> Reads {
+        Reads { stored: true, strided }
+    }
+}
+
+/// The flat bytes class `c` is read from, where it is a bit cast of a reshape of them: the
+/// way a value that travels through HBM is read back ([`crate::egraph::add_spill_paths`]).
+fn stored_bytes(eg: &SelGraph, c: Id) -> Option<Id> {
+    let flat_bytes = |b: Id| eg[b].data.dtype == DType::U8 && eg[b].data.rank() == 1;
+    let reshaped_bytes = |r: Id| {
+        eg[r].nodes.iter().find(|n| n.op == Op::Reshape && flat_bytes(n.children[0])).map(|n| eg.find(n.children[0]))
+    };
+    if eg[c].data.dtype == DType::U8 {
+        return reshaped_bytes(c);
+    }
+    eg[c].nodes.iter().filter(|n| n.op == Op::BitcastConvert).find_map(|n| {
+        let r = n.children[0];
+        if flat_bytes(r) { Some(eg.find(r)) } else { reshaped_bytes(r) }
+    })
+}
+
+/// The `dtype` elements of `n` flat bytes: `bitcast_convert(reshape(bytes) : u8[n / w, w])`.
+fn elements_of_bytes(bytes: Term, n: i64, dtype: DType) -> Term {
+    let width = i64::from(dtype.bytes());
+    let count = n / width;
+    if dtype == DType::U8 {
+        return bytes;
+    }
+    let raw = if width == 1 { bytes } else { Term::Node(Op::Reshape, Ty::new(DType::U8, vec![count, width]), vec![bytes]) };
+    Term::Node(Op::BitcastConvert, Ty::new(dtype, vec![count]), vec![raw])
 }
 
 /// Most products [`transpose_by_products`] computes a transpose with (one per column of each
@@ -651,48 +708,69 @@ pub const MAX_RANK_ONE_PRODUCTS: i64 = 4096;
 /// sign of a float zero and on infinities). Only for windows of kernel inputs whose rows are
 /// runs of them, where some product contracts one element and takes `x`, within
 /// [`MAX_RANK_ONE_PRODUCTS`]; `None` elsewhere.
-pub fn transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id) -> Option<Term> {
+pub fn transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id, from: Reads) -> Option<Term> {
     let whole: Vec<(i64, i64, i64)> = eg[x].data.shape.iter().map(|&n| (0, n, 1)).collect();
-    window_transpose_by_products(eg, ids, tiles, x, &whole)
+    window_transpose_by_products(eg, ids, tiles, x, &whole, from)
 }
 
 /// [`transpose_by_products`] of the window `ranges` (unit steps) of matrix `x`.
-pub fn window_transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id, ranges: &[(i64, i64, i64)]) -> Option<Term> {
+pub fn window_transpose_by_products(
+    eg: &SelGraph,
+    ids: &Identities,
+    tiles: &Extents,
+    x: Id,
+    ranges: &[(i64, i64, i64)],
+    from: Reads,
+) -> Option<Term> {
     let x_ty = &eg[x].data;
     let &[(r0, r1, 1), (c0, c1, 1)] = ranges else { return None };
     if x_ty.rank() != 2 || !unit_takes(eg, ids, x) {
         return None;
     }
-    let (flat, start, strides) = input_layout(eg, x, 3)?;
+    let (flat, start, strides) = input_layout(eg, x, 3, from)?;
     let start = start + r0 * strides[0] + c0 * strides[1];
-    transposed_window(ids, tiles, x_ty.dtype, [r1 - r0, c1 - c0], &flat, start, [strides[0], strides[1]])
+    let length = flat_length(eg, &flat);
+    transposed_window(ids, tiles, x_ty.dtype, [r1 - r0, c1 - c0], (&flat, length), start, [strides[0], strides[1]], from.strided)
 }
 
 /// [`transpose_by_products`] of item `i` of a batch of matrices `x` (`[batch, rows, columns]`).
-pub fn item_transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id, i: i64) -> Option<Term> {
+pub fn item_transpose_by_products(eg: &SelGraph, ids: &Identities, tiles: &Extents, x: Id, i: i64, from: Reads) -> Option<Term> {
     let x_ty = &eg[x].data;
     if x_ty.rank() != 3 || !unit_takes(eg, ids, x) {
         return None;
     }
-    let (flat, start, strides) = input_layout(eg, x, 3)?;
+    let (flat, start, strides) = input_layout(eg, x, 3, from)?;
     let shape = [x_ty.shape[1], x_ty.shape[2]];
-    transposed_window(ids, tiles, x_ty.dtype, shape, &flat, start + i * strides[0], [strides[1], strides[2]])
+    let length = flat_length(eg, &flat);
+    transposed_window(ids, tiles, x_ty.dtype, shape, (&flat, length), start + i * strides[0], [strides[1], strides[2]], from.strided)
+}
+
+/// The element count of the flat term [`input_layout`] gives.
+fn flat_length(eg: &SelGraph, flat: &Term) -> i64 {
+    match flat {
+        Term::Class(c) => eg[*c].data.elements(),
+        Term::Node(_, ty, _) => ty.elements(),
+    }
 }
 
 /// The transpose of the `shape` matrix whose element `(r, c)` is element `start + r s0 + c s1`
-/// of the flat term `flat`, computed as [`transpose_by_products`] says.
+/// of the flat term `flat` of `length` elements, computed as [`transpose_by_products`] says;
+/// a row whose elements lie `s1 > 1` apart only where `strided` ([`strided_column`]).
+#[allow(clippy::too_many_arguments)]
 fn transposed_window(
     ids: &Identities,
     tiles: &Extents,
     dt: DType,
     shape: [i64; 2],
-    flat: &Term,
+    (flat, length): (&Term, i64),
     start: i64,
     strides: [i64; 2],
+    strided: bool,
 ) -> Option<Term> {
-    if strides[1] != 1 || !ids.dot.contains(&dt) || !ids.add.contains(&dt) || !tiles.takes_contraction(1) {
+    if (strides[1] != 1 && !strided) || strides[1] < 1 || !ids.dot.contains(&dt) || !ids.add.contains(&dt) || !tiles.takes_contraction(1) {
         return None;
     }
+
     let (rows, columns) = (shape[1], shape[0]);
     let tile_rows = tiles.product_rows().unwrap_or(rows).max(1);
     let tile_columns = tiles.product_columns().unwrap_or(columns).max(1);
@@ -703,16 +781,20 @@ fn transposed_window(
     let tile = |(lo, hi): (i64, i64), (a, b): (i64, i64)| -> Option<Term> {
         let identity = scaled_identity(dt, b - a, 1.0)?;
         let product = |k: i64| {
-            let first = start + k * strides[0] + lo;
-            let run = Term::Node(Op::Slice(vec![(first, first + hi - lo, 1)]), Ty::new(dt, vec![hi - lo]), vec![flat.clone()]);
-            let column = Term::Node(Op::Reshape, Ty::new(dt, vec![hi - lo, 1]), vec![run]);
+            let first = start + k * strides[0] + lo * strides[1];
+            let column = if strides[1] == 1 {
+                let run = Term::Node(Op::Slice(vec![(first, first + hi - lo, 1)]), Ty::new(dt, vec![hi - lo]), vec![flat.clone()]);
+                Term::Node(Op::Reshape, Ty::new(dt, vec![hi - lo, 1]), vec![run])
+            } else {
+                strided_column(flat, dt, length, first, hi - lo, strides[1])?
+            };
             let j = k - a;
             let e_j = Term::Node(Op::Slice(vec![(j, j + 1, 1), (0, b - a, 1)]), Ty::new(dt, vec![1, b - a]), vec![identity.clone()]);
-            matmul(column, e_j, Ty::new(dt, vec![hi - lo, b - a]))
+            Some(matmul(column, e_j, Ty::new(dt, vec![hi - lo, b - a])))
         };
         // The product first in each sum, as multiply-accumulate semantics write it.
         let sum_ty = Ty::new(dt, vec![hi - lo, b - a]);
-        Some((a + 1..b).fold(product(a), |sum, k| Term::Node(Op::Add, sum_ty.clone(), vec![product(k), sum])))
+        (a + 1..b).try_fold(product(a)?, |sum, k| Some(Term::Node(Op::Add, sum_ty.clone(), vec![product(k)?, sum])))
     };
     let spans = |n: i64, t: i64| (0..n).step_by(t as usize).map(move |lo| (lo, (lo + t).min(n))).collect::<Vec<_>>();
     let concat = |dim: usize, shape: Vec<i64>, parts: Vec<Term>| Term::concatenate(dim, Ty::new(dt, shape), parts);
@@ -724,6 +806,25 @@ fn transposed_window(
         })
         .collect::<Option<Vec<_>>>()?;
     Some(concat(0, ty.shape.clone(), row_blocks))
+}
+
+/// Elements `first + i * stride` (`i < n`, `stride > 1`) of the flat term `flat` of `length`
+/// elements as a column `[n, 1]`: one column of the rows of `stride` elements that hold them
+/// (`slice(reshape(flat[base .. base + n * stride]) : [n, stride])`, the form of a strided
+/// load), the rows starting early enough to end within `flat`; `None` where they cannot.
+fn strided_column(flat: &Term, dt: DType, length: i64, first: i64, n: i64, stride: i64) -> Option<Term> {
+    let col = (first + n * stride - length).max(0);
+    if col >= stride || col > first {
+        return None;
+    }
+    let base = first - col;
+    let span = if (base, n * stride) == (0, length) {
+        flat.clone()
+    } else {
+        Term::Node(Op::Slice(vec![(base, base + n * stride, 1)]), Ty::new(dt, vec![n * stride]), vec![flat.clone()])
+    };
+    let rows = Term::Node(Op::Reshape, Ty::new(dt, vec![n, stride]), vec![span]);
+    Some(Term::Node(Op::Slice(vec![(0, n, 1), (col, col + 1, 1)]), Ty::new(dt, vec![n, 1]), vec![rows]))
 }
 
 #[cfg(test)]
@@ -859,7 +960,7 @@ mod tests {
         let mut eg = SelGraph::new(TypeAnalysis);
         let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
         let ids = rules(&["dot", "add"]).identities;
-        let found = transpose_by_products(&eg, &ids, &tiles, x).expect("a transpose by products");
+        let found = transpose_by_products(&eg, &ids, &tiles, x, Reads::inputs(false)).expect("a transpose by products");
         let flat = Term::Node(Op::Reshape, t.with_shape(vec![6]), vec![Term::Class(x)]);
         let out = Ty::new(DType::BF16, vec![3, 2]);
         let product = |k: i64| {
@@ -873,12 +974,12 @@ mod tests {
         // Wider than the unit: tiles of 4 columns, each its own sum. Not where the unit
         // contracts no single element, nor for a computed matrix.
         let y = eg.add(Node::leaf(Op::Input(1), Ty::new(DType::BF16, vec![6, 2])));
-        let tiled = transpose_by_products(&eg, &ids, &tiles, y);
+        let tiled = transpose_by_products(&eg, &ids, &tiles, y, Reads::inputs(false));
         assert!(matches!(&tiled, Some(Term::Node(Op::Concatenate(1), _, parts)) if parts.len() == 2), "{tiled:?}");
         let fixed = Extents::from_entries([(OpCode::Dot, vec![Some(4), Some(4)])]).with_fixed_contractions(&[4]);
-        assert_eq!(transpose_by_products(&eg, &ids, &fixed, x), None);
+        assert_eq!(transpose_by_products(&eg, &ids, &fixed, x, Reads::inputs(false)), None);
         let computed = eg.add(Node::new(Op::Exponential, t.clone(), vec![x]));
-        assert_eq!(transpose_by_products(&eg, &ids, &tiles, computed), None);
+        assert_eq!(transpose_by_products(&eg, &ids, &tiles, computed, Reads::inputs(false)), None);
     }
 
     #[test]

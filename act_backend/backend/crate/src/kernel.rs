@@ -22,6 +22,7 @@ use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
 use crate::results;
+use crate::transposes;
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
 use crate::vocabulary::{COMPARISON_DIRECTIONS, GENERIC_KERNEL_ATTRIBUTES};
 use std::collections::HashMap;
@@ -117,16 +118,17 @@ impl fmt::Display for KernelError {
 impl std::error::Error for KernelError {}
 
 /// Parses an HLO kernel; `file` is used in error messages. Convolutions are written as the
-/// products they sum (`convolution::lower_kernel`) and what depends on constants only is
-/// folded.
+/// products they sum (`convolution::lower_kernel`), transposes as transposes of matrices
+/// (`transposes::lower_kernel`) and what depends on constants only is folded.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
     parse_kernel_as_written(text, file).map(lowered)
 }
 
-/// A kernel as written with its convolutions written as products and its constant-only
-/// work folded: what selection reads.
+/// A kernel as written with its convolutions written as products, its transposes as
+/// transposes of matrices and its constant-only work folded: what selection reads.
 pub fn lowered(mut kernel: Kernel) -> Kernel {
     convolution::lower_kernel(&mut kernel);
+    transposes::lower_kernel(&mut kernel);
     fold::fold_constants(&mut kernel);
     kernel
 }

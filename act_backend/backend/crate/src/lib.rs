@@ -45,6 +45,7 @@ pub mod schedule;
 pub mod select;
 pub mod solve;
 pub mod tiling;
+pub mod transposes;
 pub mod value;
 pub mod views;
 pub mod vocabulary;

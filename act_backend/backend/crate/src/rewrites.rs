@@ -10,7 +10,7 @@
 //! literals are readable from their bytes in HBM, and transposes and reshapes of literals fold.
 
 use crate::egraph::{raw_bytes, SelGraph};
-use crate::identities::{self, Identities};
+use crate::identities::{self, Identities, Reads};
 use crate::infer;
 use crate::isa::{Expr, Instruction, Isa, Slice as IsaSlice};
 use crate::lang::{DType, DotDims, Literal, Node, Op, OpCode, Reducer, Ty};
@@ -1980,7 +1980,7 @@ pub fn rows_as_matrix_vector_products(
         }
         // Otherwise `B` is transposed once, where it can be.
         if !product_runs_a_row_at_a_time(&rules.tiles, m)
-            && identities::transpose_by_products(eg, &rules.identities, &rules.tiles, b).is_some()
+            && identities::transpose_by_products(eg, &rules.identities, &rules.tiles, b, Reads::inputs(rules.strided_reads)).is_some()
         {
             continue;
         }
@@ -2021,8 +2021,8 @@ fn standard_product(eg: &SelGraph, rules: &RuleSet, a: Operand, a_free: &[usize]
         None => Term::Class(x),
     };
     let transposed = |(x, window): Operand| match window {
-        Some(ranges) => identities::window_transpose_by_products(eg, &rules.identities, &rules.tiles, x, ranges),
-        None => identities::transpose_by_products(eg, &rules.identities, &rules.tiles, x),
+        Some(ranges) => identities::window_transpose_by_products(eg, &rules.identities, &rules.tiles, x, ranges, Reads::inputs(rules.strided_reads)),
+        None => identities::transpose_by_products(eg, &rules.identities, &rules.tiles, x, Reads::inputs(rules.strided_reads)),
     };
     let lhs = match a_free {
         [0] => as_is(a),
@@ -2052,7 +2052,7 @@ fn transposed_value(eg: &SelGraph, kernel: &crate::kernel::Kernel, node_class: &
     if ty.rank() != 2 || depth == 0 {
         return None;
     }
-    if let Some(term) = identities::transpose_by_products(eg, &rules.identities, &rules.tiles, class) {
+    if let Some(term) = identities::transpose_by_products(eg, &rules.identities, &rules.tiles, class, Reads::inputs(rules.strided_reads)) {
         return Some(term);
     }
     let t_ty = ty.with_shape(vec![ty.shape[1], ty.shape[0]]);
@@ -2160,7 +2160,8 @@ pub fn transposes_by_products(
                 let (r, c) = (node.ty.shape[1], node.ty.shape[2]);
                 let items = (0..node.ty.shape[0])
                     .map(|i| {
-                        let t = identities::item_transpose_by_products(eg, ids, tiles, x, i)?;
+                        let t = identities::item_transpose_by_products(eg, ids, tiles, x, i, Reads::inputs(rules.strided_reads))
+                            .or_else(|| identities::item_transpose_by_products(eg, ids, tiles, x, i, Reads::stored(rules.strided_reads)))?;
                         Some(Term::Node(Op::Reshape, node.ty.with_shape(vec![1, r, c]), vec![t]))
                     })
                     .collect::<Option<Vec<Term>>>();
@@ -2173,7 +2174,8 @@ pub fn transposes_by_products(
                 if read_only_by_short_products(k) {
                     continue;
                 }
-                if let Some(term) = transposed_value(eg, kernel, node_class, rules, node.operands[0], MAX_TRANSPOSE_DEPTH) {
+                let stored = || identities::transpose_by_products(eg, ids, tiles, operand(0), Reads::stored(rules.strided_reads));
+                if let Some(term) = transposed_value(eg, kernel, node_class, rules, node.operands[0], MAX_TRANSPOSE_DEPTH).or_else(stored) {
                     out.push(Rewrite { rule: "transpose-by-products", class, term });
                 }
             }
@@ -2207,12 +2209,12 @@ pub fn transposes_by_products(
                     .map(|i| {
                         let lhs = match lc {
                             [2] => Some(item(a, &a_ty, i)),
-                            [1] => identities::item_transpose_by_products(eg, ids, tiles, a, i),
+                            [1] => identities::item_transpose_by_products(eg, ids, tiles, a, i, Reads::inputs(rules.strided_reads)),
                             _ => None,
                         }?;
                         let rhs = match rc {
                             [1] => Some(item(b, &b_ty, i)),
-                            [2] => identities::item_transpose_by_products(eg, ids, tiles, b, i),
+                            [2] => identities::item_transpose_by_products(eg, ids, tiles, b, i, Reads::inputs(rules.strided_reads)),
                             _ => None,
                         }?;
                         let product = Term::Node(Op::Dot(std.clone()), node.ty.with_shape(vec![m, n]), vec![lhs, rhs]);

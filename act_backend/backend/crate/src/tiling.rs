@@ -529,12 +529,30 @@ impl Extents {
     /// scale of the search the kernel needs.
     pub fn tile_count(&self, kernel: &crate::kernel::Kernel) -> usize {
         let ceil = |n: i64, t: Option<i64>| t.filter(|&t| t > 0 && n > t).map_or(1, |t| (n + t - 1) / t);
+        // Values something other than a product reads (a product reads a transposed operand
+        // as it lies).
+        let mut read_as_values = vec![false; kernel.nodes.len()];
+        kernel.results.iter().chain([&kernel.root]).for_each(|&r| read_as_values[r] = true);
+        for node in kernel.nodes.iter().filter(|n| !matches!(n.op, Op::Dot(_))) {
+            node.operands.iter().for_each(|&o| read_as_values[o] = true);
+        }
         kernel
             .nodes
             .iter()
-            .map(|node| {
+            .enumerate()
+            .map(|(k, node)| {
                 let Some(code) = opcode(&node.op) else { return 1 };
                 let lead = node.ty.shape.first().map_or(1, |&m| ceil(m, self.leading_tile(code, &node.ty)));
+                if let (Op::Transpose(_), rank @ 2..) = (&node.op, node.ty.rank()) {
+                    if self.entries(code, node.ty.dtype).is_none() && self.product_rows().is_some() && read_as_values[k] {
+                        // Where nothing transposes, products that each contract one element
+                        // compute it (`identities::transpose_by_products`): one per column
+                        // of each tile of rows of each matrix.
+                        let items: i64 = node.ty.shape[..rank - 2].iter().product();
+                        let rows = ceil(node.ty.shape[rank - 2], self.product_rows());
+                        return (items * rows * node.ty.shape[rank - 1]).max(1) as usize;
+                    }
+                }
                 if let (Op::Dot(dd), rank @ 3..) = (&node.op, node.ty.rank()) {
                     // A batch of products: each item's tiles, as a product of its own rank.
                     let items: i64 = node.ty.shape[..rank - 2].iter().product();

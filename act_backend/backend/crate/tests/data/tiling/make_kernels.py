@@ -296,6 +296,8 @@ KERNELS = {
     # rows, more than the move's target buffer holds, transposed 64 rows at a time
     "onchiptranspose_transpose_32x64": (jnp.transpose, [shape(32, 64)]),
     "onchiptranspose_transpose_128x64": (jnp.transpose, [shape(128, 64)]),
+    "onchiptranspose_channels_last_1x64x4x16": (lambda x: jnp.transpose(x, (0, 2, 3, 1)),
+                                                [shape(1, 64, 4, 16)]),
     # for FixedArray (tests/specs: a fixed 16x16 array beside an add of many accumulator rows
     # to int8 rows from HBM): an int32 addend and a linear layer's bias on products taller and
     # wider than the array, added by the array's accumulating form tile by tile
@@ -437,6 +439,11 @@ KERNELS = {
     "gemmini_transposed_conv_1x4x4x16": (lambda x, w: jax.lax.conv_transpose(
         x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
         preferred_element_type=I32), [shape(1, 4, 4, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
+    # PyTorch's layout for it (`transpose_kernel=True`): the kernel's window reversed and its
+    # features swapped, which the convolution reads where they lie
+    "gemmini_transposed_conv_transposed_kernel_1x4x4x16": (lambda x, w: jax.lax.conv_transpose(
+        x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), transpose_kernel=True,
+        preferred_element_type=I32), [shape(1, 4, 4, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
     # a literal of many values added to a convolution (each piece adds its rows of it), and
     # a bias on a grouped convolution of one output pixel (which JAX writes as a reshape,
     # not a broadcast; each group's piece adds its features of it)
@@ -457,6 +464,19 @@ KERNELS = {
     "gemmini_conv_rows_ending_in_padding_1x8x6x24": (
         lambda x, w: int8_conv(x, w, (3, 3), ((1, -1), (-1, 2))),
         [shape(1, 8, 6, 24, dtype=I8), shape(2, 1, 24, 8, dtype=I8)]),
+    # jax.lax.conv's own layouts: a channels-first image (NCHW) and kernel (OIHW), the output
+    # channels-first too. The image is transposed as one [16, 64] matrix, the kernel a window
+    # position at a time (its [O, I] elements 9 apart), the output from where it is stored
+    "gemmini_channels_first_conv_1x16x8x8": (
+        lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32),
+        [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8)]),
+    # transposes of more than two dimensions: of an input, a matrix at a time; of a computed
+    # value, in steps that each turn the dimensions before the next one in place behind it
+    "gemmini_transpose_kernel_to_hwio_16x16x3x3": (lambda w: jnp.transpose(w, (2, 3, 1, 0)),
+                                                   [shape(16, 16, 3, 3, dtype=I8)]),
+    "gemmini_transpose_saturated_product_reversed_2x16x16": (
+        lambda a, b: jnp.transpose(saturated_and_product(a, b)[0].reshape(2, 16, 16), (2, 1, 0)),
+        [shape(32, 16, dtype=I8), shape(16, 16, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
