@@ -171,6 +171,10 @@ TILED = {
     # (refused before: "no instruction of Gemmini computes `transpose`")
     "gemmini_channels_first_conv_1x16x8x8": ("Gemmini", {"matmul32": 24, "mac32": 130,
                                                          "mvin_acc_strided": 16}),
+    # with a bias, a ReLU and saturation to int8 (PyTorch's layout): computed channels-last,
+    # the bias loaded under each piece's products and the ReLU and saturation on its store,
+    # the int8 result transposed back once (refused before: "computes `add`")
+    "gemmini_channels_first_layer_1x16x8x8": ("Gemmini", {"matmul32": 0, "mac32": 154}),
     # a kernel to HWIO: each window position's [O, I] matrix (elements 9 apart) transposed by
     # 16 outer products of its rows read as strided columns
     "gemmini_transpose_kernel_to_hwio_16x16x3x3": ("Gemmini", {"matmul8": 9, "mac8": 135}),

@@ -907,8 +907,10 @@ pub fn fused_after(kernel: &Kernel, conv: usize, spec: &Convolution) -> Option<(
         if !node.operands.iter().any(|&o| o == conv || index[o] != usize::MAX) {
             continue;
         }
+        // The work ends where something else reads it (the transpose back to a channels-first
+        // output, `channels_last`).
         if &node.ty.shape != out || !elementwise(&node.op) {
-            return None;
+            break;
         }
         let mut operands = Vec::new();
         for &o in &node.operands {

@@ -17,6 +17,7 @@
 //! and the position the Python checker (`act_backend.kernel.check_hlo`) gives the same fault:
 //! the conformance corpus (`tests/conformance/`) holds both front ends to one verdict.
 
+use crate::channels_last;
 use crate::convolution;
 use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
@@ -117,8 +118,9 @@ impl fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
-/// Parses an HLO kernel; `file` is used in error messages. Convolutions are written as the
-/// products they sum (`convolution::lower_kernel`), transposes as transposes of matrices
+/// Parses an HLO kernel; `file` is used in error messages. Convolutions are written
+/// channels-last (`channels_last::lower_kernel`), then as the products they sum
+/// (`convolution::lower_kernel`), transposes as transposes of matrices
 /// (`transposes::lower_kernel`) and what depends on constants only is folded.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
     parse_kernel_as_written(text, file).map(lowered)
@@ -127,6 +129,7 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
 /// A kernel as written with its convolutions written as products, its transposes as
 /// transposes of matrices and its constant-only work folded: what selection reads.
 pub fn lowered(mut kernel: Kernel) -> Kernel {
+    channels_last::lower_kernel(&mut kernel);
     convolution::lower_kernel(&mut kernel);
     transposes::lower_kernel(&mut kernel);
     fold::fold_constants(&mut kernel);

@@ -9,6 +9,7 @@ pub mod backoff;
 pub mod bands;
 pub mod bound;
 pub mod changes;
+pub mod channels_last;
 pub mod cli;
 pub mod compile;
 pub mod convolution;

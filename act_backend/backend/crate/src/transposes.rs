@@ -9,7 +9,8 @@
 //! one out of place is brought forward by turning the dimensions before it behind the rest,
 //! `[batch, a, c] -> [batch, c, a]`, which puts at least one more dimension in place. A
 //! transpose that keeps its last dimension last moves whole rows, which loads and stores do
-//! as they are: it is left as written, as is one that already is such a step.
+//! as they are: it is left as written, as is one that already is such a step. A batch of
+//! matrices computed and written out as the kernel's result is transposed a matrix at a time.
 
 use crate::kernel::{Kernel, KernelNode};
 use crate::lang::{Op, Ty};
@@ -71,16 +72,41 @@ pub const MAX_WINDOWS: i64 = 64;
 
 /// The operations written for `transpose(x, perm) : ty` (`x` a kernel input where `input`),
 /// the last of type `ty`; `None` where the transpose stays as written.
-fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool) -> Option<Vec<Step>> {
+fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool, written_out: bool) -> Option<Vec<Step>> {
     let (extents, order) = merged(&x.shape, perm);
     let m = extents.len();
+    let mut ops: Vec<Step> = Vec::new();
+    let last = |ops: &Vec<Step>| if ops.is_empty() { Source::Operand } else { Source::Step(ops.len() - 1) };
+    if let ([[batch @ 2..=MAX_WINDOWS, a, c]], false, true) = (&steps(&extents, &order)[..], input, written_out) {
+        // A batch of matrices computed and written out: each item transposed as a matrix of
+        // its own, whose bytes are written where they lie (a column of its stored value
+        // each), rather than all read back as a batch.
+        let [batch, a, c] = [*batch, *a, *c];
+        let items = if x.shape == [batch, a, c] {
+            Source::Operand
+        } else {
+            ops.push((Op::Reshape, x.with_shape(vec![batch, a, c]), vec![Source::Operand]));
+            Source::Step(0)
+        };
+        let mut parts = Vec::new();
+        for i in 0..batch {
+            ops.push((Op::Slice(vec![(i, i + 1, 1), (0, a, 1), (0, c, 1)]), x.with_shape(vec![1, a, c]), vec![items]));
+            ops.push((Op::Reshape, x.with_shape(vec![a, c]), vec![last(&ops)]));
+            ops.push((Op::Transpose(vec![1, 0]), x.with_shape(vec![c, a]), vec![last(&ops)]));
+            ops.push((Op::Reshape, x.with_shape(vec![1, c, a]), vec![last(&ops)]));
+            parts.push(last(&ops));
+        }
+        ops.push((Op::Concatenate(0), x.with_shape(vec![batch, c, a]), parts));
+        if ty.shape != [batch, c, a] {
+            ops.push((Op::Reshape, ty.clone(), vec![last(&ops)]));
+        }
+        return Some(ops);
+    }
     let is_step = (x.rank() == 2 && perm == [1, 0]) || (x.rank() == 3 && perm == [0, 2, 1]);
     let identity = order.iter().enumerate().all(|(i, &d)| i == d);
     if is_step || (m > 0 && order[m - 1] == m - 1 && !identity) {
         return None;
     }
-    let mut ops: Vec<Step> = Vec::new();
-    let last = |ops: &Vec<Step>| if ops.is_empty() { Source::Operand } else { Source::Step(ops.len() - 1) };
     let items: i64 = order[..m.saturating_sub(2)].iter().map(|&d| extents[d]).product();
     if input && m >= 3 && items <= MAX_WINDOWS {
         windows(x, &extents, &order, &mut ops);
@@ -143,16 +169,23 @@ fn windows(x: &Ty, extents: &[i64], order: &[usize], ops: &mut Vec<Step>) {
     ops.push((Op::Concatenate(0), x.with_shape(vec![count, extents[r], extents[c]]), parts));
 }
 
+/// Whether node `k` is a result of `kernel` that nothing else reads: its value is only
+/// written out.
+fn written_out(kernel: &Kernel, k: usize) -> bool {
+    (k == kernel.root || kernel.results.contains(&k)) && !kernel.nodes.iter().any(|n| n.operands.contains(&k))
+}
+
 /// Writes every transpose of `kernel` that [`lowered`] writes as its steps: nodes named after
 /// it, at its position, the last one its value.
 pub fn lower_kernel(kernel: &mut Kernel) {
     let plans: Vec<Option<Vec<Step>>> = kernel
         .nodes
         .iter()
-        .map(|n| match &n.op {
+        .enumerate()
+        .map(|(k, n)| match &n.op {
             Op::Transpose(p) => {
                 let x = &kernel.nodes[n.operands[0]];
-                lowered(&x.ty, p, &n.ty, matches!(x.op, Op::Parameter(_)))
+                lowered(&x.ty, p, &n.ty, matches!(x.op, Op::Parameter(_)), written_out(kernel, k))
             }
             _ => None,
         })
@@ -262,6 +295,15 @@ mod tests {
         assert_eq!(transposes(&kernel("16,64", "64,16", "1,0", false)), vec![(vec![16, 64], vec![1, 0])]);
         assert_eq!(transposes(&kernel("4,6,8", "4,8,6", "0,2,1", false)), vec![(vec![4, 6, 8], vec![0, 2, 1])]);
         assert_eq!(transposes(&kernel("8,4,16", "4,8,16", "1,0,2", false)), vec![(vec![8, 4, 16], vec![1, 0, 2])]);
+    }
+
+    #[test]
+    fn a_computed_batch_written_out_is_transposed_a_matrix_at_a_time() {
+        // The kernel's result: two [16, 12] matrices, each transposed on its own; read by
+        // something else, the batch stays one transpose.
+        assert_eq!(transposes(&kernel("2,12,16", "2,16,12", "0,2,1", true)), vec![(vec![12, 16], vec![1, 0]); 2]);
+        let read = kernel("2,12,16", "2,16,12", "0,2,1", true).replace("ROOT t", "t").replace("\n}", "\n  ROOT n = s8[2,16,12] negate(t)\n}");
+        assert_eq!(transposes(&read), vec![(vec![2, 12, 16], vec![0, 2, 1])]);
     }
 
     #[test]

@@ -470,6 +470,12 @@ KERNELS = {
     "gemmini_channels_first_conv_1x16x8x8": (
         lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32),
         [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8)]),
+    # a quantized layer laid out channels-first as PyTorch lays it out: computed channels-last,
+    # the bias and ReLU on each piece, the int8 result transposed back once
+    "gemmini_channels_first_layer_1x16x8x8": (
+        lambda x, w, b: jnp.clip(relu(jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32)
+                                      + b[None, :, None, None]), -128, 127).astype(I8),
+        [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8), shape(16, dtype=I32)]),
     # transposes of more than two dimensions: of an input, a matrix at a time; of a computed
     # value, in steps that each turn the dimensions before the next one in place behind it
     "gemmini_transpose_kernel_to_hwio_16x16x3x3": (lambda w: jnp.transpose(w, (2, 3, 1, 0)),
