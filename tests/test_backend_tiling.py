@@ -257,7 +257,7 @@ TILED = {
                                                            "mac8": 30}),
     "gemmini_batched_matmul_transposed_rhs_2x32x16x48": ("Gemmini", {"matmul32": 12,
                                                                      "matmul8": 6, "mac8": 90}),
-    "gemmini_transpose_32x48": ("Gemmini", {"matmul8": 6, "mac8": 90, "mvout_strided": 6}),
+    "gemmini_transpose_32x48": ("Gemmini", {"mvin_strided": 48, "mvout": 48, "matmul8": 0}),
     # the same ending in a one-row, one-column tile: refused before (its zero was a transpose)
     "gemmini_transposed_relu_matmul_17x17x17": ("Gemmini", {"matmul32": 4, "mac32": 4,
                                                             "matmul8": 3, "mac8": 45}),

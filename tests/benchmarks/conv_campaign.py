@@ -66,7 +66,8 @@ class Geometry(dict):
         groups = "" if self["groups"] == 1 else f" {self['groups']} groups"
         stride = "x".join(map(str, self["strides"]))
         image, kernel, _ = layouts(self)
-        return f"{dims} * {window} stride {stride} {pad}{dilation}{transposed}{groups} {image}/{kernel}"
+        layout = f" {image}/{kernel}"
+        return f"{dims} * {window} stride {stride} {pad}{dilation}{transposed}{groups}{layout}"
 
 
 def conv(geometry):

@@ -808,6 +808,31 @@ fn transposed_window(
     Some(concat(0, ty.shape.clone(), row_blocks))
 }
 
+/// Most rows [`transpose_by_columns`] writes a transpose as.
+pub const MAX_COLUMNS_READ: i64 = 1024;
+
+/// The transpose of matrix `x` (a kernel input, or a value stored to HBM) as its columns
+/// read one by one from where it lies, each a row of the result: `concatenate_0(reshape(x[:,
+/// c]) : [1, rows])`. For a transpose the kernel writes out: a column read as `[rows, 1]` is
+/// the bytes of that row, which a store writes as they are. Exact for every type (the same
+/// elements); `None` where `x` is neither, or has more than [`MAX_COLUMNS_READ`] columns.
+pub fn transpose_by_columns(eg: &SelGraph, x: Id) -> Option<Term> {
+    let x_ty = &eg[x].data;
+    let &[rows, columns] = x_ty.shape.as_slice() else { return None };
+    if columns > MAX_COLUMNS_READ || rows < 2 || columns < 2 {
+        return None;
+    }
+    let (flat, start, strides) = input_layout(eg, x, 3, Reads::stored(true))?;
+    let (length, dt) = (flat_length(eg, &flat), x_ty.dtype);
+    let parts = (0..columns)
+        .map(|c| {
+            let column = strided_column(&flat, dt, length, start + c * strides[1], rows, strides[0])?;
+            Some(Term::Node(Op::Reshape, Ty::new(dt, vec![1, rows]), vec![column]))
+        })
+        .collect::<Option<Vec<Term>>>()?;
+    Some(Term::concatenate(0, Ty::new(dt, vec![columns, rows]), parts))
+}
+
 /// Elements `first + i * stride` (`i < n`, `stride > 1`) of the flat term `flat` of `length`
 /// elements as a column `[n, 1]`: one column of the rows of `stride` elements that hold them
 /// (`slice(reshape(flat[base .. base + n * stride]) : [n, stride])`, the form of a strided
@@ -980,6 +1005,29 @@ mod tests {
         assert_eq!(transpose_by_products(&eg, &ids, &fixed, x, Reads::inputs(false)), None);
         let computed = eg.add(Node::new(Op::Exponential, t.clone(), vec![x]));
         assert_eq!(transpose_by_products(&eg, &ids, &tiles, computed, Reads::inputs(false)), None);
+    }
+
+    #[test]
+    fn a_transpose_written_out_reads_each_column_of_a_stored_value_as_a_row() {
+        // y = exp(x) : s32[3, 2] stored (y = from_bytes(to_bytes(y))): row c of y^T is column
+        // c of y, elements c, c + 2, c + 4 of its flat elements, one column of [3, 2].
+        let t = Ty::new(DType::S32, vec![3, 2]);
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+        let y = eg.add(Node::new(Op::Exponential, t.clone(), vec![x]));
+        assert_eq!(transpose_by_columns(&eg, y), None, "not stored");
+        let bytes = crate::egraph::to_bytes(&mut eg, y);
+        let back = crate::egraph::from_bytes(&mut eg, bytes, &t);
+        eg.union(y, back);
+        eg.rebuild();
+        let y = eg.find(y);
+        let Some(Term::Node(Op::Concatenate(0), ty, rows)) = transpose_by_columns(&eg, y) else { panic!("a concatenation of rows") };
+        assert_eq!((ty.shape, rows.len()), (vec![2, 3], 2));
+        let Term::Node(Op::Reshape, row, column) = &rows[1] else { panic!("a column seen as a row") };
+        assert_eq!(row.shape, vec![1, 3]);
+        let Term::Node(Op::Slice(window), _, grid) = &column[0] else { panic!("a column of a window") };
+        assert_eq!(window, &vec![(0, 3, 1), (1, 2, 1)]);
+        assert!(matches!(&grid[0], Term::Node(Op::Reshape, g, _) if g.shape == vec![3, 2]));
     }
 
     #[test]

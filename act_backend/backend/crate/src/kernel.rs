@@ -77,6 +77,18 @@ pub enum KernelErrorKind {
     Unsupported,
 }
 
+impl Kernel {
+    /// Whether node `k`'s value is only written out: a result nothing else reads, or read
+    /// only by reshapes whose values are only written out (the same bytes).
+    pub fn written_out(&self, k: usize) -> bool {
+        let readers: Vec<usize> = (0..self.nodes.len()).filter(|&r| self.nodes[r].operands.contains(&k)).collect();
+        if readers.is_empty() {
+            return k == self.root || self.results.contains(&k);
+        }
+        readers.iter().all(|&r| self.nodes[r].op == Op::Reshape && self.written_out(r))
+    }
+}
+
 impl KernelErrorKind {
     /// The kind of a stable error code (the table the conformance corpus's `kinds` records):
     /// codes the crate uses alone (`unsupported-tuple`...) are refusals of what it does not

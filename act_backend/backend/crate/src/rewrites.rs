@@ -2174,9 +2174,21 @@ pub fn transposes_by_products(
                 if read_only_by_short_products(k) {
                     continue;
                 }
+                let by_products = transposed_value(eg, kernel, node_class, rules, node.operands[0], MAX_TRANSPOSE_DEPTH);
+                // Written out, each row of it is also a column of the operand where it lies:
+                // where that is an input (whose transpose takes a one-element product per
+                // element), or where no product computes the transpose from the operand's own.
+                let by_columns = kernel.written_out(k)
+                    && rules.strided_reads
+                    && (by_products.is_none() || matches!(kernel.nodes[node.operands[0]].op, Op::Parameter(_)));
                 let stored = || identities::transpose_by_products(eg, ids, tiles, operand(0), Reads::stored(rules.strided_reads));
-                if let Some(term) = transposed_value(eg, kernel, node_class, rules, node.operands[0], MAX_TRANSPOSE_DEPTH).or_else(stored) {
+                if let Some(term) = by_products.or_else(stored) {
                     out.push(Rewrite { rule: "transpose-by-products", class, term });
+                }
+                if by_columns {
+                    if let Some(term) = identities::transpose_by_columns(eg, operand(0)) {
+                        out.push(Rewrite { rule: "transpose-by-columns", class, term });
+                    }
                 }
             }
             Op::Dot(dd) if dd.lhs_batch.is_empty() && node.ty.rank() == 2 => {

@@ -169,12 +169,6 @@ fn windows(x: &Ty, extents: &[i64], order: &[usize], ops: &mut Vec<Step>) {
     ops.push((Op::Concatenate(0), x.with_shape(vec![count, extents[r], extents[c]]), parts));
 }
 
-/// Whether node `k` is a result of `kernel` that nothing else reads: its value is only
-/// written out.
-fn written_out(kernel: &Kernel, k: usize) -> bool {
-    (k == kernel.root || kernel.results.contains(&k)) && !kernel.nodes.iter().any(|n| n.operands.contains(&k))
-}
-
 /// Writes every transpose of `kernel` that [`lowered`] writes as its steps: nodes named after
 /// it, at its position, the last one its value.
 pub fn lower_kernel(kernel: &mut Kernel) {
@@ -185,7 +179,7 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         .map(|(k, n)| match &n.op {
             Op::Transpose(p) => {
                 let x = &kernel.nodes[n.operands[0]];
-                lowered(&x.ty, p, &n.ty, matches!(x.op, Op::Parameter(_)), written_out(kernel, k))
+                lowered(&x.ty, p, &n.ty, matches!(x.op, Op::Parameter(_)), kernel.written_out(k))
             }
             _ => None,
         })

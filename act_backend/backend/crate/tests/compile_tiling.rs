@@ -681,10 +681,9 @@ fn transposes_where_nothing_transposes_are_products_that_contract_one_element() 
     // time, each tile 16 one-element products (a row of the input loaded as a column, times a
     // row of the identity) accumulated by the int8 array; the product then runs as the array
     // takes it, each tile once: (A.B)^T = B^T.A^T (through a ReLU, a window and a
-    // concatenation too), A^T.B, A.B^T, batched, and a transpose alone. Before, all but A.B^T were refused, and A.B^T of 64 rows ran 256 one-column
-    // products, one per row of A and tile of B.
+    // concatenation too), A^T.B, A.B^T, batched. Before, all but A.B^T were refused, and
+    // A.B^T of 64 rows ran 256 one-column products, one per row of A and tile of B.
     for (kernel, one_element, array) in [
-        ("gemmini_transpose_32x48", 6 * 16, 0),
         ("gemmini_transposed_matmul_16x32x32", 4 * 16 + 2 * 16, 2 * 2),
         ("gemmini_transposed_relu_matmul_16x32x32", 4 * 16 + 2 * 16, 2 * 2),
         ("gemmini_matmul_transposed_lhs_16x32x48", 2 * 16, 2 * 3),
@@ -699,6 +698,15 @@ fn transposes_where_nothing_transposes_are_products_that_contract_one_element() 
         assert_eq!(count(&calls, "matmul8") + count(&calls, "mac8"), one_element, "{kernel}: {calls:?}");
         assert_eq!(products(&calls), array, "{kernel}: {calls:?}");
     }
+}
+
+#[test]
+fn a_transpose_written_out_is_each_column_of_its_operand_loaded_and_stored_as_a_row() {
+    // [32, 48] to [48, 32]: each of the 48 rows of the result is a column of the input, loaded
+    // by a strided load of one column and stored as it lies (six 16x16 tiles of one-element
+    // products before, 199 instructions).
+    let calls = compiled("gemmini_isa.json", "gemmini_transpose_32x48");
+    assert_eq!((count(&calls, "mvin_strided"), count(&calls, "mvout"), calls.len()), (48, 48, 96), "{calls:?}");
 }
 
 #[test]
