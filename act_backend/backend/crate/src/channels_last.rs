@@ -95,19 +95,11 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         }
         new_index[k] = last.unwrap_or_else(|| push(&mut nodes, &mut moving, KernelNode { operands, ..node.clone() }, None));
     }
-    kernel.param_nodes = kernel.param_nodes.iter().map(|&k| new_index[k]).collect();
-    kernel.results = kernel.results.iter().map(|&k| new_index[k]).collect();
-    kernel.root = new_index[kernel.root];
-    kernel.nodes = nodes;
+    kernel.renumber(nodes, &new_index);
     // The transposes moved on, and the operands taken in the convolution's layout instead,
     // are read by nothing any more.
-    let live = crate::fold::live(kernel);
-    let mut keep = vec![true; kernel.nodes.len()];
     let made_dead = (0..new_index.len()).filter(|&k| live_before[k]).map(|k| new_index[k]);
-    written.iter().copied().chain(made_dead).filter(|&t| !live[t]).for_each(|t| keep[t] = false);
-    if keep.contains(&false) {
-        crate::fold::remove_nodes(kernel, &keep);
-    }
+    kernel.drop_unread(written.into_iter().chain(made_dead));
 }
 
 /// `node` (elementwise, its operands written at `operands`) with a transpose written here

@@ -1075,17 +1075,9 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(&node.ty));
         new_index[k] = nodes.len() - 1;
     }
-    kernel.param_nodes = kernel.param_nodes.iter().map(|&k| new_index[k]).collect();
-    kernel.results = kernel.results.iter().map(|&k| new_index[k]).collect();
-    kernel.root = new_index[kernel.root];
-    kernel.nodes = nodes;
+    kernel.renumber(nodes, &new_index);
     // Moves of a kernel that nothing else reads are gone with the convolution.
-    let live = crate::fold::live(kernel);
-    let mut keep = vec![true; kernel.nodes.len()];
-    looked_through.iter().map(|&k| new_index[k]).filter(|&k| !live[k]).for_each(|k| keep[k] = false);
-    if keep.contains(&false) {
-        crate::fold::remove_nodes(kernel, &keep);
-    }
+    kernel.drop_unread(looked_through.iter().map(|&k| new_index[k]));
 }
 
 #[cfg(test)]

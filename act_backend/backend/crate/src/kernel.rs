@@ -78,6 +78,24 @@ pub enum KernelErrorKind {
 }
 
 impl Kernel {
+    /// Replaces the nodes with `nodes`, in which node `k` of the old ones is `new_index[k]`.
+    pub fn renumber(&mut self, nodes: Vec<KernelNode>, new_index: &[usize]) {
+        self.param_nodes = self.param_nodes.iter().map(|&k| new_index[k]).collect();
+        self.results = self.results.iter().map(|&k| new_index[k]).collect();
+        self.root = new_index[self.root];
+        self.nodes = nodes;
+    }
+
+    /// Drops those of `candidates` that nothing the kernel's value depends on reads.
+    pub fn drop_unread(&mut self, candidates: impl IntoIterator<Item = usize>) {
+        let live = fold::live(self);
+        let mut keep = vec![true; self.nodes.len()];
+        candidates.into_iter().filter(|&k| !live[k]).for_each(|k| keep[k] = false);
+        if keep.contains(&false) {
+            fold::remove_nodes(self, &keep);
+        }
+    }
+
     /// Whether node `k`'s value is only written out: a result nothing else reads, or read
     /// only by reshapes whose values are only written out (the same bytes).
     pub fn written_out(&self, k: usize) -> bool {

@@ -209,10 +209,7 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         }
         new_index[k] = nodes.len() - 1;
     }
-    kernel.param_nodes = kernel.param_nodes.iter().map(|&k| new_index[k]).collect();
-    kernel.results = kernel.results.iter().map(|&k| new_index[k]).collect();
-    kernel.root = new_index[kernel.root];
-    kernel.nodes = nodes;
+    kernel.renumber(nodes, &new_index);
 }
 
 #[cfg(test)]
