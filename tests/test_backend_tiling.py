@@ -171,6 +171,10 @@ TILED = {
     # (refused before: "no instruction of Gemmini computes `transpose`")
     "gemmini_channels_first_conv_1x16x8x8": ("Gemmini", {"matmul32": 24, "mac32": 130,
                                                          "mvin_acc_strided": 16}),
+    # 1-D over a batch of two: each item's int32 result transposed back on its own, each of
+    # its 16 output rows a column of the stored result loaded and stored (refused before)
+    "gemmini_channels_first_conv_1d_2x16x12": ("Gemmini", {"matmul32": 6, "mac32": 8,
+                                                           "mvin_acc_strided": 32}),
     # with a bias, a ReLU and saturation to int8 (PyTorch's layout): computed channels-last,
     # the bias loaded under each piece's products and the ReLU and saturation on its store,
     # the int8 result transposed back once (refused before: "computes `add`")

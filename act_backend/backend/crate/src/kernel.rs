@@ -97,13 +97,14 @@ impl Kernel {
     }
 
     /// Whether node `k`'s value is only written out: a result nothing else reads, or read
-    /// only by reshapes whose values are only written out (the same bytes).
+    /// only by reshapes and concatenations along the leading dimension whose values are only
+    /// written out (its bytes are a run of theirs).
     pub fn written_out(&self, k: usize) -> bool {
         let readers: Vec<usize> = (0..self.nodes.len()).filter(|&r| self.nodes[r].operands.contains(&k)).collect();
         if readers.is_empty() {
             return k == self.root || self.results.contains(&k);
         }
-        readers.iter().all(|&r| self.nodes[r].op == Op::Reshape && self.written_out(r))
+        readers.iter().all(|&r| matches!(self.nodes[r].op, Op::Reshape | Op::Concatenate(0)) && self.written_out(r))
     }
 }
 

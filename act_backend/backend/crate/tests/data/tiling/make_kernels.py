@@ -470,6 +470,11 @@ KERNELS = {
     "gemmini_channels_first_conv_1x16x8x8": (
         lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32),
         [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8)]),
+    # 1-D, a batch of two: each item's int32 result transposed back on its own, each output
+    # row a column of the stored result
+    "gemmini_channels_first_conv_1d_2x16x12": (
+        lambda x, w: jax.lax.conv(x, w, (1,), "SAME", preferred_element_type=I32),
+        [shape(2, 16, 12, dtype=I8), shape(16, 16, 3, dtype=I8)]),
     # a quantized layer laid out channels-first as PyTorch lays it out: computed channels-last,
     # the bias and ReLU on each piece, the int8 result transposed back once
     "gemmini_channels_first_layer_1x16x8x8": (
