@@ -175,6 +175,10 @@ TILED = {
     # its 16 output rows a column of the stored result loaded and stored (refused before)
     "gemmini_channels_first_conv_1d_2x16x12": ("Gemmini", {"matmul32": 6, "mac32": 8,
                                                            "mvin_acc_strided": 32}),
+    # PyTorch's Conv1d with a bias and ReLU (NCW, one item): the bias under each piece's
+    # products, the ReLU on the store, each output row a column of the stored int32 result
+    "gemmini_channels_first_relu_conv_1d_1x16x12": ("Gemmini", {"matmul32": 0, "mac32": 7,
+                                                                "mvin_acc_strided": 16}),
     # with a bias, a ReLU and saturation to int8 (PyTorch's layout): computed channels-last,
     # the bias loaded under each piece's products and the ReLU and saturation on its store,
     # the int8 result transposed back once (refused before: "computes `add`")

@@ -102,7 +102,7 @@ fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool, written_out: bool) -> O
         }
         return Some(ops);
     }
-    let is_step = (x.rank() == 2 && perm == [1, 0]) || (x.rank() == 3 && perm == [0, 2, 1]);
+    let is_step = (x.rank() == 2 && perm == [1, 0]) || (x.rank() == 3 && perm == [0, 2, 1] && m == 3);
     let identity = order.iter().enumerate().all(|(i, &d)| i == d);
     if is_step || (m > 0 && order[m - 1] == m - 1 && !identity) {
         return None;
@@ -285,6 +285,8 @@ mod tests {
     fn steps_and_transposes_that_keep_their_rows_stay_as_written() {
         assert_eq!(transposes(&kernel("16,64", "64,16", "1,0", false)), vec![(vec![16, 64], vec![1, 0])]);
         assert_eq!(transposes(&kernel("4,6,8", "4,8,6", "0,2,1", false)), vec![(vec![4, 6, 8], vec![0, 2, 1])]);
+        // A batch of one is a matrix.
+        assert_eq!(transposes(&kernel("1,6,8", "1,8,6", "0,2,1", true)), vec![(vec![6, 8], vec![1, 0])]);
         assert_eq!(transposes(&kernel("8,4,16", "4,8,16", "1,0,2", false)), vec![(vec![8, 4, 16], vec![1, 0, 2])]);
     }
 

@@ -475,6 +475,11 @@ KERNELS = {
     "gemmini_channels_first_conv_1d_2x16x12": (
         lambda x, w: jax.lax.conv(x, w, (1,), "SAME", preferred_element_type=I32),
         [shape(2, 16, 12, dtype=I8), shape(16, 16, 3, dtype=I8)]),
+    # PyTorch's Conv1d and ReLU (NCW, one item): the int32 result transposed as one matrix
+    "gemmini_channels_first_relu_conv_1d_1x16x12": (
+        lambda x, w, b: relu(jax.lax.conv(x, w, (1,), "SAME", preferred_element_type=I32)
+                             + b[None, :, None]),
+        [shape(1, 16, 12, dtype=I8), shape(16, 16, 3, dtype=I8), shape(16, dtype=I32)]),
     # a quantized layer laid out channels-first as PyTorch lays it out: computed channels-last,
     # the bias and ReLU on each piece, the int8 result transposed back once
     "gemmini_channels_first_layer_1x16x8x8": (
