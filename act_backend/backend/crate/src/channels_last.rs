@@ -83,10 +83,14 @@ pub fn lower_kernel(kernel: &mut Kernel) {
                     };
                     let op = Op::Other { name: name.clone(), attrs };
                     let c = push(&mut nodes, &mut moving, named("channels_last", op, transposed(&node.ty, &out), vec![x, operands[1]]), None);
-                    let back = inverse(&out);
-                    let t = push(&mut nodes, &mut moving, named("layout", Op::Transpose(back.clone()), node.ty.clone(), vec![c]), Some((c, back)));
-                    written.push(t);
-                    last = Some(t);
+                    last = Some(if is_identity(&out) {
+                        c
+                    } else {
+                        let back = inverse(&out);
+                        let t = push(&mut nodes, &mut moving, named("layout", Op::Transpose(back.clone()), node.ty.clone(), vec![c]), Some((c, back)));
+                        written.push(t);
+                        t
+                    });
                 }
             }
         }

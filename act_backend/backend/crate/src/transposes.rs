@@ -108,7 +108,9 @@ fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool, written_out: bool) -> O
         return None;
     }
     let items: i64 = order[..m.saturating_sub(2)].iter().map(|&d| extents[d]).product();
-    if input && m >= 3 && items <= MAX_WINDOWS {
+    if identity {
+        // Only dimensions of one element move: a reshape, or nothing.
+    } else if input && m >= 3 && items <= MAX_WINDOWS {
         windows(x, &extents, &order, &mut ops);
     } else {
         let mut shape = x.shape.clone();
@@ -125,7 +127,8 @@ fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool, written_out: bool) -> O
     if ops.last().map_or(&x.shape, |o| &o.1.shape) != &ty.shape {
         ops.push((Op::Reshape, ty.clone(), vec![last(&ops)]));
     }
-    Some(ops)
+    // A transpose that moves nothing stays as written (the search reads it as its operand).
+    (!ops.is_empty()).then_some(ops)
 }
 
 /// A transpose of a kernel input (merged: `extents` by `order`, of rank 3 or more) as one
@@ -233,6 +236,17 @@ mod tests {
         assert_eq!(steps(&[2, 3, 4, 5], &[0, 3, 1, 2]), vec![[2, 12, 5]]);
         assert_eq!(steps(&[2, 3, 4, 5], &[3, 2, 1, 0]), vec![[1, 24, 5], [5, 6, 4], [20, 2, 3]]);
         assert!(steps(&[2, 3], &[0, 1]).is_empty());
+    }
+
+    #[test]
+    fn a_transpose_that_moves_nothing_stays_as_written() {
+        let text = "HloModule t\nENTRY e {\n  a = s8[4,6,8] parameter(0)\n  x = s8[4,6,8] negate(a)\n  \
+                    y = s8[4,6,8] negate(a)\n  t = s8[4,6,8] transpose(x), dimensions={0,1,2}\n  \
+                    ROOT s = s8[4,6,8] add(t, y)\n}\n";
+        let k = parse_kernel(text, "t.hlo").expect("parses");
+        let add = &k.nodes[k.root];
+        assert_eq!(k.nodes[add.operands[0]].op, Op::Transpose(vec![0, 1, 2]));
+        assert_eq!(k.nodes[k.nodes[add.operands[0]].operands[0]].name, "x");
     }
 
     /// The transposes of `kernel` after lowering: their operand shapes and permutations.
