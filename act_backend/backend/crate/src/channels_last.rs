@@ -13,7 +13,7 @@
 
 use crate::convolution::{self, Convolution, Layout};
 use crate::kernel::{Kernel, KernelNode};
-use crate::lang::{Op, Ty};
+use crate::lang::{inverse_permutation, Op, Ty};
 
 /// The order of `layout`'s dimensions as batch, spatial dimensions, features.
 fn channels_last_order(layout: &Layout) -> Vec<usize> {
@@ -22,14 +22,6 @@ fn channels_last_order(layout: &Layout) -> Vec<usize> {
 
 fn is_identity(order: &[usize]) -> bool {
     order.iter().enumerate().all(|(i, &d)| i == d)
-}
-
-fn inverse(order: &[usize]) -> Vec<usize> {
-    let mut inv = vec![0; order.len()];
-    for (i, &d) in order.iter().enumerate() {
-        inv[d] = i;
-    }
-    inv
 }
 
 /// `dim_labels` of `conv` with its image and output channels-last (`b01f`), its kernel's as
@@ -64,7 +56,6 @@ pub fn lower_kernel(kernel: &mut Kernel) {
             operands,
             ..node.clone()
         };
-        let transposed = |ty: &Ty, order: &[usize]| ty.with_shape(order.iter().map(|&d| ty.shape[d]).collect());
         let mut last = None;
         if let Op::Other { name, attrs } = &node.op {
             let conv = (name == "convolution" && operands.len() == 2)
@@ -77,16 +68,16 @@ pub fn lower_kernel(kernel: &mut Kernel) {
                     let x = if is_identity(&image) {
                         operands[0]
                     } else {
-                        let t = push(&mut nodes, &mut moving, named("image", Op::Transpose(image.clone()), transposed(&x_ty, &image), vec![operands[0]]), None);
+                        let t = push(&mut nodes, &mut moving, named("image", Op::Transpose(image.clone()), x_ty.permuted(&image), vec![operands[0]]), None);
                         written.push(t);
                         t
                     };
                     let op = Op::Other { name: name.clone(), attrs };
-                    let c = push(&mut nodes, &mut moving, named("channels_last", op, transposed(&node.ty, &out), vec![x, operands[1]]), None);
+                    let c = push(&mut nodes, &mut moving, named("channels_last", op, node.ty.permuted(&out), vec![x, operands[1]]), None);
                     last = Some(if is_identity(&out) {
                         c
                     } else {
-                        let back = inverse(&out);
+                        let back = inverse_permutation(&out);
                         let t = push(&mut nodes, &mut moving, named("layout", Op::Transpose(back.clone()), node.ty.clone(), vec![c]), Some((c, back)));
                         written.push(t);
                         t
@@ -122,8 +113,8 @@ fn moved_past(
         return None;
     }
     // The convolution's layout: dimension `i` there is the result's dimension `order[i]`.
-    let order = inverse(&perm);
-    let inner_ty = node.ty.with_shape(order.iter().map(|&d| node.ty.shape[d]).collect());
+    let order = inverse_permutation(&perm);
+    let inner_ty = node.ty.permuted(&order);
     let push = |nodes: &mut Vec<KernelNode>, moving: &mut Vec<Option<(usize, Vec<usize>)>>, suffix: &str, op: Op, ty: Ty, args: Vec<usize>| {
         nodes.push(KernelNode { name: format!("{}.{suffix}", node.name), op, ty, operands: args, ..node.clone() });
         moving.push(None);
@@ -144,7 +135,7 @@ fn moved_past(
             match renamed {
                 Some(dims) => push(nodes, moving, "broadcast", Op::Broadcast(dims), operand.ty.with_shape(inner_ty.shape.clone()), operand.operands.clone()),
                 None => {
-                    let ty = operand.ty.with_shape(order.iter().map(|&d| operand.ty.shape[d]).collect());
+                    let ty = operand.ty.permuted(&order);
                     push(nodes, moving, "operand", Op::Transpose(order.clone()), ty, vec![o])
                 }
             }

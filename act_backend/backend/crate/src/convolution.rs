@@ -422,8 +422,8 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
     let rhs_order: Vec<usize> = conv.rhs.spatial.iter().copied().chain([conv.rhs.feature, conv.rhs.batch]).collect();
     let x = w.transpose(Value::Input(0), lhs, &lhs_order);
     let k = w.transpose(Value::Input(1), rhs, &rhs_order);
-    let xs = Ty::new(lhs.dtype, lhs_order.iter().map(|&d| lhs.shape[d]).collect());
-    let ks = Ty::new(rhs.dtype, rhs_order.iter().map(|&d| rhs.shape[d]).collect());
+    let xs = lhs.permuted(&lhs_order);
+    let ks = rhs.permuted(&rhs_order);
     let features = xs.shape[n + 1];
     let (kernel_in, kernel_out) = (ks.shape[n], ks.shape[n + 1]);
     let pixels = Ty::new(lhs.dtype, vec![xs.elements() / features, features]);
@@ -529,7 +529,7 @@ impl Writer {
         if order.iter().enumerate().all(|(j, &d)| j == d) {
             return v;
         }
-        let ty = Ty::new(src.dtype, order.iter().map(|&d| src.shape[d]).collect());
+        let ty = src.permuted(order);
         self.push(Op::Transpose(order.to_vec()), ty, vec![v])
     }
 
@@ -972,9 +972,7 @@ fn through_kernel_moves(kernel: &Kernel, mut k: usize, conv: &mut Convolution) -
                 conv.rhs = Layout { batch: p[rhs.batch], feature: p[rhs.feature], spatial: rhs.spatial.iter().map(|&d| p[d]).collect() };
             }
             Op::Other { name, attrs } if name == "reverse" => {
-                let dims: Option<Vec<usize>> = crate::lang::attribute(attrs, "dimensions")
-                    .and_then(|d| d.strip_prefix('{')?.strip_suffix('}').map(str::to_string))
-                    .and_then(|d| d.split(',').filter(|t| !t.trim().is_empty()).map(|t| t.trim().parse().ok()).collect());
+                let dims = crate::lang::index_list(attrs, "dimensions");
                 let Some(window) = dims.and_then(|dims| {
                     dims.iter().map(|d| conv.rhs.spatial.iter().position(|s| s == d)).collect::<Option<Vec<usize>>>()
                 }) else {

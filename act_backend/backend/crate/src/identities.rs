@@ -314,17 +314,6 @@ fn other<'n>(node: &'n Node, name: &str) -> Option<&'n str> {
     }
 }
 
-/// The `dimensions={..}` list of an opaque operator's attribute text.
-fn dimensions(attrs: &str) -> Option<Vec<usize>> {
-    let start = attrs.find("dimensions={")? + "dimensions={".len();
-    let end = start + attrs[start..].find('}')?;
-    let list = attrs[start..end].trim();
-    if list.is_empty() {
-        return Some(Vec::new());
-    }
-    list.split(',').map(|d| d.trim().parse().ok()).collect()
-}
-
 /// Operators the ISA lacks, as products or sums with constant matrices (one e-node `node` of
 /// class `id`). Every term is exact in the node's element type (see the module comment).
 pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) -> Vec<(&'static str, Term)> {
@@ -351,7 +340,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
         if ids.dot.contains(&dt) && ty.rank() == 2 && node.children.len() == 1 && unit_takes(eg, ids, node.children[0]) {
             let x = Term::Class(node.children[0]);
             let (rows, cols) = (ty.shape[0], ty.shape[1]);
-            let term = match dimensions(attrs).as_deref() {
+            let term = match crate::lang::index_list(attrs, "dimensions").as_deref() {
                 Some([1]) => exchange(dt, cols).map(|j| matmul(x, j, ty.clone())),
                 Some([0]) => exchange(dt, rows).map(|j| matmul(j, x, ty.clone())),
                 Some([0, 1]) | Some([1, 0]) => exchange(dt, rows)
@@ -364,7 +353,7 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
         // The columns of a product reversed are the product with its right operand's columns
         // reversed, its rows with its left operand's rows reversed: the same sums, permuted.
         if ty.rank() == 2 && node.children.len() == 1 {
-            let dims = dimensions(attrs).unwrap_or_default();
+            let dims = crate::lang::index_list(attrs, "dimensions").unwrap_or_default();
             let reverse = |x: Id, d: usize| {
                 let x_ty = eg[x].data.clone();
                 Term::Node(Op::Other { name: "reverse".into(), attrs: format!("dimensions={{{d}}}") }, x_ty, vec![Term::Class(x)])
@@ -1155,14 +1144,6 @@ mod tests {
             }
         }
         assert!(!eg[int_quotient].nodes.iter().any(|n| n.op == Op::Multiply));
-    }
-
-    #[test]
-    fn dimensions_are_read_from_attribute_text() {
-        assert_eq!(dimensions("dimensions={1}"), Some(vec![1]));
-        assert_eq!(dimensions("dimensions={0,1}"), Some(vec![0, 1]));
-        assert_eq!(dimensions("dimensions={}"), Some(vec![]));
-        assert_eq!(dimensions(""), None);
     }
 
     #[test]

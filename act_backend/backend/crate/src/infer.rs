@@ -491,7 +491,7 @@ pub fn transpose_type(src: &Ty, perm: &[usize]) -> Result<Ty, TypeError> {
     if sorted != (0..src.rank()).collect::<Vec<_>>() {
         return Err(attr_err("dimensions", format!("dimensions {perm:?} are not a permutation of the dimensions of {src}")));
     }
-    Ok(src.with_shape(perm.iter().map(|&p| src.shape[p]).collect()))
+    Ok(src.permuted(perm))
 }
 
 pub fn slice_type(src: &Ty, ranges: &[(i64, i64, i64)]) -> Result<Ty, TypeError> {

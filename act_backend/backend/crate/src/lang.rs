@@ -152,6 +152,12 @@ impl Ty {
     pub fn with_dtype(&self, dtype: DType) -> Ty {
         Ty { dtype, shape: self.shape.clone() }
     }
+
+    /// The type of this value transposed by `order` (`order[j]` is the dimension that
+    /// becomes dimension `j`; a permutation of the dimensions, which callers ensure).
+    pub fn permuted(&self, order: &[usize]) -> Ty {
+        self.with_shape(order.iter().map(|&d| self.shape[d]).collect())
+    }
 }
 
 impl fmt::Display for Ty {
@@ -300,6 +306,22 @@ pub fn attribute<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
     attrs.split(", ").find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
 }
 
+/// The indices of a `key={i,j,...}` attribute (a `reverse`'s `dimensions`, say) in the text
+/// an [`Op::Other`] keeps; `None` where it is absent or not such a list.
+pub fn index_list(attrs: &str, key: &str) -> Option<Vec<usize>> {
+    let list = attribute(attrs, key)?.strip_prefix('{')?.strip_suffix('}')?;
+    list.split(',').filter(|d| !d.trim().is_empty()).map(|d| d.trim().parse().ok()).collect()
+}
+
+/// The inverse of the permutation `order`: where `order[i] = d`, `inverse[d] = i`.
+pub fn inverse_permutation(order: &[usize]) -> Vec<usize> {
+    let mut inverse = vec![0; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        inverse[d] = i;
+    }
+    inverse
+}
+
 impl Op {
     /// The e-graph operator of a vocabulary operator that instruction semantics may contain
     /// and that carries no attributes; `None` for the others.
@@ -429,6 +451,25 @@ impl fmt::Display for Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_lists_are_read_from_attribute_text() {
+        assert_eq!(index_list("dimensions={1}", "dimensions"), Some(vec![1]));
+        assert_eq!(index_list("slice={[0:2]}, dimensions={0,1}", "dimensions"), Some(vec![0, 1]));
+        assert_eq!(index_list("dimensions={}", "dimensions"), Some(vec![]));
+        assert_eq!(index_list("window_dimensions={1}", "dimensions"), None);
+        assert_eq!(index_list("", "dimensions"), None);
+    }
+
+    #[test]
+    fn a_permutation_and_its_inverse_undo_each_other() {
+        let order = [0, 2, 3, 1];
+        let inverse = inverse_permutation(&order);
+        assert_eq!(inverse, vec![0, 3, 1, 2]);
+        let ty = Ty::new(DType::S8, vec![1, 16, 8, 4]);
+        assert_eq!(ty.permuted(&order).shape, vec![1, 8, 4, 16]);
+        assert_eq!(ty.permuted(&order).permuted(&inverse), ty);
+    }
 
     #[test]
     fn dtype_names_round_trip() {

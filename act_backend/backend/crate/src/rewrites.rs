@@ -1287,10 +1287,7 @@ impl<'a> Finder<'a> {
     /// `transpose(broadcast(y, d), p)` is a broadcast of `y` (itself transposed when its
     /// dimensions land out of order).
     fn transpose_broadcast(&mut self, id: Id, node: &Node, p: &[usize], d: &[usize], y: Id) {
-        let mut inverse = vec![0; p.len()];
-        for (i, &pi) in p.iter().enumerate() {
-            inverse[pi] = i;
-        }
+        let inverse = crate::lang::inverse_permutation(p);
         let moved: Vec<usize> = d.iter().map(|&dj| inverse[dj]).collect();
         let mut order: Vec<usize> = (0..moved.len()).collect();
         order.sort_by_key(|&k| moved[k]);

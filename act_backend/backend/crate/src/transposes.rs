@@ -74,55 +74,15 @@ pub const MAX_WINDOWS: i64 = 64;
 /// the last of type `ty`; `None` where the transpose stays as written.
 fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool, written_out: bool) -> Option<Vec<Step>> {
     let (extents, order) = merged(&x.shape, perm);
-    let m = extents.len();
     let mut ops: Vec<Step> = Vec::new();
     let last = |ops: &Vec<Step>| if ops.is_empty() { Source::Operand } else { Source::Step(ops.len() - 1) };
     if let ([[batch @ 2..=MAX_WINDOWS, a, c]], false, true) = (&steps(&extents, &order)[..], input, written_out) {
         // A batch of matrices computed and written out: each item transposed as a matrix of
         // its own, whose bytes are written where they lie (a column of its stored value
         // each), rather than all read back as a batch.
-        let [batch, a, c] = [*batch, *a, *c];
-        let items = if x.shape == [batch, a, c] {
-            Source::Operand
-        } else {
-            ops.push((Op::Reshape, x.with_shape(vec![batch, a, c]), vec![Source::Operand]));
-            Source::Step(0)
-        };
-        let mut parts = Vec::new();
-        for i in 0..batch {
-            ops.push((Op::Slice(vec![(i, i + 1, 1), (0, a, 1), (0, c, 1)]), x.with_shape(vec![1, a, c]), vec![items]));
-            ops.push((Op::Reshape, x.with_shape(vec![a, c]), vec![last(&ops)]));
-            ops.push((Op::Transpose(vec![1, 0]), x.with_shape(vec![c, a]), vec![last(&ops)]));
-            ops.push((Op::Reshape, x.with_shape(vec![1, c, a]), vec![last(&ops)]));
-            parts.push(last(&ops));
-        }
-        ops.push((Op::Concatenate(0), x.with_shape(vec![batch, c, a]), parts));
-        if ty.shape != [batch, c, a] {
-            ops.push((Op::Reshape, ty.clone(), vec![last(&ops)]));
-        }
-        return Some(ops);
-    }
-    let is_step = (x.rank() == 2 && perm == [1, 0]) || (x.rank() == 3 && perm == [0, 2, 1] && m == 3);
-    let identity = order.iter().enumerate().all(|(i, &d)| i == d);
-    if is_step || (m > 0 && order[m - 1] == m - 1 && !identity) {
+        windows(x, &[*batch, *a, *c], &[0, 2, 1], &mut ops);
+    } else if !in_place(x, perm, &extents, &order, input, &mut ops) {
         return None;
-    }
-    let items: i64 = order[..m.saturating_sub(2)].iter().map(|&d| extents[d]).product();
-    if identity {
-        // Only dimensions of one element move: a reshape, or nothing.
-    } else if input && m >= 3 && items <= MAX_WINDOWS {
-        windows(x, &extents, &order, &mut ops);
-    } else {
-        let mut shape = x.shape.clone();
-        for [batch, a, c] in steps(&extents, &order) {
-            let (from, to, p) =
-                if batch == 1 { (vec![a, c], vec![c, a], vec![1, 0]) } else { (vec![batch, a, c], vec![batch, c, a], vec![0, 2, 1]) };
-            if shape != from {
-                ops.push((Op::Reshape, x.with_shape(from), vec![last(&ops)]));
-            }
-            ops.push((Op::Transpose(p), x.with_shape(to.clone()), vec![last(&ops)]));
-            shape = to;
-        }
     }
     if ops.last().map_or(&x.shape, |o| &o.1.shape) != &ty.shape {
         ops.push((Op::Reshape, ty.clone(), vec![last(&ops)]));
@@ -131,11 +91,42 @@ fn lowered(x: &Ty, perm: &[usize], ty: &Ty, input: bool, written_out: bool) -> O
     (!ops.is_empty()).then_some(ops)
 }
 
-/// A transpose of a kernel input (merged: `extents` by `order`, of rank 3 or more) as one
-/// matrix per index of its leading dimensions, each a window of the input (its last two
-/// dimensions' elements, a stride apart in HBM) transposed where they lie in the other order,
-/// the matrices stacked. One transpose each, read from the input where it lies: steps would
-/// store each one's result and read it back.
+/// Pushes to `ops` the operations of any transpose but a computed batch written out (see
+/// [`lowered`]), up to the reshape to the result's type; `false` where the transpose stays as
+/// written.
+fn in_place(x: &Ty, perm: &[usize], extents: &[i64], order: &[usize], input: bool, ops: &mut Vec<Step>) -> bool {
+    let m = extents.len();
+    let last = |ops: &Vec<Step>| if ops.is_empty() { Source::Operand } else { Source::Step(ops.len() - 1) };
+    let is_step = (x.rank() == 2 && perm == [1, 0]) || (x.rank() == 3 && perm == [0, 2, 1] && m == 3);
+    let identity = order.iter().enumerate().all(|(i, &d)| i == d);
+    if is_step || (m > 0 && order[m - 1] == m - 1 && !identity) {
+        return false;
+    }
+    let items: i64 = order[..m.saturating_sub(2)].iter().map(|&d| extents[d]).product();
+    if identity {
+        // Only dimensions of one element move: a reshape, or nothing.
+    } else if input && m >= 3 && items <= MAX_WINDOWS {
+        windows(x, extents, order, ops);
+    } else {
+        let mut shape = x.shape.clone();
+        for [batch, a, c] in steps(extents, order) {
+            let (from, to, p) =
+                if batch == 1 { (vec![a, c], vec![c, a], vec![1, 0]) } else { (vec![batch, a, c], vec![batch, c, a], vec![0, 2, 1]) };
+            if shape != from {
+                ops.push((Op::Reshape, x.with_shape(from), vec![last(ops)]));
+            }
+            ops.push((Op::Transpose(p), x.with_shape(to.clone()), vec![last(ops)]));
+            shape = to;
+        }
+    }
+    true
+}
+
+/// A transpose (merged: `extents` by `order`, of rank 3 or more) as one matrix per index of
+/// its leading dimensions, each a window of the operand (its last two dimensions' elements, a
+/// stride apart where a kernel input lies) transposed in the other order, the matrices
+/// stacked. One transpose each, read where the operand lies: steps would store each one's
+/// result and read it back.
 fn windows(x: &Ty, extents: &[i64], order: &[usize], ops: &mut Vec<Step>) {
     let m = extents.len();
     let merged_ty = x.with_shape(extents.to_vec());
