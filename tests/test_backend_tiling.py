@@ -279,6 +279,11 @@ TILED = {
     # an int32 product's columns reversed: the product with B's columns reversed by the array
     "gemmini_reversed_matmul_16x32x32": ("Gemmini", {"matmul8": 4, "mac8": 4, "matmul32": 2,
                                                      "mac32": 2}),
+    # results that compute nothing, of more than two dimensions, moved through the
+    # accumulator as rows of 16: an int32 input written out as it is, a convolution whose
+    # output is zeros (every window position on a dilation's zero); both refused before
+    "gemmini_int32_input_written_out_2x16x48": ("Gemmini", {"mvin_acc": 1, "mvout_acc": 1}),
+    "gemmini_conv_on_dilation_zeros_2x6x5x24": ("Gemmini", {"mvin_acc": 1, "mvout_acc": 1}),
     # a constant added to a product with a split contraction, accumulated onto one tile of it
     "gemmini_matmul_plus_constant_32x32x32": ("Gemmini", {"matmul32": 0, "mac32": 8,
                                                           "mvin_acc_strided": 1}),

@@ -119,6 +119,43 @@ pub fn add_spill_paths(kg: &mut KernelGraph, kernel: &Kernel) {
     eg.rebuild();
 }
 
+/// Each kernel result that computes nothing (an input or a literal written out as it is,
+/// copied or reshaped) also seen as rows of each on-chip buffer that holds its element type
+/// (any, where none does), those rows' bytes being the result's: the rows a load and a store
+/// move it through. A computed result gets its rows from the operation it is (tiling); this
+/// one's class is an input's or a literal's, which no tiling splits.
+pub fn add_row_views_of_results(kg: &mut KernelGraph, kernel: &Kernel, isa: &crate::isa::Isa) {
+    let on_chip: Vec<&crate::isa::Buffer> = isa.buffers.iter().filter(|b| !b.is_hbm() && b.access_dims.len() >= 2).collect();
+    for &k in &kernel.results {
+        let node = &kernel.nodes[k];
+        let mut source = node;
+        while matches!(source.op, Op::Copy | Op::Reshape) {
+            source = &kernel.nodes[source.operands[0]];
+        }
+        if !matches!(source.op, Op::Parameter(_) | Op::Constant(_)) || node.ty.rank() == 0 {
+            continue;
+        }
+        // The buffers holding its element type, or any where none does.
+        let typed: Vec<&&crate::isa::Buffer> = on_chip.iter().filter(|b| b.dtype == node.ty.dtype).collect();
+        let buffers = if typed.is_empty() { on_chip.iter().collect() } else { typed };
+        let mut widths: Vec<i64> = buffers.iter().filter_map(|b| *b.access_dims.last()?).collect();
+        widths.sort_unstable();
+        widths.dedup();
+        for &w in &widths {
+            let elements = node.ty.elements();
+            if elements % w != 0 || node.ty.shape == [elements / w, w] {
+                continue;
+            }
+            let rows = node.ty.with_shape(vec![elements / w, w]);
+            // Its bytes are the result's: a store of the rows writes the result.
+            let view = kg.egraph.add(Node::new(Op::Reshape, rows, vec![kg.node_class[k]]));
+            let (of_view, of_result) = (to_bytes(&mut kg.egraph, view), to_bytes(&mut kg.egraph, kg.node_class[k]));
+            kg.egraph.union(of_view, of_result);
+        }
+    }
+    kg.egraph.rebuild();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -247,7 +247,8 @@ fn nodes_per_tile(rules: &RuleSet) -> usize {
 }
 
 /// The e-graph a search of `kernel` starts from: its operations, the HBM paths its values may
-/// spill through (where the ISA both loads and stores), and what the rules add once (identity
+/// spill through (where the ISA both loads and stores), the rows of results that compute
+/// nothing ([`egraph::add_row_views_of_results`]), and what the rules add once (identity
 /// paths for its values, its windows one dimension at a time, the rows of a product with a
 /// transposed operand, and transposes computed by products, where nothing transposes).
 pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph {
@@ -258,6 +259,7 @@ pub fn initial_graph(kernel: &Kernel, isa: &Isa, rules: &RuleSet) -> KernelGraph
     if stores && loads {
         egraph::add_spill_paths(&mut kg, kernel);
     }
+    egraph::add_row_views_of_results(&mut kg, kernel, isa);
     let eg = &mut kg.egraph;
     rewrites::apply(eg, &rewrites::pass_through(eg, rules, kernel, &kg.node_class));
     rewrites::apply(eg, &rewrites::kernel_windows(eg, kernel, &kg.node_class));

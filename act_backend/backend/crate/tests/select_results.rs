@@ -206,3 +206,22 @@ fn the_assembly_lists_every_output_at_its_offset() {
     written.dedup();
     assert_eq!(written, [true], "{}", best.assembly);
 }
+
+/// A result that computes nothing (an input written out as it is, a literal of zeros), of
+/// more than two dimensions and int32 elements: each moved through Gemmini's accumulator as
+/// rows of 16, one load and one store, where no instruction took its shape before.
+#[test]
+fn a_result_that_computes_nothing_is_moved_as_rows_of_the_buffers_that_hold_its_type() {
+    let isa = isa("gemmini_isa.json");
+    for text in [
+        "HloModule m\nENTRY e {\n  ROOT x = s32[2,16,48] parameter(0)\n}\n",
+        "HloModule m\nENTRY e {\n  x = s32[4,8,16] parameter(0)\n  ROOT c = s32[4,8,16] copy(x)\n}\n",
+        "HloModule m\nENTRY e {\n  x = s8[4,4] parameter(0)\n  z = s32[] constant(0)\n  \
+         ROOT b = s32[2,5,6,16] broadcast(z), dimensions={}\n}\n",
+    ] {
+        let k = kernel_text(text);
+        let sel = run(&k, &isa).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        assert_eq!(multiset(&isa, &sel.candidates[0]), sorted(&["mvin_acc", "mvout_acc"]), "{text}");
+        assert_candidates_compute_kernel(&isa, &k, &sel);
+    }
+}

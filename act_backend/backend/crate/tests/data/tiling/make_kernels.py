@@ -493,6 +493,13 @@ KERNELS = {
     "gemmini_transpose_saturated_product_reversed_2x16x16": (
         lambda a, b: jnp.transpose(saturated_and_product(a, b)[0].reshape(2, 16, 16), (2, 1, 0)),
         [shape(32, 16, dtype=I8), shape(16, 16, dtype=I8)]),
+    # results that compute nothing, of more than two dimensions: an int32 input written out as
+    # it is, and a convolution every window position of which falls on a dilation's zero (its
+    # output a literal of zeros): each moved through the accumulator as rows of 16
+    "gemmini_int32_input_written_out_2x16x48": (lambda x: x + 0, [shape(2, 16, 48, dtype=I32)]),
+    "gemmini_conv_on_dilation_zeros_2x6x5x24": (
+        lambda x, w: int8_conv(x, w, (3, 2), ((2, -1), (1, 1)), lhs_dilation=(3, 2)),
+        [shape(2, 6, 5, 24, dtype=I8), shape(4, 1, 24, 16, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
