@@ -298,6 +298,17 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let mut whole = NO_BLOCKS.to_string();
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
     let max_tiles = select::block_tiles(&target.isa, &target.patterns);
+    // A channels-first convolution whose channels-last form is banded runs in stages.
+    if let Some(stages) = crate::stages::plan(&written).filter(|stages| banded_stage(stages, tiles, max_tiles)) {
+        say(&format!("compiling {} stages: {}", stages.len(), stages.iter().map(|s| s.kernel.name.as_str()).collect::<Vec<_>>().join(", ")));
+        match in_stages(&kernel, &stages, options, &dir, started)? {
+            Some(assembly) => return Ok(assembly),
+            None => {
+                say("a stage was not compiled on its own, or its program reads or writes HBM where it cannot be moved; compiling the kernel whole");
+                restart(options);
+            }
+        }
+    }
     if let Some(bands) = bands::plan(&written, &kernel, tiles, max_tiles) {
         say(&format!(
             "compiling bands of {} output rows of its {} output ({} kernels), run {} times in all",
@@ -354,6 +365,12 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         free_attributes: report.free_attributes.clone(),
         report,
     })
+}
+
+/// Whether one of `stages` is a kernel [`bands::plan`] cuts into bands: only then is a kernel
+/// worth running in stages (a smaller one is searched whole, its transposes fused).
+fn banded_stage(stages: &[crate::stages::Stage], tiles: impl Fn(&Kernel) -> usize, max_tiles: usize) -> bool {
+    stages.iter().any(|s| bands::plan(&s.kernel, &kernel::lowered(s.kernel.clone()), &tiles, max_tiles).is_some())
 }
 
 /// Why a kernel that does not split into blocks is compiled whole.
@@ -448,11 +465,52 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
     })
 }
 
-/// The assembly of `kernel` as `bands`: each band's kernel compiled once (its candidates in a
+/// A program made of the programs of other kernels (bands, stages), placed in its kernel's
+/// packed layout: what the cost model's table weights add to its assembly's cost, and the
+/// report, warning and candidate of the last search it ran.
+struct Composed {
+    program: crate::emit::PlacedProgram,
+    weights: f64,
+    report: Progress,
+    warning: Option<String>,
+    candidate: usize,
+}
+
+impl Composed {
+    /// Its assembly for `kernel`, written to `name` in `dir` and costed; `blocks` as the
+    /// report gives them. `None` where it cannot be written or costed.
+    fn assembly(self, kernel: &Kernel, options: &CompileOptions, dir: &std::path::Path, name: &str, blocks: Option<(i64, Vec<i64>)>) -> Option<Assembly> {
+        let sig = signature(kernel);
+        let layout = HbmLayout::packed(&sig).ok()?;
+        let text = self.program.assembly(&options.target.isa, &sig, &layout).ok()?;
+        let path = dir.join(name);
+        std::fs::write(&path, &text).ok()?;
+        let cost = crate::cost::cost_of(&path).ok()? + self.weights;
+        let instructions = self.program.steps.len();
+        let mut report = self.report;
+        report.blocks = blocks;
+        *lock(&options.progress) = report.clone();
+        Some(Assembly { text, cost, instructions, candidate: self.candidate, warning: self.warning, free_attributes: report.free_attributes.clone(), report })
+    }
+}
+
+/// The assembly of `kernel` as `bands` ([`banded`]); `None` where a band's program cannot be
+/// moved. A band that does not compile refuses the kernel.
+fn in_bands(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Assembly>, CompileError> {
+    let Some(composed) = banded(kernel, bands, options, dir, started)? else { return Ok(None) };
+    let mut part = kernel.outputs[0].shape.clone();
+    part[0] = 1;
+    part[1] = bands.rows;
+    let Some(assembly) = composed.assembly(kernel, options, dir, "bands.py", Some((bands.runs() as i64, part))) else { return Ok(None) };
+    say(options, &format!("{} bands: {} instructions, cost {}", bands.runs(), assembly.instructions, assembly.cost));
+    Ok(Some(assembly))
+}
+
+/// The program of `kernel` as `bands`: each band's kernel compiled once (its candidates in a
 /// folder of `dir` of its own), each run of its program moved to its rows, the runs' scratch
 /// shared and each band's literals placed apart; `None` where a band's program cannot be
 /// moved. A band that does not compile refuses the kernel.
-fn in_bands(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Assembly>, CompileError> {
+fn banded(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Composed>, CompileError> {
     let isa = &options.target.isa;
     let sig = signature(kernel);
     let Ok(layout) = HbmLayout::packed(&sig) else { return Ok(None) };
@@ -490,23 +548,104 @@ fn in_bands(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir
         weights += (best.cost - one) * band.runs.len() as f64;
         last = Some((report, warning, best.index));
     }
-    let Some((mut report, warning, candidate)) = last else { return Ok(None) };
+    let Some((report, warning, candidate)) = last else { return Ok(None) };
     let program = crate::emit::PlacedProgram { steps, constants, hbm_end };
-    let Ok(text) = program.assembly(isa, &sig, &layout) else { return Ok(None) };
-    let path = dir.join("bands.py");
-    if std::fs::write(&path, &text).is_err() {
+    Ok(Some(Composed { program, weights, report, warning, candidate }))
+}
+
+/// The assembly of `kernel` as `stages` ([`crate::stages`]), each stage's kernel compiled
+/// on its own (in bands, in blocks or whole: [`stage_program`]) and the stages run one after
+/// another: each one's program moved to where its parameters lie (the kernel's inputs, or
+/// earlier stages' results, kept after the kernel's output) and to where its result goes
+/// (the next free HBM, or the kernel's output for the last), the scratch of every stage
+/// shared after all of them. `None` where a stage cannot be compiled so or its program moved.
+fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Assembly>, CompileError> {
+    use crate::stages::Source;
+    let isa = &options.target.isa;
+    let Ok(layout) = HbmLayout::packed(&signature(kernel)) else { return Ok(None) };
+    // Where each stage's result lies: the kernel's output for the last, else one after another
+    // past the output.
+    let mut results = Vec::with_capacity(stages.len());
+    let mut next = layout.output.end();
+    for (j, stage) in stages.iter().enumerate() {
+        if j + 1 == stages.len() {
+            results.push(layout.output);
+        } else {
+            let bytes = stage.kernel.outputs[0].bytes();
+            results.push(crate::layout::Placed { addr: next, bytes });
+            next += bytes;
+        }
+    }
+    let shared = next;
+    let (mut steps, mut constants, mut hbm_end, mut weights) = (Vec::new(), Vec::new(), shared, 0.0);
+    let mut last = None;
+    for (j, stage) in stages.iter().enumerate() {
+        let sub = dir.join(format!("stage_{j}"));
+        std::fs::create_dir_all(&sub).map_err(|error| CompileError::Io { what: format!("create {}", sub.display()), error })?;
+        restart(options);
+        say(options, &format!("stage {} of {}: {}", j + 1, stages.len(), stage.kernel.name));
+        let Some((composed, own)) = stage_program(&stage.kernel, options, &sub, started)? else { return Ok(None) };
+        let whole = |p: usize| match stage.inputs[p] {
+            Source::Param(i) => layout.inputs[i],
+            Source::Stage(s) => results[s],
+        };
+        let mut regions: Vec<partition::Region> = own
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(p, b)| partition::Region { start: b.addr, end: b.end(), moved: whole(p).addr - b.addr, offsets: vec![0], whole_end: whole(p).end(), runs: None })
+            .collect();
+        let out = own.output;
+        regions.push(partition::Region { start: out.addr, end: out.end(), moved: results[j].addr - out.addr, offsets: vec![0], whole_end: results[j].end(), runs: None });
+        let moved = shared - out.end();
+        regions.push(partition::Region { start: out.end(), end: i64::MAX, moved, offsets: vec![0], whole_end: i64::MAX, runs: None });
+        regions.retain(|r| r.start < r.end);
+        let Some((stage_steps, end)) = partition::moved_runs(isa, &composed.program, &regions, 1) else { return Ok(None) };
+        steps.extend(stage_steps);
+        constants.extend(composed.program.constants.iter().map(|(addr, ty, bits)| (addr + moved, ty.clone(), bits.clone())));
+        hbm_end = hbm_end.max(end).max(composed.program.hbm_end + moved);
+        weights += composed.weights;
+        last = Some((composed.report, composed.warning, composed.candidate));
+    }
+    let Some((report, warning, candidate)) = last else { return Ok(None) };
+    let program = crate::emit::PlacedProgram { steps, constants, hbm_end };
+    let composed = Composed { program, weights, report, warning, candidate };
+    let Some(assembly) = composed.assembly(kernel, options, dir, "stages.py", None) else { return Ok(None) };
+    say(options, &format!("{} stages: {} instructions, cost {}", stages.len(), assembly.instructions, assembly.cost));
+    Ok(Some(assembly))
+}
+
+/// The program of one stage's kernel (`written`, as written) in its own packed layout, and
+/// that layout: in bands where it is a banded kernel, in blocks where it splits into them,
+/// else whole where one search holds its tiles; `None` otherwise, or where a band's or a
+/// block's program cannot be moved. A stage that does not compile refuses the kernel.
+fn stage_program(written: &Kernel, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<(Composed, HbmLayout)>, CompileError> {
+    let target = &*options.target;
+    let kernel = kernel::lowered(written.clone());
+    let Ok(layout) = HbmLayout::packed(&signature(&kernel)) else { return Ok(None) };
+    let tiles = |k: &Kernel| select::tile_count(k, &target.isa, &target.patterns);
+    let max_tiles = select::block_tiles(&target.isa, &target.patterns);
+    if let Some(bands) = bands::plan(written, &kernel, tiles, max_tiles) {
+        return Ok(banded(&kernel, &bands, options, dir, started)?.map(|c| (c, layout)));
+    }
+    let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
+    if let Some(plan) = partition::plan(&kernel, tiles, max_tiles, rows_written) {
+        let (report, warning) = place(&plan.block, options, dir, started)?;
+        let Some(best) = report.best.clone() else { return Ok(None) };
+        let Ok(block_layout) = HbmLayout::packed(&signature(&plan.block)) else { return Ok(None) };
+        let Some(program) = partition::instantiated(&target.isa, &plan, &best.program, &block_layout, &signature(&kernel), &layout) else { return Ok(None) };
+        let Ok(one) = crate::cost::cost_of(&dir.join(format!("candidate_{}.py", best.index))) else { return Ok(None) };
+        let weights = (best.cost - one) * plan.blocks() as f64;
+        return Ok(Some((Composed { program, weights, report, warning, candidate: best.index }, layout)));
+    }
+    if select::most_tiles_searched(&target.isa, &target.patterns).0 < tiles(&kernel) {
         return Ok(None);
     }
-    let Ok(cost) = crate::cost::cost_of(&path) else { return Ok(None) };
-    let cost = cost + weights;
-    let instructions = program.steps.len();
-    let mut part = kernel.outputs[0].shape.clone();
-    part[0] = 1;
-    part[1] = bands.rows;
-    report.blocks = Some((bands.runs() as i64, part));
-    *lock(&options.progress) = report.clone();
-    say(options, &format!("{} bands: {instructions} instructions, cost {cost}", bands.runs()));
-    Ok(Some(Assembly { text, cost, instructions, candidate, warning, free_attributes: report.free_attributes.clone(), report }))
+    let (report, warning) = place(&kernel, options, dir, started)?;
+    let Some(best) = report.best.clone() else { return Ok(None) };
+    let Ok(one) = crate::cost::cost_of(&dir.join(format!("candidate_{}.py", best.index))) else { return Ok(None) };
+    let composed = Composed { program: best.program.clone(), weights: best.cost - one, report, warning, candidate: best.index };
+    Ok(Some((composed, layout)))
 }
 
 /// Selects instructions for `kernel` and tries the candidates, writing them into `dir`: the

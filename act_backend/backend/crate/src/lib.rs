@@ -45,6 +45,7 @@ pub mod rewrites;
 pub mod schedule;
 pub mod select;
 pub mod solve;
+pub mod stages;
 pub mod tiling;
 pub mod transposes;
 pub mod value;

@@ -510,6 +510,11 @@ fn block_offsets(levels: &[Level], stride: impl Fn(&Level) -> i64) -> Vec<i64> {
 /// `block_layout`), each moved to its block's part of the inputs it splits and of the output,
 /// for the whole kernel's `sig` and `layout`; `None` where an access cannot be moved.
 pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout: &HbmLayout, sig: &Signature, layout: &HbmLayout) -> Option<String> {
+    instantiated(isa, plan, program, block_layout, sig, layout)?.assembly(isa, sig, layout).ok()
+}
+
+/// The program [`instantiate`] writes: every block's run, moved.
+pub fn instantiated(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout: &HbmLayout, sig: &Signature, layout: &HbmLayout) -> Option<PlacedProgram> {
     let blocks = plan.blocks() as usize;
     // The scratch (the HBM after the block's output) lies after the whole output.
     let scratch_moved = layout.output.end() - block_layout.output.end();
@@ -517,8 +522,7 @@ pub fn instantiate(isa: &Isa, plan: &Plan, program: &PlacedProgram, block_layout
     let (steps, end) = moved_runs(isa, program, &regions, blocks)?;
     let hbm_end = end.max(program.hbm_end + scratch_moved);
     let constants = program.constants.iter().map(|(addr, ty, bits)| (addr + scratch_moved, ty.clone(), bits.clone())).collect();
-    let moved = PlacedProgram { steps, constants, hbm_end };
-    moved.assembly(isa, sig, layout).ok()
+    Some(PlacedProgram { steps, constants, hbm_end })
 }
 
 /// The regions of HBM a block's program, placed in `block_layout`, reads and writes, and where
