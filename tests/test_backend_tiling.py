@@ -279,6 +279,15 @@ TILED = {
     # an int32 product's columns reversed: the product with B's columns reversed by the array
     "gemmini_reversed_matmul_16x32x32": ("Gemmini", {"matmul8": 4, "mac8": 4, "matmul32": 2,
                                                      "mac32": 2}),
+    # channels-first convolutions in stages: one too large for one search (the image and the
+    # weights transposed once each, the convolution banded channels-last, the int32 result
+    # transposed back a column at a time), and one with an int32 addend (refused whole: the
+    # addend is transposed as the input of a stage of its own)
+    "gemmini_channels_first_conv_in_stages_1x64x16x16": ("Gemmini", {"matmul32": 192,
+                                                                     "mac32": 4960,
+                                                                     "mvout_acc_strided": 64}),
+    "gemmini_channels_first_conv_plus_addend_1x16x4x4": ("Gemmini", {"mac32": 70,
+                                                                     "mvin_acc_strided": 32}),
     # results that compute nothing, of more than two dimensions, moved through the
     # accumulator as rows of 16: an int32 input written out as it is, a convolution whose
     # output is zeros (every window position on a dilation's zero); both refused before

@@ -299,9 +299,11 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
     let max_tiles = select::block_tiles(&target.isa, &target.patterns);
     // A channels-first convolution whose channels-last form is banded runs in stages.
-    if let Some(stages) = crate::stages::plan(&written).filter(|stages| banded_stage(stages, tiles, max_tiles)) {
+    let stages = crate::stages::plan(&written);
+    let staged_first = stages.as_ref().is_some_and(|stages| banded_stage(stages, tiles, max_tiles));
+    if let Some(stages) = stages.as_ref().filter(|_| staged_first) {
         say(&format!("compiling {} stages: {}", stages.len(), stages.iter().map(|s| s.kernel.name.as_str()).collect::<Vec<_>>().join(", ")));
-        match in_stages(&kernel, &stages, options, &dir, started)? {
+        match in_stages(&kernel, stages, options, &dir, started)? {
             Some(assembly) => return Ok(assembly),
             None => {
                 say("a stage was not compiled on its own, or its program reads or writes HBM where it cannot be moved; compiling the kernel whole");
@@ -349,10 +351,26 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         say(&format!("{whole}; compiling the kernel whole"));
         restart(options);
     }
-    if let Some(refusal) = too_many_tiles(&kernel, tiles(&kernel), &whole, options) {
-        return Err(refusal);
-    }
-    let (report, warning) = place(&kernel, options, &dir, started)?;
+    let placed = match too_many_tiles(&kernel, tiles(&kernel), &whole, options) {
+        Some(refusal) => Err(refusal),
+        None => place(&kernel, options, &dir, started),
+    };
+    let (report, warning) = match placed {
+        Ok(placed) => placed,
+        // Whole, a convolution is searched with the transposes of its layouts, which an ISA
+        // may compute only as a kernel's inputs or results (Gemmini transposes int32 values
+        // a column at a time through HBM): in stages they are.
+        Err(refusal @ (CompileError::Inexpressible { .. } | CompileError::NoPlacement { .. })) => {
+            let Some(stages) = stages.filter(|_| !staged_first) else { return Err(refusal) };
+            say(&format!("{refusal}; compiling {} stages instead", stages.len()));
+            restart(options);
+            return match in_stages(&kernel, &stages, options, &dir, started) {
+                Ok(Some(assembly)) => Ok(assembly),
+                _ => Err(refusal),
+            };
+        }
+        Err(e) => return Err(e),
+    };
     let best = report.best.clone().expect("an outcome without error has a best candidate");
     let instructions =
         report.records.iter().find(|r| r.index == best.index).map_or(0, |r| r.instructions);

@@ -39,39 +39,38 @@ pub fn plan(written: &Kernel) -> Option<Vec<Stage>> {
     let mut k = written.clone();
     crate::channels_last::lower_kernel(&mut k);
     weights_laid_out_as_read(&mut k);
-    let is_conv = |n: &KernelNode| matches!(&n.op, Op::Other { name, .. } if name == "convolution");
-    let readers = |j: usize| k.nodes.iter().filter(move |n| n.operands.contains(&j));
-    // Images transposed to channels-last: transposes of parameters only convolutions read.
-    let images: Vec<usize> = (0..k.nodes.len())
+    if !k.nodes.iter().any(|n| matches!(&n.op, Op::Other { name, .. } if name == "convolution")) {
+        return None;
+    }
+    // Parameters transposed to the layouts the channels-last convolution reads: its image, its
+    // weights, an addend of its output's shape.
+    let transposed: Vec<usize> = (0..k.nodes.len())
         .filter(|&j| {
             let node = &k.nodes[j];
-            matches!(node.op, Op::Transpose(_))
-                && matches!(k.nodes[node.operands[0]].op, Op::Parameter(_))
-                && readers(j).count() > 0
-                && readers(j).all(is_conv)
+            j != k.root && matches!(node.op, Op::Transpose(_)) && matches!(k.nodes[node.operands[0]].op, Op::Parameter(_))
         })
         .collect();
     // The result transposed back to its layout, from a value computed channels-last.
     let root = &k.nodes[k.root];
     let back = (matches!(root.op, Op::Transpose(_)) && !matches!(k.nodes[root.operands[0]].op, Op::Parameter(_)))
         .then_some(root.operands[0]);
-    if images.is_empty() && back.is_none() {
+    if transposed.is_empty() && back.is_none() {
         return None;
     }
     let mut stages: Vec<Stage> = Vec::new();
-    for (i, &t) in images.iter().enumerate() {
-        let (kernel, stands_for) = sub_kernel(&k, t, &[], &format!("image{i}"));
-        let inputs = stands_for.iter().map(|&s| source(&k, s, &images, None)).collect();
+    for (i, &t) in transposed.iter().enumerate() {
+        let (kernel, stands_for) = sub_kernel(&k, t, &[], &format!("transposed{i}"));
+        let inputs = stands_for.iter().map(|&s| source(&k, s, &transposed, None)).collect();
         stages.push(Stage { kernel, inputs });
     }
     let middle = back.unwrap_or(k.root);
-    let (kernel, stands_for) = sub_kernel(&k, middle, &images, "channels_last");
-    let inputs = stands_for.iter().map(|&s| source(&k, s, &images, None)).collect();
+    let (kernel, stands_for) = sub_kernel(&k, middle, &transposed, "channels_last");
+    let inputs = stands_for.iter().map(|&s| source(&k, s, &transposed, None)).collect();
     stages.push(Stage { kernel, inputs });
     if let Some(value) = back {
         let body = stages.len() - 1;
         let (kernel, stands_for) = sub_kernel(&k, k.root, &[value], "layout");
-        let inputs = stands_for.iter().map(|&s| source(&k, s, &images, Some((value, body)))).collect();
+        let inputs = stands_for.iter().map(|&s| source(&k, s, &transposed, Some((value, body)))).collect();
         stages.push(Stage { kernel, inputs });
     }
     Some(stages)
@@ -117,10 +116,10 @@ fn as_read(node: &KernelNode, nodes: &[KernelNode]) -> Option<(Vec<usize>, Strin
     Some((order, attrs.replace(&format!("dim_labels={written}"), &format!("dim_labels={image}_{weights}->{out}"))))
 }
 
-/// Where node `s` of `k` (a parameter, an image transpose, or `computed.0`, the result of
+/// Where node `s` of `k` (a parameter, a transpose of one, or `computed.0`, the result of
 /// stage `computed.1`) lies.
-fn source(k: &Kernel, s: usize, images: &[usize], computed: Option<(usize, usize)>) -> Source {
-    if let Some(i) = images.iter().position(|&t| t == s) {
+fn source(k: &Kernel, s: usize, transposed: &[usize], computed: Option<(usize, usize)>) -> Source {
+    if let Some(i) = transposed.iter().position(|&t| t == s) {
         return Source::Stage(i);
     }
     match (k.nodes[s].op.clone(), computed) {

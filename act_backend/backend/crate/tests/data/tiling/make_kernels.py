@@ -486,6 +486,17 @@ KERNELS = {
         lambda x, w, b: jnp.clip(relu(jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32)
                                       + b[None, :, None, None]), -128, 127).astype(I8),
         [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8), shape(16, dtype=I32)]),
+    # too large for one search: in stages, the image and the weights transposed once each,
+    # the convolution computed channels-last in bands, the result transposed back
+    "gemmini_channels_first_conv_in_stages_1x64x16x16": (
+        lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32),
+        [shape(1, 64, 16, 16, dtype=I8), shape(64, 64, 3, 3, dtype=I8)]),
+    # an int32 addend, which Gemmini transposes only as a kernel's input (a column at a
+    # time): refused whole, compiled in stages
+    "gemmini_channels_first_conv_plus_addend_1x16x4x4": (
+        lambda x, w, y: jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32) + y,
+        [shape(1, 16, 4, 4, dtype=I8), shape(16, 16, 3, 3, dtype=I8),
+         shape(1, 16, 4, 4, dtype=I32)]),
     # transposes of more than two dimensions: of an input, a matrix at a time; of a computed
     # value, in steps that each turn the dimensions before the next one in place behind it
     "gemmini_transpose_kernel_to_hwio_16x16x3x3": (lambda w: jnp.transpose(w, (2, 3, 1, 0)),
