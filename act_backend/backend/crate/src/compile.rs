@@ -298,9 +298,13 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
     let mut whole = NO_BLOCKS.to_string();
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
     let max_tiles = select::block_tiles(&target.isa, &target.patterns);
-    // A channels-first convolution whose channels-last form is banded runs in stages.
+    // A channels-first convolution whose channels-last form is banded runs in stages, and so
+    // does one whose elementwise work reads a parameter transposed to channels-last (whole,
+    // the ISA would have to transpose it on chip; Gemmini cannot, for int32, and its search
+    // runs to the node limit before it refuses).
     let stages = crate::stages::plan(&written);
-    let staged_first = stages.as_ref().is_some_and(|stages| banded_stage(stages, tiles, max_tiles));
+    let staged_first =
+        stages.as_ref().is_some_and(|stages| stages.iter().any(|s| s.beside) || banded_stage(stages, tiles, max_tiles));
     if let Some(stages) = stages.as_ref().filter(|_| staged_first) {
         say(&format!("compiling {} stages: {}", stages.len(), stages.iter().map(|s| s.kernel.name.as_str()).collect::<Vec<_>>().join(", ")));
         match in_stages(&kernel, stages, options, &dir, started)? {

@@ -27,6 +27,10 @@ pub enum Source {
 pub struct Stage {
     pub kernel: Kernel,
     pub inputs: Vec<Source>,
+    /// Whether it transposes a parameter that something besides a convolution reads (an
+    /// addend of a channels-first output, taken channels-last): a transpose on chip of a
+    /// value only loaded, which some ISAs cannot compute where a stage's input is moved.
+    pub beside: bool,
 }
 
 /// The stages of `written` (a kernel as written), in the order they run, its result the
@@ -58,20 +62,22 @@ pub fn plan(written: &Kernel) -> Option<Vec<Stage>> {
         return None;
     }
     let mut stages: Vec<Stage> = Vec::new();
+    let convolution = |n: &KernelNode| matches!(&n.op, Op::Other { name, .. } if name == "convolution");
     for (i, &t) in transposed.iter().enumerate() {
         let (kernel, stands_for) = sub_kernel(&k, t, &[], &format!("transposed{i}"));
         let inputs = stands_for.iter().map(|&s| source(&k, s, &transposed, None)).collect();
-        stages.push(Stage { kernel, inputs });
+        let beside = k.nodes.iter().any(|n| n.operands.contains(&t) && !convolution(n));
+        stages.push(Stage { kernel, inputs, beside });
     }
     let middle = back.unwrap_or(k.root);
     let (kernel, stands_for) = sub_kernel(&k, middle, &transposed, "channels_last");
     let inputs = stands_for.iter().map(|&s| source(&k, s, &transposed, None)).collect();
-    stages.push(Stage { kernel, inputs });
+    stages.push(Stage { kernel, inputs, beside: false });
     if let Some(value) = back {
         let body = stages.len() - 1;
         let (kernel, stands_for) = sub_kernel(&k, k.root, &[value], "layout");
         let inputs = stands_for.iter().map(|&s| source(&k, s, &transposed, Some((value, body)))).collect();
-        stages.push(Stage { kernel, inputs });
+        stages.push(Stage { kernel, inputs, beside: false });
     }
     Some(stages)
 }
@@ -195,6 +201,16 @@ mod tests {
         assert!(!body.kernel.nodes.iter().any(|n| matches!(n.op, Op::Transpose(_))), "{:?}", body.kernel.nodes);
         assert_eq!(back.inputs, vec![Source::Stage(2)]);
         assert_eq!(back.kernel.outputs[0].shape, vec![1, 16, 8, 8]);
+    }
+
+    #[test]
+    fn an_addend_of_a_channels_first_output_is_transposed_beside_the_convolution() {
+        let text = NCHW.replace("bb = s32[1,16,8,8] broadcast(b), dimensions={1}", "bb = s32[1,16,8,8] parameter(3)");
+        let stages = plan(&parse_kernel_as_written(&text, "m.hlo").expect("parses")).expect("stages");
+        let beside: Vec<bool> = stages.iter().map(|s| s.beside).collect();
+        // The image, the weights, the addend; the convolution; its result transposed back.
+        assert_eq!(beside, vec![false, false, true, false, false]);
+        assert_eq!(stages[2].inputs, vec![Source::Param(3)]);
     }
 
     #[test]
