@@ -255,7 +255,11 @@ fn run(args: &Args, target: Arc<Target>) -> ExitCode {
             }
             if args.verbose {
                 if let Some(best) = &snapshot.best {
-                    let of = snapshot.blocks.as_ref().map_or(String::new(), |(n, shape)| format!(" for one block of {} of the output, run {n} times", crate::compile::dims(shape)));
+                    let of = match (&snapshot.blocks, snapshot.stages) {
+                        (Some((n, shape)), _) => format!(" for one block of {} of the output, run {n} times", crate::compile::dims(shape)),
+                        (None, Some(n)) => format!(" for the last of {n} stages"),
+                        (None, None) => String::new(),
+                    };
                     eprintln!(
                         "chose candidate {} (cost {}) of {} tried ({}){of}; total {:.3} ms",
                         best.index,

@@ -501,7 +501,7 @@ struct Composed {
 impl Composed {
     /// Its assembly for `kernel`, written to `name` in `dir` and costed; `blocks` as the
     /// report gives them. `None` where it cannot be written or costed.
-    fn assembly(self, kernel: &Kernel, options: &CompileOptions, dir: &std::path::Path, name: &str, blocks: Option<(i64, Vec<i64>)>) -> Option<Assembly> {
+    fn assembly(self, kernel: &Kernel, options: &CompileOptions, dir: &std::path::Path, name: &str, split: Split) -> Option<Assembly> {
         let sig = signature(kernel);
         let layout = HbmLayout::packed(&sig).ok()?;
         let text = self.program.assembly(&options.target.isa, &sig, &layout).ok()?;
@@ -510,10 +510,21 @@ impl Composed {
         let cost = crate::cost::cost_of(&path).ok()? + self.weights;
         let instructions = self.program.steps.len();
         let mut report = self.report;
-        report.blocks = blocks;
+        match split {
+            Split::Bands(count, part) => report.blocks = Some((count, part)),
+            Split::Stages(count) => report.stages = Some(count),
+        }
         *lock(&options.progress) = report.clone();
         Some(Assembly { text, cost, instructions, candidate: self.candidate, warning: self.warning, free_attributes: report.free_attributes.clone(), report })
     }
+}
+
+/// How a [`Composed`] program splits its kernel, as the report gives it.
+enum Split {
+    /// Runs of band kernels: how many runs, and the shape of one band's part of the output.
+    Bands(i64, Vec<i64>),
+    /// Stages: how many.
+    Stages(usize),
 }
 
 /// The assembly of `kernel` as `bands` ([`banded`]); `None` where a band's program cannot be
@@ -523,7 +534,7 @@ fn in_bands(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir
     let mut part = kernel.outputs[0].shape.clone();
     part[0] = 1;
     part[1] = bands.rows;
-    let Some(assembly) = composed.assembly(kernel, options, dir, "bands.py", Some((bands.runs() as i64, part))) else { return Ok(None) };
+    let Some(assembly) = composed.assembly(kernel, options, dir, "bands.py", Split::Bands(bands.runs() as i64, part)) else { return Ok(None) };
     say(options, &format!("{} bands: {} instructions, cost {}", bands.runs(), assembly.instructions, assembly.cost));
     Ok(Some(assembly))
 }
@@ -632,7 +643,7 @@ fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &Compile
     let Some((report, warning, candidate)) = last else { return Ok(None) };
     let program = crate::emit::PlacedProgram { steps, constants, hbm_end };
     let composed = Composed { program, weights, report, warning, candidate };
-    let Some(assembly) = composed.assembly(kernel, options, dir, "stages.py", None) else { return Ok(None) };
+    let Some(assembly) = composed.assembly(kernel, options, dir, "stages.py", Split::Stages(stages.len())) else { return Ok(None) };
     say(options, &format!("{} stages: {} instructions, cost {}", stages.len(), assembly.instructions, assembly.cost));
     Ok(Some(assembly))
 }

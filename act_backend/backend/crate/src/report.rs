@@ -39,6 +39,9 @@ pub struct Progress {
     /// each block's part of the output (of its first result, where it has several). The
     /// candidates are then those of one block.
     pub blocks: Option<(i64, Vec<i64>)>,
+    /// Where the kernel is compiled in stages ([`crate::stages`]): how many. The candidates
+    /// are then those of the last stage's last search.
+    pub stages: Option<usize>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -123,6 +126,7 @@ impl Progress {
             "candidates_tried": self.records.len(),
             "stop_reason": self.stop.map(StopReason::name),
             "blocks": self.blocks.as_ref().map(|(count, shape)| json!({"count": count, "shape": shape})),
+            "stages": self.stages,
             "chosen": self.best.as_ref().map(|b| b.index),
             "chosen_cost": self.best.as_ref().map(|b| b.cost),
             "timings_ms": timings,
