@@ -286,6 +286,9 @@ TILED = {
     "gemmini_channels_first_conv_in_stages_1x64x16x16": ("Gemmini", {"matmul32": 192,
                                                                      "mac32": 4960,
                                                                      "mvout_acc_strided": 64}),
+    # a quantized layer in stages, each stage's literals apart from the others' scratch
+    # (shared, a stage overwrote the clamp's bounds of the next: wrong before)
+    "gemmini_channels_first_layer_in_stages_1x48x16x16": ("Gemmini", {"mac32": 2898}),
     "gemmini_channels_first_conv_plus_addend_1x16x4x4": ("Gemmini", {"mac32": 70,
                                                                      "mvin_acc_strided": 32}),
     # results that compute nothing, of more than two dimensions, moved through the

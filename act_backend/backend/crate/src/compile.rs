@@ -502,6 +502,13 @@ impl Composed {
     /// Its assembly for `kernel`, written to `name` in `dir` and costed; `blocks` as the
     /// report gives them. `None` where it cannot be written or costed.
     fn assembly(self, kernel: &Kernel, options: &CompileOptions, dir: &std::path::Path, name: &str, split: Split) -> Option<Assembly> {
+        // Literals the parts' programs find in HBM are placed apart (a check: one part's
+        // literal over another's would hand one of them the wrong values).
+        let mut literals: Vec<(i64, i64)> = self.program.constants.iter().map(|(addr, ty, _)| (*addr, addr + ty.bytes())).collect();
+        literals.sort_unstable();
+        if literals.windows(2).any(|w| w[1].0 < w[0].1) {
+            return None;
+        }
         let sig = signature(kernel);
         let layout = HbmLayout::packed(&sig).ok()?;
         let text = self.program.assembly(&options.target.isa, &sig, &layout).ok()?;
@@ -590,8 +597,8 @@ fn banded(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: 
 /// on its own (in bands, in blocks or whole: [`stage_program`]) and the stages run one after
 /// another: each one's program moved to where its parameters lie (the kernel's inputs, or
 /// earlier stages' results, kept after the kernel's output) and to where its result goes
-/// (the next free HBM, or the kernel's output for the last), the scratch of every stage
-/// shared after all of them. `None` where a stage cannot be compiled so or its program moved.
+/// (the next free HBM, or the kernel's output for the last), each stage's scratch after the
+/// results and the scratch of the stages before it. `None` where a stage cannot be compiled so or its program moved.
 fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Assembly>, CompileError> {
     use crate::stages::Source;
     let isa = &options.target.isa;
@@ -609,8 +616,11 @@ fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &Compile
             next += bytes;
         }
     }
-    let shared = next;
-    let (mut steps, mut constants, mut hbm_end, mut weights) = (Vec::new(), Vec::new(), shared, 0.0);
+    // Each stage's scratch after the ones before: the literals a stage's program finds in HBM
+    // are placed there before the kernel runs, and an earlier stage's scratch must not
+    // overwrite them.
+    let mut scratch = next;
+    let (mut steps, mut constants, mut hbm_end, mut weights) = (Vec::new(), Vec::new(), scratch, 0.0);
     let mut last = None;
     for (j, stage) in stages.iter().enumerate() {
         let sub = dir.join(format!("stage_{j}"));
@@ -630,13 +640,14 @@ fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &Compile
             .collect();
         let out = own.output;
         regions.push(partition::Region { start: out.addr, end: out.end(), moved: results[j].addr - out.addr, offsets: vec![0], whole_end: results[j].end(), runs: None });
-        let moved = shared - out.end();
+        let moved = scratch - out.end();
         regions.push(partition::Region { start: out.end(), end: i64::MAX, moved, offsets: vec![0], whole_end: i64::MAX, runs: None });
         regions.retain(|r| r.start < r.end);
         let Some((stage_steps, end)) = partition::moved_runs(isa, &composed.program, &regions, 1) else { return Ok(None) };
         steps.extend(stage_steps);
         constants.extend(composed.program.constants.iter().map(|(addr, ty, bits)| (addr + moved, ty.clone(), bits.clone())));
-        hbm_end = hbm_end.max(end).max(composed.program.hbm_end + moved);
+        scratch += (composed.program.hbm_end - out.end()).max(0);
+        hbm_end = hbm_end.max(end).max(scratch);
         weights += composed.weights;
         last = Some((composed.report, composed.warning, composed.candidate));
     }

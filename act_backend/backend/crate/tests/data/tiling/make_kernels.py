@@ -491,6 +491,12 @@ KERNELS = {
     "gemmini_channels_first_conv_in_stages_1x64x16x16": (
         lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32),
         [shape(1, 64, 16, 16, dtype=I8), shape(64, 64, 3, 3, dtype=I8)]),
+    # a quantized layer in stages: each stage's literals (the clamp's bounds) kept apart from
+    # the others' scratch
+    "gemmini_channels_first_layer_in_stages_1x48x16x16": (
+        lambda x, w, b: jnp.clip(relu(jax.lax.conv(x, w, (1, 1), "SAME", preferred_element_type=I32)
+                                      + b[None, :, None, None]), -128, 127).astype(I8),
+        [shape(1, 48, 16, 16, dtype=I8), shape(48, 48, 3, 3, dtype=I8), shape(48, dtype=I32)]),
     # an int32 addend, which Gemmini transposes only as a kernel's input (a column at a
     # time): refused whole, compiled in stages
     "gemmini_channels_first_conv_plus_addend_1x16x4x4": (
