@@ -11,6 +11,8 @@ instruction, is named in the refusal."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -342,6 +344,21 @@ def test_a_kernel_larger_than_its_instructions_compiles_and_equals_xla(example_b
                                                                       name):
     example, counts = TILED[name]
     assert_compiles_equal_to_xla_with(example_build(example), name, tmp_path, counts)
+
+
+def test_a_kernel_in_stages_reports_them_and_the_cost_of_all_of_them(example_build, tmp_path):
+    """report.json says how many stages ran, and its program cost is the emitted program's,
+    all stages' (the chosen candidate is the last stage's)."""
+    build = example_build("Gemmini")
+    path = TILING / "gemmini_channels_first_conv_plus_addend_1x16x4x4.hlo"
+    reports = tmp_path / "report"
+    done = subprocess.run([str(build.backend), "--input", str(path), "--output",
+                           str(tmp_path / "k.py"), "--report-dir", str(reports)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((reports / "report.json").read_text())
+    assert report["stages"] == 5 and report["blocks"] is None
+    assert report["program_cost"] > report["chosen_cost"] > 0
 
 
 # kernel -> {instruction: count} on the Contiguous test accelerator, whose loads and stores

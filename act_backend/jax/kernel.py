@@ -68,8 +68,9 @@ class CompiledKernel:
 
     @property
     def cost(self) -> float:
-        """The cost of the emitted candidate under the backend's cost model."""
-        return self.report["chosen_cost"]
+        """The cost of the emitted program under the backend's cost model (of all of it where
+        it is made of several programs: blocks, bands, stages)."""
+        return self.report.get("program_cost", self.report["chosen_cost"])
 
     @cached_property
     def instructions(self) -> list[str]:

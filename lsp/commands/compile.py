@@ -130,7 +130,8 @@ async def run(server: Any, values: list[Any] | None, token: types.ProgressToken 
         if kept is not None:
             summary.update(report_files(os.path.dirname(kept)))
             server.compilations.record(kernel, output, kept)
-        cost = report.get("chosen_cost")
+        # The emitted program's cost: of all of it where it is made of several programs.
+        cost = report.get("program_cost", report.get("chosen_cost"))
         if isinstance(cost, (int, float)):
             summary["cost"] = cost
             summary["candidates"] = report.get("candidates_tried")

@@ -474,6 +474,7 @@ fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<
     let cost = crate::cost::cost_of(&path).ok()? + weights * blocks as f64;
     let instructions = best.program.steps.len() * blocks as usize;
     report.blocks = Some((blocks, plan.part.clone()));
+    report.program_cost = Some(cost);
     *lock(&options.progress) = report.clone();
     say(options, &format!("{blocks} blocks: {instructions} instructions, cost {cost}"));
     Some(Assembly {
@@ -517,6 +518,7 @@ impl Composed {
         let cost = crate::cost::cost_of(&path).ok()? + self.weights;
         let instructions = self.program.steps.len();
         let mut report = self.report;
+        report.program_cost = Some(cost);
         match split {
             Split::Bands(count, part) => report.blocks = Some((count, part)),
             Split::Stages(count) => report.stages = Some(count),

@@ -42,6 +42,9 @@ pub struct Progress {
     /// Where the kernel is compiled in stages ([`crate::stages`]): how many. The candidates
     /// are then those of the last stage's last search.
     pub stages: Option<usize>,
+    /// The emitted program's cost where it is made of several programs (blocks, bands,
+    /// stages); the chosen candidate's is then one part's.
+    pub program_cost: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -129,6 +132,7 @@ impl Progress {
             "stages": self.stages,
             "chosen": self.best.as_ref().map(|b| b.index),
             "chosen_cost": self.best.as_ref().map(|b| b.cost),
+            "program_cost": self.program_cost.or(self.best.as_ref().map(|b| b.cost)),
             "timings_ms": timings,
             "candidates": candidates,
             "hlo": self.hlo.iter().map(|h| json!({
