@@ -455,40 +455,36 @@ fn say(options: &CompileOptions, line: &str) {
     }
 }
 
-/// The assembly of `kernel` as `plan`'s blocks, each running the program `placed` found for
-/// one block, moved to its rows; `None` where the program cannot be moved.
+/// The assembly of `kernel` as `plan`'s blocks ([`blocked`]); `None` where the program cannot
+/// be moved.
 fn in_blocks(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<String>), options: &CompileOptions, dir: &std::path::Path) -> Option<Assembly> {
-    let isa = &options.target.isa;
-    let (mut report, warning) = placed;
+    let blocks = plan.blocks();
+    let assembly = blocked(kernel, plan, placed, options, dir)?.assembly(kernel, options, dir, "blocks.py", Split::Parts(blocks, plan.part.clone()))?;
+    say(options, &format!("{blocks} blocks: {} instructions, cost {}", assembly.instructions, assembly.cost));
+    Some(assembly)
+}
+
+/// The program of `kernel` as `plan`'s blocks, each running the program `placed` found for
+/// one block, moved to its rows; `None` where the program cannot be moved.
+fn blocked(kernel: &Kernel, plan: &partition::Plan, placed: (Progress, Option<String>), options: &CompileOptions, dir: &std::path::Path) -> Option<Composed> {
+    let (report, warning) = placed;
     let best = report.best.clone()?;
     let (sig, block_sig) = (signature(kernel), signature(&plan.block));
     let (layout, block_layout) = (HbmLayout::packed(&sig).ok()?, HbmLayout::packed(&block_sig).ok()?);
-    let text = partition::instantiate(isa, plan, &best.program, &block_layout, &sig, &layout)?;
+    let program = partition::instantiated(&options.target.isa, plan, &best.program, &block_layout, &sig, &layout)?;
     // The cost model costs the whole program; the table's weights, added to one block's, are
     // the block's times the blocks.
-    let path = dir.join("blocks.py");
-    std::fs::write(&path, &text).ok()?;
-    let block_file = dir.join(format!("candidate_{}.py", best.index));
-    let weights = best.cost - crate::cost::cost_of(&block_file).ok()?;
-    let blocks = plan.blocks();
-    let cost = crate::cost::cost_of(&path).ok()? + weights * blocks as f64;
-    let instructions = best.program.steps.len() * blocks as usize;
-    report.blocks = Some((blocks, plan.part.clone()));
-    report.program_cost = Some(cost);
-    *lock(&options.progress) = report.clone();
-    say(options, &format!("{blocks} blocks: {instructions} instructions, cost {cost}"));
-    Some(Assembly {
-        text,
-        cost,
-        instructions,
-        candidate: best.index,
-        warning,
-        free_attributes: report.free_attributes.clone(),
-        report,
-    })
+    let weights = table_weights(dir, &best)? * plan.blocks() as f64;
+    Some(Composed { program, weights, report, warning, candidate: best.index })
 }
 
-/// A program made of the programs of other kernels (bands, stages), placed in its kernel's
+/// What the table's weights add to the cost model's cost of `best`'s assembly (a candidate
+/// written in `dir`): a part's, which a program made of parts adds once per run of it.
+fn table_weights(dir: &std::path::Path, best: &Best) -> Option<f64> {
+    Some(best.cost - crate::cost::cost_of(&dir.join(format!("candidate_{}.py", best.index))).ok()?)
+}
+
+/// A program made of the programs of other kernels (blocks, bands, stages), placed in its kernel's
 /// packed layout: what the cost model's table weights add to its assembly's cost, and the
 /// report, warning and candidate of the last search it ran.
 struct Composed {
@@ -520,7 +516,7 @@ impl Composed {
         let mut report = self.report;
         report.program_cost = Some(cost);
         match split {
-            Split::Bands(count, part) => report.blocks = Some((count, part)),
+            Split::Parts(count, part) => report.blocks = Some((count, part)),
             Split::Stages(count) => report.stages = Some(count),
         }
         *lock(&options.progress) = report.clone();
@@ -530,8 +526,9 @@ impl Composed {
 
 /// How a [`Composed`] program splits its kernel, as the report gives it.
 enum Split {
-    /// Runs of band kernels: how many runs, and the shape of one band's part of the output.
-    Bands(i64, Vec<i64>),
+    /// Runs of block or band kernels: how many runs, and the shape of one run's part of the
+    /// output.
+    Parts(i64, Vec<i64>),
     /// Stages: how many.
     Stages(usize),
 }
@@ -543,7 +540,7 @@ fn in_bands(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir
     let mut part = kernel.outputs[0].shape.clone();
     part[0] = 1;
     part[1] = bands.rows;
-    let Some(assembly) = composed.assembly(kernel, options, dir, "bands.py", Split::Bands(bands.runs() as i64, part)) else { return Ok(None) };
+    let Some(assembly) = composed.assembly(kernel, options, dir, "bands.py", Split::Parts(bands.runs() as i64, part)) else { return Ok(None) };
     say(options, &format!("{} bands: {} instructions, cost {}", bands.runs(), assembly.instructions, assembly.cost));
     Ok(Some(assembly))
 }
@@ -586,8 +583,8 @@ fn banded(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: 
         constants.extend(best.program.constants.iter().map(|(addr, ty, bits)| (addr + moved, ty.clone(), bits.clone())));
         scratch += best.program.hbm_end - out.end();
         hbm_end = hbm_end.max(end).max(scratch);
-        let Ok(one) = crate::cost::cost_of(&sub.join(format!("candidate_{}.py", best.index))) else { return Ok(None) };
-        weights += (best.cost - one) * band.runs.len() as f64;
+        let Some(one) = table_weights(&sub, &best) else { return Ok(None) };
+        weights += one * band.runs.len() as f64;
         last = Some((report, warning, best.index));
     }
     let Some((report, warning, candidate)) = last else { return Ok(None) };
@@ -676,22 +673,16 @@ fn stage_program(written: &Kernel, options: &CompileOptions, dir: &std::path::Pa
     }
     let rows_written = select::result_tile_rows(&kernel, &target.isa, &target.patterns);
     if let Some(plan) = partition::plan(&kernel, tiles, max_tiles, rows_written) {
-        let (report, warning) = place(&plan.block, options, dir, started)?;
-        let Some(best) = report.best.clone() else { return Ok(None) };
-        let Ok(block_layout) = HbmLayout::packed(&signature(&plan.block)) else { return Ok(None) };
-        let Some(program) = partition::instantiated(&target.isa, &plan, &best.program, &block_layout, &signature(&kernel), &layout) else { return Ok(None) };
-        let Ok(one) = crate::cost::cost_of(&dir.join(format!("candidate_{}.py", best.index))) else { return Ok(None) };
-        let weights = (best.cost - one) * plan.blocks() as f64;
-        return Ok(Some((Composed { program, weights, report, warning, candidate: best.index }, layout)));
+        let placed = place(&plan.block, options, dir, started)?;
+        return Ok(blocked(&kernel, &plan, placed, options, dir).map(|c| (c, layout)));
     }
     if select::most_tiles_searched(&target.isa, &target.patterns).0 < tiles(&kernel) {
         return Ok(None);
     }
     let (report, warning) = place(&kernel, options, dir, started)?;
     let Some(best) = report.best.clone() else { return Ok(None) };
-    let Ok(one) = crate::cost::cost_of(&dir.join(format!("candidate_{}.py", best.index))) else { return Ok(None) };
-    let composed = Composed { program: best.program.clone(), weights: best.cost - one, report, warning, candidate: best.index };
-    Ok(Some((composed, layout)))
+    let Some(weights) = table_weights(dir, &best) else { return Ok(None) };
+    Ok(Some((Composed { program: best.program, weights, report, warning, candidate: best.index }, layout)))
 }
 
 /// Selects instructions for `kernel` and tries the candidates, writing them into `dir`: the
