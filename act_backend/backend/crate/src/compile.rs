@@ -307,12 +307,15 @@ pub fn compile(kernel_text: &str, options: &CompileOptions) -> Result<Assembly, 
         stages.as_ref().is_some_and(|stages| stages.iter().any(|s| s.beside) || banded_stage(stages, tiles, max_tiles));
     if let Some(stages) = stages.as_ref().filter(|_| staged_first) {
         say(&format!("compiling {} stages: {}", stages.len(), stages.iter().map(|s| s.kernel.name.as_str()).collect::<Vec<_>>().join(", ")));
-        match in_stages(&kernel, stages, options, &dir, started)? {
-            Some(assembly) => return Ok(assembly),
-            None => {
+        // A stage refused (a transpose an ISA computes only fused with what reads it) leaves
+        // the kernel to the whole search, as a stage that cannot be moved does.
+        match in_stages(&kernel, stages, options, &dir, started) {
+            Ok(Some(assembly)) => return Ok(assembly),
+            Ok(None) | Err(CompileError::Inexpressible { .. } | CompileError::NoPlacement { .. }) => {
                 say("a stage was not compiled on its own, or its program reads or writes HBM where it cannot be moved; compiling the kernel whole");
                 restart(options);
             }
+            Err(e) => return Err(e),
         }
     }
     if let Some(bands) = bands::plan(&written, &kernel, tiles, max_tiles) {
@@ -597,7 +600,8 @@ fn banded(kernel: &Kernel, bands: &bands::Bands, options: &CompileOptions, dir: 
 /// another: each one's program moved to where its parameters lie (the kernel's inputs, or
 /// earlier stages' results, kept after the kernel's output) and to where its result goes
 /// (the next free HBM, or the kernel's output for the last), each stage's scratch after the
-/// results and the scratch of the stages before it. `None` where a stage cannot be compiled so or its program moved.
+/// results and the scratch of the stages before it. `None` where a stage cannot be compiled
+/// so or its program moved; a stage's refusal is the error.
 fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<Assembly>, CompileError> {
     use crate::stages::Source;
     let isa = &options.target.isa;
@@ -661,7 +665,7 @@ fn in_stages(kernel: &Kernel, stages: &[crate::stages::Stage], options: &Compile
 /// The program of one stage's kernel (`written`, as written) in its own packed layout, and
 /// that layout: in bands where it is a banded kernel, in blocks where it splits into them,
 /// else whole where one search holds its tiles; `None` otherwise, or where a band's or a
-/// block's program cannot be moved. A stage that does not compile refuses the kernel.
+/// block's program cannot be moved. A stage's refusal is the error.
 fn stage_program(written: &Kernel, options: &CompileOptions, dir: &std::path::Path, started: Instant) -> Result<Option<(Composed, HbmLayout)>, CompileError> {
     let target = &*options.target;
     let kernel = kernel::lowered(written.clone());
