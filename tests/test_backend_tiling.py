@@ -6,8 +6,9 @@ on QKV, Gemmini and the RowReduce, OnChipTranspose, FixedArray, WeightStationary
 and ByteTiles test accelerators and equal
 XLA's run of the same HLO, and on the Contiguous test accelerator, without strided transfers,
 by rows read and written one by one, and on the TallQKV test accelerator, whose units take
-every row, whole; a dimension no instruction takes, or a float reduction too long for every
-instruction, is named in the refusal."""
+every row, whole; poolings (reduce-window) fold strided windows of their images; a dimension
+no instruction takes, or a float reduction too long for every instruction, is named in the
+refusal."""
 
 from __future__ import annotations
 
@@ -493,6 +494,46 @@ def test_register_sized_instructions_compute_vectors_and_rows_of_their_type(exam
     # Each instruction rounds as the kernel's operation does: the same bits.
     assert_compiles_equal_to_xla_with(example_build("Registers"), name, tmp_path,
                                       REGISTERS[name], exact=True)
+
+
+# Pooling (XLA's reduce-window, as flax's max_pool and avg_pool and lax.reduce_window write
+# it): kernel -> (ISA, {instruction: count}, bit for bit). Each output row of pixels folds, for
+# each window position, the input pixels that position reads: every `stride`-th row of the
+# image seen as pixels by channels, one strided load of each input pixel register at most
+POOLING = {
+    # 16 pixels of two registers: 4 loads, 3 maxima and a store each
+    "registers_max_pool_1x8x8x32": ("Registers", {"vload": 128, "vmax": 96, "vstore": 32}, True),
+    # windows padded at the borders: the positions in the padding left out (XLA's own folds:
+    # 100 positions over the 16 outputs of an item, 84 maxima), each input pixel loaded once
+    "registers_max_pool_same_2x7x7x16": ("Registers", {"vload": 98, "vmax": 168, "vstore": 32},
+                                         True),
+    # a sum from +0.0 adds it (+0 + -0 is +0); the order is XLA's reference fold, which XLA's
+    # CPU run reassociates at some shapes: compared within the tolerance
+    "registers_avg_pool_1x8x8x16": ("Registers", {"vadd": 64, "vmul": 16, "vstore": 16}, False),
+    # a region written minimum(element, running value): folded in that order
+    "registers_min_pool_element_first_1x6x6x16": ("Registers", {"vload": 36, "vmin": 27,
+                                                                "vstore": 9}, True),
+    "registers_dilated_max_pool_1x6x6x16": ("Registers", {"vload": 36, "vmax": 48,
+                                                          "vstore": 16}, True),
+    # a dilated image: each window falls on one element and one hole, the init (-inf) folds
+    # in nothing: every output is a copy of an input pixel
+    "registers_max_over_dilated_rows_1x4x4x16": ("Registers", {"vload": 16, "vmax": 0,
+                                                               "vstore": 24}, True),
+    # the three-way maximum computes two steps of a 3x3 window's fold at once; the last output
+    # of the last row is a piece of its own (its every third pixel, read in groups of three,
+    # would run past the image)
+    "lanes_max_pool_3x3_1x6x6x64": ("Lanes", {"vload": 19, "vmax3": 12, "vstore": 3}, True),
+    # no instruction takes the maximum of two int8 values: max(a, b) = relu(a - b) + b in the
+    # accumulator (a product with -I added, stored through the ReLU, loaded back)
+    "gemmini_max_pool_1x8x8x16": ("Gemmini", {"mvout_acc_relu": 15, "mvin_strided": 16}, True),
+}
+
+
+@pytest.mark.parametrize("name", list(POOLING))
+def test_a_pooling_folds_strided_windows_of_its_image_and_equals_xla(example_build, tmp_path,
+                                                                     name):
+    example, counts, exact = POOLING[name]
+    assert_compiles_equal_to_xla_with(example_build(example), name, tmp_path, counts, exact)
 
 
 # kernel -> {instruction: count} on the ByteTiles test accelerator, whose int8 tile registers

@@ -569,46 +569,75 @@ def _conv_labels(c: _Checker, lhs: TensorType, rhs: TensorType) -> tuple[str, st
 
 
 def _conv_window(c: _Checker, n: int, rhs: TensorType, rhs_l: str) -> dict[str, list]:
-    """The window with XLA's defaults filled in, one entry per spatial dimension."""
-    window = c.attr("window")
-    if window is None:
-        if n:
-            raise c.fail("opcode", f"a convolution with {n} spatial dimensions needs "
-                         "window={size=...}", "bad-attribute")
-        window = {}
-    if not isinstance(window, dict) or not set(window) <= set(WINDOW_DEFAULTS):
-        raise c.fail("attr:window", "window must be {size=.. stride=.. pad=.. lhs_dilate=.. "
-                     f"rhs_dilate=.. rhs_reversal=..}}, found {window!r}")
-    for key, entries in window.items():
-        pairs = key == "pad"
-        if not isinstance(entries, (list, tuple)) or not all(
-                (isinstance(e, (list, tuple)) and len(e) == 2 and all(map(_is_int, e)))
-                if pairs else _is_int(e) for e in entries):
-            raise c.fail("attr:window", f"the window's {key} must be "
-                         f"{'low_high pairs' if pairs else 'integers'}, found {entries!r}")
-        if len(entries) != n:
-            raise c.fail("attr:window", f"the window's {key} has {len(entries)} entries but "
-                         f"the convolution has {n} spatial dimensions")
-    if n and "size" not in window:
-        raise c.fail("attr:window", f"the window has no size; give size= with one entry for "
-                     f"each of the {n} spatial dimensions")
-    for key, least in (("size", 1), ("stride", 1), ("lhs_dilate", 1), ("rhs_dilate", 1)):
-        for d, value in enumerate(window.get(key, ())):
-            if value < least:
-                raise c.fail("attr:window", f"the window's {key} must be at least {least}, "
-                             f"found {value} for spatial dimension {d}")
-    for d, value in enumerate(window.get("rhs_reversal", ())):
-        if value not in (0, 1):
-            raise c.fail("attr:window", f"the window's rhs_reversal must be 0 or 1, found "
-                         f"{value} for spatial dimension {d}")
-    full = {key: list(window.get(key, [default] * n)) for key, default in
-            WINDOW_DEFAULTS.items()}
+    """The window with XLA's defaults filled in, one entry per spatial dimension, each size
+    the kernel's."""
+    if c.attr("window") is None and n:
+        raise c.fail("opcode", f"a convolution with {n} spatial dimensions needs "
+                     "window={size=...}", "bad-attribute")
+    full = _window(c, n, "the convolution", "spatial dimension")
     for d, size in enumerate(full["size"]):
         kernel = rhs.shape[rhs_l.index(str(d))]
         if ex.compare(size, kernel) is ex.Agreement.NEVER:
             raise c.fail("attr:window", f"the window's size {size} for spatial dimension {d} "
                          f"differs from the rhs {rhs}, whose dimension {d} has size {kernel}")
     return full
+
+
+def _window(c: _Checker, n: int, owner: str, what: str) -> dict[str, list]:
+    """The ``window`` attribute over the ``n`` dimensions of ``owner`` (``what`` names them in
+    messages) with XLA's defaults filled in: every field of ``n`` entries, the size given,
+    sizes, strides and dilations positive, reversals 0 or 1."""
+    window = c.attr("window", {})
+    if not isinstance(window, dict) or not set(window) <= set(WINDOW_DEFAULTS):
+        raise c.fail("attr:window", "window must be {size=.. stride=.. pad=.. lhs_dilate=.. "
+                     f"rhs_dilate=.. rhs_reversal=..}}, found {window!r}")
+    for key, values in window.items():
+        pairs = key == "pad"
+        if not isinstance(values, (list, tuple)) or not all(
+                (isinstance(e, (list, tuple)) and len(e) == 2 and all(map(_is_int, e)))
+                if pairs else _is_int(e) for e in values):
+            raise c.fail("attr:window", f"the window's {key} must be "
+                         f"{'low_high pairs' if pairs else 'integers'}, found {values!r}")
+        if len(values) != n:
+            raise c.fail("attr:window", f"the window's {key} has {len(values)} entries but "
+                         f"{owner} has {n} {what}s")
+    if n and "size" not in window:
+        raise c.fail("attr:window", f"the window has no size; give size= with one entry for "
+                     f"each of the {n} {what}s")
+    for key, least in (("size", 1), ("stride", 1), ("lhs_dilate", 1), ("rhs_dilate", 1)):
+        for d, value in enumerate(window.get(key, ())):
+            if value < least:
+                raise c.fail("attr:window", f"the window's {key} must be at least {least}, "
+                             f"found {value} for {what} {d}")
+    for d, value in enumerate(window.get("rhs_reversal", ())):
+        if value not in (0, 1):
+            raise c.fail("attr:window", f"the window's rhs_reversal must be 0 or 1, found "
+                         f"{value} for {what} {d}")
+    return {key: list(window.get(key, [default] * n)) for key, default in
+            WINDOW_DEFAULTS.items()}
+
+
+def _reduce_window(c: _Checker) -> TensorType:
+    """XLA's reduce-window: each output element folds one window of the operand, so each
+    dimension's size is the number of window positions over it (as a convolution's spatial
+    ones)."""
+    c.arity(2)
+    operand, init = c.ops
+    if init.shape:
+        raise c.fail("operand:1", f"the init value (operand 1) must be a scalar, found {init}")
+    c.same_dtype(0, 1)
+    if c.attr("window") is None:
+        raise c.fail("opcode", "needs the attribute window=", "missing-attribute")
+    window = _window(c, len(operand.shape), "the operand", "dimension")
+    if any(window["rhs_reversal"]):
+        raise c.fail("attr:window", "a reduce-window's window is not reversed (rhs_reversal)")
+    reducer = c.attr("to_apply", required=True)
+    if not isinstance(reducer, str) or not reducer:
+        raise c.fail("attr:to_apply", f"to_apply must name a computation, found {reducer!r}")
+    return TensorType(operand.dtype, tuple(
+        _conv_output_size(size, window["size"][d], window["stride"][d], window["pad"][d],
+                          window["lhs_dilate"][d], window["rhs_dilate"][d])
+        for d, size in enumerate(operand.shape)))
 
 
 def _group_count(c: _Checker, name: str) -> int:
@@ -735,6 +764,7 @@ _RULES: dict[str, Callable[[_Checker], TensorType]] = {
     "broadcast": _broadcast,
     "reduce": _reduce,
     "reduce_add": _reduce_add,
+    "reduce_window": _reduce_window,
     "slice": _slice,
     "concatenate": _concatenate,
     "dot": _dot,

@@ -216,6 +216,14 @@ OPERATORS: tuple[Operator, ...] = (
              "out (TAIDL-TO's reduce(x)): it is then the reducer's identity.",
              attributes=("dimensions", "to_apply"), required=("dimensions", "to_apply"),
              semantics=True),
+    Operator("reduce_window", "reduction",
+             "reduce-window(x, init), window={size=.. stride=.. pad=.. lhs_dilate=.. "
+             "rhs_dilate=..}, to_apply=computation",
+             "Folds each window of the operand with the reducer, starting from init, in the "
+             "order of the window's positions; positions in the padding or between dilated "
+             "elements are left out. Pooling (a maximum or a sum over a spatial window) and "
+             "cumulative sums are written so.",
+             attributes=("window", "to_apply"), required=("window", "to_apply")),
     Operator("reduce_add", "reduction", "reduce_add(x), dimensions={d...}",
              "Sums the operand along the listed dimensions (TAIDL's reduce with an add reducer "
              "and a zero start); those dimensions disappear.",
@@ -235,15 +243,14 @@ def _other(name: str, what: str) -> Operator:
 
 
 # XLA operators a kernel may print that act-backend has no type rule or meaning for: both front
-# ends refuse them by name instead of calling them unknown. Windowed reductions (reduce_window,
-# what ``jnp.cumsum``, ``lax.cummax`` and pooling lower to) stay here with gather, scatter, sort
-# and random numbers: they are not elementwise, reduction-by-dimension or layout
-# work, and no TAIDL semantics can state an instruction that computes them.
+# ends refuse them by name instead of calling them unknown: gather, scatter, sort, random
+# numbers and the rest are not elementwise, reduction or layout work, and no TAIDL semantics can
+# state an instruction that computes them.
 OPERATORS += tuple(_other(name, what) for name, what in (
     ("stochastic_convert", "stochastic rounding conversion"), ("bitcast", "layout bitcast"),
     ("real", "real part"), ("imag", "imaginary part"), ("complex", "complex construction"),
     ("gather", "gather"), ("scatter", "scatter"),
-    ("reduce_window", "windowed reduction"), ("select_and_scatter", "select-and-scatter"),
+    ("select_and_scatter", "select-and-scatter"),
     ("sort", "sort"), ("top_k", "top-k"), ("rng", "random numbers"),
     ("rng_bit_generator", "random bits"), ("cholesky", "Cholesky factorisation"),
     ("triangular_solve", "triangular solve"), ("fft", "fast Fourier transform"),

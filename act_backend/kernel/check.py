@@ -306,8 +306,8 @@ class _ModuleChecker:
                                    instr.spans.get(f"operand:{index}", instr.span))
                 return
         if isinstance(instr.type, TupleType):
-            if instr.opcode == "reduce":
-                yield self.problem("variadic-reduce", f"reduce '{instr.name}' is declared "
+            if instr.opcode in ("reduce", "reduce_window"):
+                yield self.problem("variadic-reduce", f"{instr.opcode} '{instr.name}' is declared "
                                    f"{instr.type}: a variadic reduce (several operands "
                                    "reduced together) is not supported", instr.spans["type"])
             else:
@@ -327,7 +327,7 @@ class _ModuleChecker:
             yield self.problem(err.code, err.message,
                                instr.spans.get(err.where, instr.spans["opcode"]))
             return
-        if instr.opcode == "reduce":
+        if instr.opcode in ("reduce", "reduce_window"):
             yield from self.reducer(instr, operand_types)
 
     def callee(self, instr: Instruction) -> tuple[Computation | None, Problem | None]:
@@ -359,7 +359,7 @@ class _ModuleChecker:
         found = "(" + ", ".join(str(p.type) for p in params) + f") -> {region.root.type}"
         if len(params) != 2 or any(p.type != scalar for p in params) \
                 or region.root.type != scalar:
-            yield self.problem("reducer-signature", f"reduce '{instr.name}' applies "
+            yield self.problem("reducer-signature", f"{instr.opcode} '{instr.name}' applies "
                                f"'{region.name}', which must take two {scalar} parameters "
                                f"and return {scalar}; it is {found}",
                                instr.spans.get("attr:to_apply", instr.spans["opcode"]))

@@ -3,9 +3,10 @@
 ``evaluate(module, inputs)`` runs the ENTRY computation instruction by instruction and rounds
 every result to its HLO element type, as XLA does on the CPU: bf16 and f16 arithmetic is done
 in float32 and rounded after each operation, a dot or a convolution accumulates in float32
-and rounds once, and a reduce folds its inputs in index order, rounding after each
-application of its reducer. Reducers and called computations are evaluated as written, on
-whole arrays at once when they are elementwise and element by element otherwise.
+and rounds once, and a reduce (or each window of a reduce-window) folds its inputs in index
+order, rounding after each application of its reducer. Reducers and called computations are
+evaluated as written, on whole arrays at once when they are elementwise and element by element
+otherwise.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ class _Evaluator:
         if op == "reduce_add":
             zero = np.zeros((), dtype=x[0].dtype)
             return self.reduce(instr, [x[0], zero])
+        if op == "reduce_window":
+            return self.reduce_window(instr, x)
         if op == "tuple":
             return tuple(x)
         if op == "get_tuple_element":
@@ -234,6 +237,37 @@ class _Evaluator:
             result = self.apply(region, [*acc, *(c[..., k] for c in columns)], kept_shape)
             acc = list(result) if count > 1 else [result]
         return tuple(acc) if count > 1 else acc[0]
+
+
+    def reduce_window(self, instr: Instruction, x: list[Value]) -> Value:
+        """Fold each window from the init value, its positions in row-major order, rounding
+        after every step; positions in the padding or between the elements of a dilated
+        operand are left out (XLA's order)."""
+        operand, init = x
+        window = instr.attrs["window"]
+        rank = operand.ndim
+        field = lambda key, default: window.get(key, [default] * rank)  # noqa: E731
+        size, stride, pad = field("size", 1), field("stride", 1), field("pad", (0, 0))
+        lhs_dilate, rhs_dilate = field("lhs_dilate", 1), field("rhs_dilate", 1)
+        out_shape = tuple(instr.type.shape)
+        acc = np.broadcast_to(init, out_shape).copy()
+        region = self.computation(instr)
+        for position in np.ndindex(*size):
+            indices, valid = [], []
+            for d, k in enumerate(position):
+                at = np.arange(out_shape[d]) * stride[d] + k * rhs_dilate[d] - pad[d][0]
+                element = at // lhs_dilate[d]
+                valid.append((at >= 0) & (at % lhs_dilate[d] == 0)
+                             & (element < operand.shape[d]))
+                indices.append(np.clip(element, 0, operand.shape[d] - 1))
+            covered = np.ones(out_shape, dtype=bool)
+            for d, v in enumerate(valid):
+                covered &= v.reshape([-1 if j == d else 1 for j in range(rank)])
+            if not covered.any():
+                continue
+            folded = self.apply(region, [acc, operand[np.ix_(*indices)]], out_shape)
+            acc = np.where(covered, folded, acc).astype(acc.dtype)
+        return acc
 
 
 _FOLDS = {"add": np.add, "max": np.maximum, "min": np.minimum, "mul": np.multiply}

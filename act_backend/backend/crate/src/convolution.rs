@@ -210,13 +210,30 @@ fn window(written: Option<&str>, n: usize, rhs: &Ty, rhs_layout: &Layout) -> Res
             message: format!("a convolution over {n} spatial dimension(s) needs window={{size=...}}"),
         });
     };
+    let dims = window_dims(text, n, "spatial dimension")?;
+    for (d, wd) in dims.iter().enumerate() {
+        let kernel = rhs.shape[rhs_layout.spatial[d]];
+        if wd.size != kernel {
+            return Err(attr_err(
+                "window",
+                format!("window {text}: size {} in spatial dimension {d}, but the kernel {rhs} is {kernel} there", wd.size),
+            ));
+        }
+    }
+    Ok(dims)
+}
+
+/// A window as written (`{size=3x3 stride=2x2 pad=1_1x0_2 ...}`) over `n` dimensions (`what`
+/// names them in messages), XLA's defaults filled in: every field of `n` entries, the size
+/// given, sizes, strides and dilations positive, reversals 0 or 1.
+pub fn window_dims(text: &str, n: usize, what: &str) -> Result<Vec<WindowDim>, TypeError> {
     let bad = |why: String| attr_err("window", format!("window {text}: {why}"));
     let fields = window_fields(text).ok_or_else(|| bad("expected {size=AxB stride=AxB pad=l_hxl_h ...}".into()))?;
     let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     for (key, values) in &fields {
         let entries = if key == "pad" { values.len() / 2 } else { values.len() };
         if entries != n {
-            return Err(bad(format!("{key} has {entries} entries for {n} spatial dimension(s)")));
+            return Err(bad(format!("{key} has {entries} entries for {n} {what}(s)")));
         }
     }
     if n > 0 && field("size").is_none() {
@@ -238,16 +255,8 @@ fn window(written: Option<&str>, n: usize, rhs: &Ty, rhs_layout: &Layout) -> Res
         return Err(bad(format!("rhs_reversal is 0 or 1 per dimension, found {v}")));
     }
     let pad = field("pad").unwrap_or_else(|| vec![0; 2 * n]);
-    let mut dims = Vec::new();
-    for d in 0..n {
-        let kernel = rhs.shape[rhs_layout.spatial[d]];
-        if size[d] != kernel {
-            return Err(bad(format!(
-                "size {} in spatial dimension {d}, but the kernel {rhs} is {kernel} there",
-                size[d]
-            )));
-        }
-        dims.push(WindowDim {
+    Ok((0..n)
+        .map(|d| WindowDim {
             size: size[d],
             stride: stride[d],
             low: pad[2 * d],
@@ -255,9 +264,8 @@ fn window(written: Option<&str>, n: usize, rhs: &Ty, rhs_layout: &Layout) -> Res
             lhs_dilate: lhs_dilate[d],
             rhs_dilate: rhs_dilate[d],
             reversal: reversal[d] == 1,
-        });
-    }
-    Ok(dims)
+        })
+        .collect())
 }
 
 impl WindowDim {
@@ -280,13 +288,13 @@ impl WindowDim {
 
     /// The input element window position `k` reads for output `o` of an input of `input`
     /// elements, or `None` where it reads padding or a zero the dilation put between two.
-    fn element_of(&self, o: i64, k: i64, input: i64) -> Option<i64> {
+    pub fn element_of(&self, o: i64, k: i64, input: i64) -> Option<i64> {
         let j = self.input_of(o, k);
         (j >= 0 && j % self.lhs_dilate == 0 && j / self.lhs_dilate < input).then(|| j / self.lhs_dilate)
     }
 
     /// The input's extent once dilated: `lhs_dilate - 1` zeros between its elements.
-    fn dilated(&self, input: i64) -> i64 {
+    pub fn dilated(&self, input: i64) -> i64 {
         (input - 1) * self.lhs_dilate + 1
     }
 
@@ -513,13 +521,14 @@ pub fn lower_with(conv: &Convolution, lhs: &Ty, rhs: &Ty, ty: &Ty, after: &[Afte
     Some(w.steps)
 }
 
-/// Builds the steps; `Value`s of the steps so far.
-struct Writer {
-    steps: Vec<Step>,
+/// Writes the steps of a lowered operator (a convolution's, a windowed reduction's) in order.
+#[derive(Default)]
+pub struct Writer {
+    pub steps: Vec<Step>,
 }
 
 impl Writer {
-    fn push(&mut self, op: Op, ty: Ty, operands: Vec<Value>) -> Value {
+    pub fn push(&mut self, op: Op, ty: Ty, operands: Vec<Value>) -> Value {
         self.steps.push(Step { op, ty, operands });
         Value::Step(self.steps.len() - 1)
     }
@@ -533,14 +542,14 @@ impl Writer {
         self.push(Op::Transpose(order.to_vec()), ty, vec![v])
     }
 
-    fn reshape(&mut self, v: Value, from: &Ty, shape: Vec<i64>) -> Value {
+    pub fn reshape(&mut self, v: Value, from: &Ty, shape: Vec<i64>) -> Value {
         if from.shape == shape {
             return v;
         }
         self.push(Op::Reshape, Ty::new(from.dtype, shape), vec![v])
     }
 
-    fn slice(&mut self, v: Value, from: &Ty, ranges: Vec<(i64, i64, i64)>) -> (Value, Ty) {
+    pub fn slice(&mut self, v: Value, from: &Ty, ranges: Vec<(i64, i64, i64)>) -> (Value, Ty) {
         let shape: Vec<i64> = ranges.iter().map(|&(a, b, s)| (b - a + s - 1) / s).collect();
         let ty = Ty::new(from.dtype, shape);
         if ranges.iter().zip(&from.shape).all(|(&(a, b, s), &size)| a == 0 && b == size && s == 1) {
@@ -554,7 +563,7 @@ impl Writer {
         self.push(Op::Broadcast(Vec::new()), ty, vec![zero])
     }
 
-    fn concatenate(&mut self, parts: Vec<(Value, Ty)>, dim: usize) -> (Value, Ty) {
+    pub fn concatenate(&mut self, parts: Vec<(Value, Ty)>, dim: usize) -> (Value, Ty) {
         if parts.len() == 1 {
             return parts.into_iter().next().expect("one part");
         }

@@ -233,7 +233,7 @@ pub fn infer(op: &Op, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> 
 
 /// The rule of an operator the e-graph keeps by name, from its vocabulary row: elementwise
 /// families by their operand class, compare, select, clamp and is-finite, and iota,
-/// dynamic-slice, reverse, pad, reduce-precision and convolution by their attributes (`attrs` is the
+/// dynamic-slice, reverse, pad, reduce-precision, reduce-window and convolution by their attributes (`attrs` is the
 /// `name=value, ...` text [`Op::Other`] keeps). Operators of other families produce their
 /// declared type.
 fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -> Result<Ty, TypeError> {
@@ -328,6 +328,17 @@ fn infer_by_family(code: OpCode, attrs: &str, operands: &[&Ty], declared: &Ty) -
             let config = padding_config(text)
                 .ok_or_else(|| attr_err("padding", format!("padding {text} is not low_high_interior per dimension")))?;
             pad_type(src, &config)?
+        }
+        (_, OpCode::ReduceWindow) => {
+            arity(code.name(), operands, 2)?;
+            let (src, init) = (operands[0], operands[1]);
+            if !init.shape.is_empty() {
+                return Err(operand_err(1, format!("the init value (operand 1) must be a scalar, found {init}")));
+            }
+            same_dtype(operands, 0, 1)?;
+            let window = crate::reduce_window::read(attrs, src.rank())?;
+            required("to_apply")?;
+            crate::reduce_window::result_type(&window, src)
         }
         (_, OpCode::Convolution) => {
             arity(code.name(), operands, 2)?;

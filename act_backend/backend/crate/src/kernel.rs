@@ -22,6 +22,7 @@ use crate::convolution;
 use crate::fold;
 use crate::hlo_parse::{self, Arg, Computation, Instr, Pos, TypeAst, Value};
 use crate::infer::{self, Site};
+use crate::reduce_window;
 use crate::results;
 use crate::transposes;
 use crate::lang::{DType, DotDims, Family, Literal, Op, OpCode, Reducer, Ty};
@@ -151,7 +152,8 @@ impl std::error::Error for KernelError {}
 
 /// Parses an HLO kernel; `file` is used in error messages. Convolutions are written
 /// channels-last (`channels_last::lower_kernel`), then as the products they sum
-/// (`convolution::lower_kernel`), transposes as transposes of matrices
+/// (`convolution::lower_kernel`), windowed reductions as the folds of strided windows they
+/// are (`reduce_window::lower_kernel`), transposes as transposes of matrices
 /// (`transposes::lower_kernel`) and what depends on constants only is folded.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
     parse_kernel_as_written(text, file).map(lowered)
@@ -162,6 +164,7 @@ pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
 pub fn lowered(mut kernel: Kernel) -> Kernel {
     channels_last::lower_kernel(&mut kernel);
     convolution::lower_kernel(&mut kernel);
+    reduce_window::lower_kernel(&mut kernel);
     transposes::lower_kernel(&mut kernel);
     fold::fold_constants(&mut kernel);
     kernel
@@ -565,12 +568,14 @@ impl<'a> Builder<'a> {
     }
 
     /// The reducer a `to_apply` computation applies: a single add/maximum/minimum/multiply of
-    /// its two scalar parameters, which like its result have the init value's element type.
+    /// its two scalar parameters, which like its result have the init value's element type,
+    /// and whether it takes its first parameter (the running value) first.
     /// `None` for any other region (`and`, `or`, a computation of several steps), once it has
     /// the signature of a reducer: two scalar parameters and a scalar result of that type.
-    fn reducer(&self, instr: &Instr, dtype: DType) -> Result<Option<Reducer>, KernelError> {
+    fn reducer(&self, instr: &Instr, dtype: DType) -> Result<Option<(Reducer, bool)>, KernelError> {
         let Some(attr) = instr.attr("to_apply") else {
-            return self.err(instr.opcode_pos, "missing-attribute", "`reduce` needs to_apply=<computation>");
+            let message = format!("`{}` needs to_apply=<computation>", instr.opcode);
+            return self.err(instr.opcode_pos, "missing-attribute", message);
         };
         let name = attr.value.to_string();
         let name = name.strip_prefix('%').unwrap_or(&name);
@@ -581,7 +586,7 @@ impl<'a> Builder<'a> {
         let scalar = Ty::new(dtype, Vec::new());
         let is_scalar = |i: &Instr| matches!(self.tensor_ty(&i.ty, "a reducer value"), Ok(t) if t == scalar);
         // The checker's rule for any region (its instructions are typed where it is defined).
-        let general = || -> Result<Option<Reducer>, KernelError> {
+        let general = || -> Result<Option<(Reducer, bool)>, KernelError> {
             let params: Vec<&Instr> = comp.instrs.iter().filter(|i| i.opcode == "parameter").collect();
             let root = comp.instrs.iter().find(|i| i.root);
             let fits = params.len() == 2 && params.iter().all(|p| is_scalar(p)) && root.is_none_or(is_scalar);
@@ -620,6 +625,7 @@ impl<'a> Builder<'a> {
                 Arg::Literal(_) => None,
             })
             .collect();
+        let running_first = idx == [0, 1];
         idx.sort_unstable();
         if idx != [0, 1] || root.args.len() != 2 || comp.instrs.len() != 3 {
             return general();
@@ -646,7 +652,7 @@ impl<'a> Builder<'a> {
                 format!("reducer `{name}` must take two {scalar} parameters and return {scalar}"),
             );
         }
-        Ok(Some(reducer))
+        Ok(Some((reducer, running_first)))
     }
 
     fn build(&self, name: String, entry: &Computation) -> Result<Kernel, KernelError> {
@@ -714,11 +720,12 @@ impl<'a> Builder<'a> {
                 continue;
             }
             let is_root = instr.root;
-            if matches!(instr.ty, TypeAst::Tuple { .. }) && OpCode::parse(&instr.opcode) == Some(OpCode::Reduce) {
+            let reduces = matches!(OpCode::parse(&instr.opcode), Some(OpCode::Reduce | OpCode::ReduceWindow));
+            if matches!(instr.ty, TypeAst::Tuple { .. }) && reduces {
                 return self.err(
                     instr.ty.pos(),
                     "variadic-reduce",
-                    format!("reduce `{}` is declared {}: a variadic reduce is not supported", instr.name, instr.ty),
+                    format!("{} `{}` is declared {}: a variadic reduce is not supported", instr.opcode, instr.name, instr.ty),
                 );
             }
             let ty = self.tensor_ty(&instr.ty, if is_root && bound.is_none() { "the kernel's output" } else { "a value" })?;
@@ -1108,7 +1115,7 @@ impl<'a> Builder<'a> {
                 // does; which reducer it is does not change the type.
                 let as_written = Op::Reduce { dims: dims.clone(), reducer: Reducer::Add };
                 self.check_as_written(instr, &as_written, &operands, nodes, ty)?;
-                let Some(reducer) = self.reducer(instr, nodes[operands[1]].ty.dtype)? else {
+                let Some((reducer, _)) = self.reducer(instr, nodes[operands[1]].ty.dtype)? else {
                     // A region no instruction semantics names (and, or, several steps): the
                     // reduce is kept by name with its attributes, so that selection names it.
                     return Ok((self.opaque(instr), operands));
@@ -1122,6 +1129,17 @@ impl<'a> Builder<'a> {
                 reduce
             }
             OpCode::ReduceAdd => Op::ReduceAdd(self.dims(instr, "dimensions", true)?),
+            OpCode::ReduceWindow => {
+                let window = self.opaque(instr);
+                self.check_as_written(instr, &window, &operands, nodes, ty)?;
+                let Some((reducer, running_first)) = self.reducer(instr, nodes[operands[1]].ty.dtype)? else {
+                    // Another region: kept by name, so that selection names it.
+                    return Ok((window, operands));
+                };
+                let Op::Other { name, attrs } = window else { unreachable!("opaque operators are Other") };
+                let fold = reduce_window::Fold { reducer, running_first };
+                Op::Other { name, attrs: format!("{attrs}, {}", fold.attribute()) }
+            }
             OpCode::Compare => {
                 self.decode_word(instr, "direction", COMPARISON_DIRECTIONS)?;
                 self.opaque(instr)

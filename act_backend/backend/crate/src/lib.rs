@@ -39,6 +39,7 @@ pub mod precision;
 pub mod provenance;
 pub mod report;
 pub mod report_program;
+pub mod reduce_window;
 pub mod reload;
 pub mod results;
 pub mod rewrites;

@@ -94,6 +94,25 @@ fn op_of(name: &str, attrs: &Value) -> Op {
                             .collect();
                         format!("{k}={}", dims.join("x"))
                     }
+                    // A window as XLA prints it: `{size=2x2 pad=0_1x0_1 ...}`.
+                    Value::Object(fields) if k == "window" => {
+                        let fields: Vec<String> = fields
+                            .iter()
+                            .map(|(name, entries)| {
+                                let entries: Vec<String> = entries
+                                    .as_array()
+                                    .expect("one entry per dimension")
+                                    .iter()
+                                    .map(|e| match e.as_array() {
+                                        Some(pair) => pair.iter().map(ToString::to_string).collect::<Vec<_>>().join("_"),
+                                        None => e.to_string(),
+                                    })
+                                    .collect();
+                                format!("{name}={}", entries.join("x"))
+                            })
+                            .collect();
+                        format!("{k}={{{}}}", fields.join(" "))
+                    }
                     Value::Array(items) => {
                         let items: Vec<String> = items.iter().map(ToString::to_string).collect();
                         format!("{k}={{{}}}", items.join(","))

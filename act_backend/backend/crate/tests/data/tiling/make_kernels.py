@@ -51,6 +51,20 @@ def int8_conv(x, w, strides=(1, 1), padding="SAME", **options):
                                         preferred_element_type=I32, **options)
 
 
+def max_pool(x, window, strides, padding="VALID", **options):
+    """The maximum over spatial windows of an NHWC image, as flax's ``max_pool`` writes it."""
+    lowest = -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min
+    return jax.lax.reduce_window(x, jnp.array(lowest, x.dtype), jax.lax.max, (1, *window, 1),
+                                 (1, *strides, 1), padding, **options)
+
+
+def avg_pool(x, window, strides, padding="VALID"):
+    """The mean over spatial windows of an NHWC image, as flax's ``avg_pool`` writes it."""
+    sums = jax.lax.reduce_window(x, jnp.zeros((), x.dtype), jax.lax.add, (1, *window, 1),
+                                 (1, *strides, 1), padding)
+    return sums / np.prod(window)
+
+
 def saturated_and_product(a, b):
     """Two results: the int8 product saturated to int8, and the product."""
     p = int8_product(a, b)
@@ -517,6 +531,26 @@ KERNELS = {
     "gemmini_conv_on_dilation_zeros_2x6x5x24": (
         lambda x, w: int8_conv(x, w, (3, 2), ((2, -1), (1, 1)), lhs_dilation=(3, 2)),
         [shape(2, 6, 5, 24, dtype=I8), shape(4, 1, 24, 16, dtype=I8)]),
+    # pooling: the windows' maxima (or sums) of strided rows of pixels by channels
+    "registers_max_pool_1x8x8x32": (lambda x: max_pool(x, (2, 2), (2, 2)),
+                                    [shape(1, 8, 8, 32, dtype=F32)]),
+    "registers_max_pool_same_2x7x7x16": (lambda x: max_pool(x, (3, 3), (2, 2), "SAME"),
+                                         [shape(2, 7, 7, 16, dtype=F32)]),
+    "registers_avg_pool_1x8x8x16": (lambda x: avg_pool(x, (2, 2), (2, 2)),
+                                    [shape(1, 8, 8, 16, dtype=F32)]),
+    "registers_min_pool_element_first_1x6x6x16": (
+        lambda x: jax.lax.reduce_window(x, jnp.float32(jnp.inf), lambda a, b: jnp.minimum(b, a),
+                                        (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+        [shape(1, 6, 6, 16, dtype=F32)]),
+    "registers_dilated_max_pool_1x6x6x16": (
+        lambda x: max_pool(x, (2, 2), (1, 1), window_dilation=(1, 2, 2, 1)),
+        [shape(1, 6, 6, 16, dtype=F32)]),
+    "registers_max_over_dilated_rows_1x4x4x16": (
+        lambda x: max_pool(x, (2, 1), (1, 1), base_dilation=(1, 2, 1, 1)),
+        [shape(1, 4, 4, 16, dtype=F32)]),
+    "lanes_max_pool_3x3_1x6x6x64": (lambda x: max_pool(x, (3, 3), (3, 3)), [shape(1, 6, 6, 64)]),
+    "gemmini_max_pool_1x8x8x16": (lambda x: max_pool(x, (2, 2), (2, 2)),
+                                  [shape(1, 8, 8, 16, dtype=I8)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
