@@ -526,6 +526,13 @@ POOLING = {
     # no instruction takes the maximum of two int8 values: max(a, b) = relu(a - b) + b in the
     # accumulator (a product with -I added, stored through the ReLU, loaded back)
     "gemmini_max_pool_1x8x8x16": ("Gemmini", {"mvout_acc_relu": 15, "mvin_strided": 16}, True),
+    # a quantized layer (a convolution, a ReLU, saturated to int8) pooled
+    "gemmini_layer_max_pool_1x8x8x16": ("Gemmini", {"matmul32": 28, "mac32": 160,
+                                                    "mvout_acc_relu": 39}, True),
+    # 14,852 instructions in 16 bands of one output row (whole: 13,467 in 47 s and 2.9 GB;
+    # in bands 4.3 s and 274 MB), each output pixel's 3x3 window folded once: 7,812 maxima
+    "registers_max_pool_in_bands_1x32x32x64": ("Registers", {"vmax": 7812, "vstore": 1024},
+                                               True),
 }
 
 

@@ -1,21 +1,23 @@
-//! Convolutions too large for one search, in bands of output rows.
+//! Convolutions and windowed reductions (pooling) too large for one search, in bands of
+//! output rows.
 //!
-//! A convolution's output rows read overlapping rows of its input, and those near the borders
-//! read padding, so its blocks are not the equal, disjoint parts [`crate::partition`] splits a
-//! kernel into. Here the output rows of each batch item are cut into bands of `rows` rows: a
-//! band's kernel is the convolution over the input rows it reads, padded only where the whole
-//! convolution is (the first and last bands), followed by the kernel's elementwise work on
+//! A windowed operator's output rows read overlapping rows of its input, and those near the
+//! borders read padding, so its blocks are not the equal, disjoint parts [`crate::partition`]
+//! splits a kernel into. Here the output rows of each batch item are cut into bands of `rows`
+//! rows: a band's kernel is the operator over the input rows it reads, padded only where the
+//! whole operator is (the first and last bands), followed by the kernel's elementwise work on
 //! those rows. Bands of the same kernel (every band inside the borders) compile once; each
 //! run of a band's program is moved to its rows of the input, of inputs read alike (an
 //! addend of the output's shape) and of the output, as a block's is
 //! ([`crate::partition::moved_runs`]).
 //!
-//! Only a kernel of one convolution is banded: its input a kernel parameter whose batch and
-//! first spatial dimension lead (`b0...`, as the output's), everything that depends on the
-//! convolution elementwise work over its output's shape, with values that do not vary along
-//! the rows (scalars, broadcasts along them) or parameters read alike.
+//! Only a kernel of one such operator is banded: its input a kernel parameter whose batch and
+//! first spatial dimension lead (`b0...`, as the output's; a reduce-window's window leaving
+//! the batch whole), everything that depends on the operator elementwise work over its
+//! output's shape, with values that do not vary along the rows (scalars, broadcasts along
+//! them) or parameters read alike.
 
-use crate::convolution::{self, Convolution, WindowDim};
+use crate::convolution::{self, WindowDim};
 use crate::kernel::{Kernel, KernelNode};
 use crate::lang::{Op, Ty};
 
@@ -51,8 +53,11 @@ impl Bands {
 
 /// What a banded kernel is made of.
 struct Shape {
+    /// The windowed operator (a convolution or a reduce-window).
     conv: usize,
-    spec: Convolution,
+    /// Its window, and the index in it of the dimension bands cut (the input's second).
+    window: Vec<WindowDim>,
+    rows: usize,
     /// The parameter the convolution reads its input from.
     input: usize,
     /// Per node: whether its rows are a band's (it depends on the convolution, or is an
@@ -87,7 +92,8 @@ pub fn plan(kernel: &Kernel, whole: &Kernel, tiles: impl Fn(&Kernel) -> usize, m
     let (items, out_rows) = (out.shape[0], out.shape[1]);
     let band_tiles = |rows: i64| -> Option<usize> {
         // A band inside the borders where there is one: the most a band holds.
-        let first = (out_rows - rows).min(shape.spec.window[0].low.max(0) / shape.spec.window[0].stride + 1).max(0);
+        let w = &shape.window[shape.rows];
+        let first = (out_rows - rows).min(w.low.max(0) / w.stride + 1).max(0);
         Some(tiles(&band_kernel(kernel, &shape, first, rows)?))
     };
     let one = band_tiles(1)?.max(1);
@@ -107,7 +113,7 @@ pub fn plan(kernel: &Kernel, whole: &Kernel, tiles: impl Fn(&Kernel) -> usize, m
         for j in 0..per_item {
             let first = j * rows;
             let count = rows.min(out_rows - first);
-            let (start, key) = geometry(&shape.spec.window[0], x.shape[1], first, count)?;
+            let (start, key) = geometry(&shape.window[shape.rows], x.shape[1], first, count)?;
             let mut offsets: Vec<i64> = Vec::with_capacity(kernel.params.len() + 1);
             for (p, ty) in kernel.params.iter().enumerate() {
                 let node = kernel.param_nodes[p];
@@ -151,21 +157,31 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
     if kernel.results.len() != 1 {
         return None;
     }
-    let is_conv = |n: &KernelNode| matches!(&n.op, Op::Other { name, .. } if name == "convolution");
-    let mut convs = (0..kernel.nodes.len()).filter(|&k| is_conv(&kernel.nodes[k]));
+    let mut convs = (0..kernel.nodes.len()).filter(|&k| windowed(&kernel.nodes[k]));
     let conv = convs.next()?;
     if convs.next().is_some() {
         return None;
     }
     let node = &kernel.nodes[conv];
-    let Op::Other { attrs, .. } = &node.op else { return None };
-    let (lhs, rhs) = (node.operands[0], node.operands[1]);
-    let spec = convolution::read(attrs, &kernel.nodes[lhs].ty, &kernel.nodes[rhs].ty).ok()?;
+    let Op::Other { name, attrs } = &node.op else { return None };
+    let lhs = node.operands[0];
+    let (window, rows) = if name == "convolution" {
+        let spec = convolution::read(attrs, &kernel.nodes[lhs].ty, &kernel.nodes[node.operands[1]].ty).ok()?;
+        let leading = |l: &convolution::Layout| l.batch == 0 && l.spatial.first() == Some(&1);
+        if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 {
+            return None;
+        }
+        (spec.window, 0)
+    } else {
+        // The batch whole; bands cut the dimension after it.
+        let window = crate::reduce_window::read(attrs, kernel.nodes[lhs].ty.rank()).ok()?;
+        let b = window.first()?;
+        if node.ty.rank() < 3 || (b.size, b.stride, b.low, b.high, b.lhs_dilate) != (1, 1, 0, 0, 1) {
+            return None;
+        }
+        (window, 1)
+    };
     let Op::Parameter(input) = kernel.nodes[lhs].op else { return None };
-    let leading = |l: &convolution::Layout| l.batch == 0 && l.spatial.first() == Some(&1);
-    if !leading(&spec.lhs) || !leading(&spec.out) || spec.batch_groups != 1 {
-        return None;
-    }
     let out = node.ty.shape.clone();
     let n = kernel.nodes.len();
     // What depends on the input parameter, and on the convolution.
@@ -218,14 +234,24 @@ fn shape(kernel: &Kernel) -> Option<Shape> {
             return None;
         }
     }
-    Some(Shape { conv, spec, input, banded })
+    Some(Shape { conv, window, rows, input, banded })
+}
+
+/// Whether a node is an operator bands cut: a convolution, or a reduce-window of a recognised
+/// reducer (which `reduce_window::lower_kernel` writes out).
+fn windowed(node: &KernelNode) -> bool {
+    match &node.op {
+        Op::Other { name, attrs } => {
+            name == "convolution" || (name == "reduce-window" && crate::reduce_window::Fold::of_attributes(attrs).is_some())
+        }
+        _ => false,
+    }
 }
 
 /// The kernel of output rows `[first, first + count)` of one batch item.
 fn band_kernel(kernel: &Kernel, shape: &Shape, first: i64, count: i64) -> Option<Kernel> {
     let x = &kernel.params[shape.input];
-    let w0 = shape.spec.window[0];
-    let (_, key) = geometry(&w0, x.shape[1], first, count)?;
+    let (_, key) = geometry(&shape.window[shape.rows], x.shape[1], first, count)?;
     let (rows_in, low, high) = (key[0], key[1], key[2]);
     let band = |ty: &Ty, rows: i64| {
         let mut s = ty.shape.clone();
@@ -233,9 +259,9 @@ fn band_kernel(kernel: &Kernel, shape: &Shape, first: i64, count: i64) -> Option
         s[1] = rows;
         ty.with_shape(s)
     };
-    let mut window = shape.spec.window.clone();
-    window[0].low = low;
-    window[0].high = high;
+    let mut window = shape.window.clone();
+    window[shape.rows].low = low;
+    window[shape.rows].high = high;
     let mut nodes = kernel.nodes.clone();
     for (k, node) in nodes.iter_mut().enumerate() {
         if k == kernel.param_nodes[shape.input] {
@@ -251,11 +277,12 @@ fn band_kernel(kernel: &Kernel, shape: &Shape, first: i64, count: i64) -> Option
     let params: Vec<Ty> = kernel.param_nodes.iter().map(|&k| nodes[k].ty.clone()).collect();
     let outputs: Vec<Ty> = kernel.results.iter().map(|&k| nodes[k].ty.clone()).collect();
     let band = crate::kernel::lowered(Kernel { params, outputs, nodes, ..kernel.clone() });
-    // Written as products, or not banded at all.
-    (!band.nodes.iter().any(|n| matches!(&n.op, Op::Other { name, .. } if name == "convolution"))).then_some(band)
+    // Written out (as products, or folds), or not banded at all.
+    (!band.nodes.iter().any(windowed)).then_some(band)
 }
 
-/// `attrs` (the `name=value, ...` text a convolution keeps) with its window written as `window`.
+/// `attrs` (the `name=value, ...` text a convolution or a reduce-window keeps) with its window
+/// written as `window`.
 fn with_window(attrs: &str, window: &[WindowDim]) -> String {
     let join = |f: &dyn Fn(&WindowDim) -> String| window.iter().map(f).collect::<Vec<_>>().join("x");
     let text = format!(
@@ -332,6 +359,27 @@ mod tests {
         let band = band_kernel(&kernel, &s, 2, 2).expect("a band");
         assert_eq!(band.params[2].shape, vec![1, 2, 8, 16]);
         assert_eq!(band.params[3].shape, vec![16]);
+    }
+
+    #[test]
+    fn a_pooling_is_banded_along_the_rows_after_its_batch() {
+        let text = "HloModule m\n\nmax {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                    ROOT c = f32[] maximum(a, b)\n}\n\nENTRY e {\n  x = f32[2,9,8,16] parameter(0)\n  \
+                    low = f32[] constant(-inf)\n  ROOT p = f32[2,5,4,16] reduce-window(x, low), \
+                    window={size=1x3x2x1 stride=1x2x2x1 pad=0_0x1_1x0_0x0_0}, to_apply=max\n}\n";
+        let kernel = parse_kernel_as_written(text, "k.hlo").expect("a valid kernel");
+        let s = shape(&kernel).expect("banded");
+        assert_eq!(s.rows, 1);
+        // Output rows 1 and 2 read input rows 1 to 5, inside the padding: no padding of
+        // their own; the first output row reads one row of padding and input rows 0 and 1.
+        let band = band_kernel(&kernel, &s, 1, 2).expect("a band");
+        assert_eq!(band.params[0].shape, vec![1, 5, 8, 16]);
+        assert_eq!(band.outputs[0].shape, vec![1, 2, 4, 16]);
+        assert!(!band.nodes.iter().any(windowed), "the band's reduce-window is written out");
+        assert_eq!(geometry(&s.window[1], 9, 0, 1), Some((0, vec![2, 1, 0, 1])));
+        // A window across the batch is not banded.
+        let across = text.replace("size=1x3x2x1", "size=2x3x2x1").replace("f32[2,5,4,16]", "f32[1,5,4,16]");
+        assert!(shape(&parse_kernel_as_written(&across, "k.hlo").expect("valid")).is_none());
     }
 
     #[test]

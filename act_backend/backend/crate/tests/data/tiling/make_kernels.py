@@ -551,6 +551,14 @@ KERNELS = {
     "lanes_max_pool_3x3_1x6x6x64": (lambda x: max_pool(x, (3, 3), (3, 3)), [shape(1, 6, 6, 64)]),
     "gemmini_max_pool_1x8x8x16": (lambda x: max_pool(x, (2, 2), (2, 2)),
                                   [shape(1, 8, 8, 16, dtype=I8)]),
+    # a quantized layer and its pooling: the pooling reads the layer's int8 output
+    "gemmini_layer_max_pool_1x8x8x16": (
+        lambda x, w: max_pool(jnp.clip(relu(int8_conv(x, w)), -128, 127).astype(I8), (2, 2),
+                              (2, 2)),
+        [shape(1, 8, 8, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
+    # too large for one search: in bands of output rows, as convolutions are
+    "registers_max_pool_in_bands_1x32x32x64": (lambda x: max_pool(x, (3, 3), (2, 2), "SAME"),
+                                               [shape(1, 32, 32, 64, dtype=F32)]),
     "stridedtiles_product_16x128x16": (interleaved_product, [shape(16, 128, dtype=U8),
                                                              shape(32, 64, dtype=I8)]),
     "stridedtiles_product_16x64x32": (interleaved_product, [shape(16, 64, dtype=U8),
