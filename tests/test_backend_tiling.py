@@ -529,6 +529,12 @@ POOLING = {
     # a quantized layer (a convolution, a ReLU, saturated to int8) pooled
     "gemmini_layer_max_pool_1x8x8x16": ("Gemmini", {"matmul32": 28, "mac32": 160,
                                                     "mvout_acc_relu": 39}, True),
+    # laid out channels-first (NCHW, OIHW): the pooling reads the convolution's channels-last
+    # result (the same 160 accumulating products and 39 ReLU stores as channels-last), and
+    # its result alone is transposed back
+    "gemmini_channels_first_layer_max_pool_1x16x8x8": ("Gemmini", {"matmul32": 28,
+                                                                   "mac32": 160,
+                                                                   "mvout_acc_relu": 39}, True),
     # 14,852 instructions in 16 bands of one output row (whole: 13,467 in 47 s and 2.9 GB;
     # in bands 4.3 s and 274 MB), each output pixel's 3x3 window folded once: 7,812 maxima
     "registers_max_pool_in_bands_1x32x32x64": ("Registers", {"vmax": 7812, "vstore": 1024},

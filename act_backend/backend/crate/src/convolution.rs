@@ -534,7 +534,7 @@ impl Writer {
     }
 
     /// `order[j]` is the source dimension of result dimension `j`.
-    fn transpose(&mut self, v: Value, src: &Ty, order: &[usize]) -> Value {
+    pub fn transpose(&mut self, v: Value, src: &Ty, order: &[usize]) -> Value {
         if order.iter().enumerate().all(|(j, &d)| j == d) {
             return v;
         }

@@ -11,7 +11,10 @@
 //! reassociates at some shapes (JAX leaves the order of a reduction to XLA). Written so:
 //! - the operand is seen as a matrix of pixels by features: the features are the trailing
 //!   dimensions the window leaves whole (size and stride one, no padding or dilation; a
-//!   pooling's channels), the pixels every dimension before them;
+//!   pooling's channels), the pixels every dimension before them. Whole dimensions before
+//!   one the window reads, but the first (a channels-first image's channels, not its batch),
+//!   are first transposed last, and the result transposed back; where the operand is itself the transpose the other
+//!   way (a channels-first convolution computed channels-last), its operand is read;
 //! - the output is cut into pieces that each lie in one run of it, as a convolution's is
 //!   (`convolution.rs`): an index of every windowed dimension but the last of more than one
 //!   output, and a segment of that one cut where the window positions falling on the operand
@@ -140,14 +143,25 @@ pub fn lower(window: &[WindowDim], fold: Fold, x: &Ty, ty: &Ty, init_unchanging:
     if x.shape.contains(&0) || ty.shape.contains(&0) || window.len() != x.rank() {
         return None;
     }
+    let mut w = Writer::default();
+    // Dimensions the window leaves whole but the first (a batch) are moved last, after the
+    // ones it reads (a channels-first image's channels): the operand is transposed so,
+    // reduced, and its result transposed back.
+    let lead = usize::from(window.first().is_some_and(whole));
+    let mut order: Vec<usize> = (0..lead).collect();
+    order.extend((lead..x.rank()).filter(|&d| !whole(&window[d])));
+    order.extend((lead..x.rank()).filter(|&d| whole(&window[d])));
+    let (x, ty) = (&x.permuted(&order), &ty.permuted(&order));
+    let window: Vec<WindowDim> = order.iter().map(|&d| window[d]).collect();
+    let window = window.as_slice();
+    let operand = w.transpose(Value::Input(0), &x.permuted(&crate::lang::inverse_permutation(&order)), &order);
     // Dimensions 0..t are the pixels', t.. the features'.
     let t = x.rank() - window.iter().rev().take_while(|w| whole(w)).count();
     let features: i64 = x.shape[t..].iter().product();
     let inputs = &x.shape[..t];
     let outputs = &ty.shape[..t];
     let pixels = Ty::new(x.dtype, vec![inputs.iter().product(), features]);
-    let mut w = Writer::default();
-    let matrix = w.reshape(Value::Input(0), x, pixels.shape.clone());
+    let matrix = w.reshape(operand, x, pixels.shape.clone());
     let along = (0..t).rev().find(|&d| outputs[d] > 1).or(t.checked_sub(1));
     // Outputs `first..end` along `along` whose window positions on the operand agree; one at
     // a time along a dilated operand, whose outputs read the elements of some positions only.
@@ -227,7 +241,8 @@ pub fn lower(window: &[WindowDim], fold: Fold, x: &Ty, ty: &Ty, init_unchanging:
         }
     }
     let (all, all_ty) = w.concatenate(pieces, 0);
-    w.reshape(all, &all_ty, ty.shape.clone());
+    let result = w.reshape(all, &all_ty, ty.shape.clone());
+    w.transpose(result, ty, &crate::lang::inverse_permutation(&order));
     Some(w.steps)
 }
 
@@ -272,6 +287,8 @@ pub fn lower_kernel(kernel: &mut Kernel) {
     }
     let mut nodes: Vec<KernelNode> = Vec::with_capacity(kernel.nodes.len());
     let mut new_index: Vec<usize> = vec![usize::MAX; kernel.nodes.len()];
+    // Transposes of operands looked through (by the new indices).
+    let mut looked_through = Vec::new();
     for (k, node) in kernel.nodes.iter().enumerate() {
         let operands: Vec<usize> = node.operands.iter().map(|&o| new_index[o]).collect();
         let steps = match &node.op {
@@ -293,23 +310,38 @@ pub fn lower_kernel(kernel: &mut Kernel) {
             new_index[k] = nodes.len() - 1;
             continue;
         };
-        let first = nodes.len();
+        // The node each step's value is.
+        let mut at: Vec<usize> = Vec::with_capacity(steps.len());
         for (j, step) in steps.into_iter().enumerate() {
             let args: Vec<usize> = step
                 .operands
                 .iter()
                 .map(|v| match *v {
                     Value::Input(i) => operands[i],
-                    Value::Step(s) => first + s,
+                    Value::Step(s) => at[s],
                     Value::Node(n) => new_index[n],
                 })
                 .collect();
+            // A transpose that undoes the one its operand is (a channels-first convolution's
+            // result, transposed back from channels-last) is that one's operand.
+            if let (Op::Transpose(order), [arg]) = (&step.op, args.as_slice()) {
+                if let Op::Transpose(before) = &nodes[*arg].op {
+                    if order.iter().enumerate().all(|(j, &d)| before[d] == j) {
+                        at.push(nodes[*arg].operands[0]);
+                        looked_through.push(*arg);
+                        continue;
+                    }
+                }
+            }
             nodes.push(KernelNode { name: format!("{}.{j}", node.name), op: step.op, ty: step.ty, operands: args, ..node.clone() });
+            at.push(nodes.len() - 1);
         }
-        debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(&node.ty));
-        new_index[k] = nodes.len() - 1;
+        new_index[k] = *at.last().expect("at least one step");
+        debug_assert_eq!(nodes[new_index[k]].ty, node.ty);
     }
     kernel.renumber(nodes, &new_index);
+    // Transposes nothing else reads are gone with the windowed reductions.
+    kernel.drop_unread(looked_through);
 }
 
 #[cfg(test)]
@@ -434,6 +466,21 @@ mod tests {
         // The element first, the running value (the init) second, as the region writes them.
         assert_eq!(first_add.operands[1], Value::Step(broadcast));
         assert_eq!(steps[broadcast].operands, vec![Value::Input(1)]);
+    }
+
+    #[test]
+    fn a_channels_first_pooling_reduces_the_image_transposed_channels_last() {
+        let x = Ty::new(DType::F32, vec![2, 16, 8, 8]);
+        let w = window("{size=1x1x2x2 stride=1x1x2x2}", 4);
+        let ty = result_type(&w, &x);
+        let steps = lower(&w, MAX, &x, &ty, true).expect("lowered");
+        assert_eq!(steps[0].op, Op::Transpose(vec![0, 2, 3, 1]));
+        assert_eq!(steps[0].ty.shape, vec![2, 8, 8, 16]);
+        let last = steps.last().expect("steps");
+        assert_eq!((&last.op, &last.ty), (&Op::Transpose(vec![0, 3, 1, 2]), &ty));
+        // Pixels by 16 channels: every second pixel.
+        let (slices, _) = slices_and_folds(&steps);
+        assert_eq!(slices[0], vec![(0, 7, 2), (0, 16, 1)]);
     }
 
     #[test]

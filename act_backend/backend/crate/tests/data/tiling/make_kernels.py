@@ -556,6 +556,15 @@ KERNELS = {
         lambda x, w: max_pool(jnp.clip(relu(int8_conv(x, w)), -128, 127).astype(I8), (2, 2),
                               (2, 2)),
         [shape(1, 8, 8, 16, dtype=I8), shape(3, 3, 16, 16, dtype=I8)]),
+    # channels-first (as PyTorch lays a layer out): the pooling reads the convolution's
+    # channels-last result before it is transposed back
+    "gemmini_channels_first_layer_max_pool_1x16x8x8": (
+        lambda x, w: jax.lax.reduce_window(
+            jnp.clip(relu(jax.lax.conv_general_dilated(
+                x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                preferred_element_type=I32)), -128, 127).astype(I8),
+            jnp.int8(-128), jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
+        [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8)]),
     # too large for one search: in bands of output rows, as convolutions are
     "registers_max_pool_in_bands_1x32x32x64": (lambda x: max_pool(x, (3, 3), (2, 2), "SAME"),
                                                [shape(1, 32, 32, 64, dtype=F32)]),
