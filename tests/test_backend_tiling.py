@@ -529,6 +529,10 @@ POOLING = {
     # a quantized layer (a convolution, a ReLU, saturated to int8) pooled
     "gemmini_layer_max_pool_1x8x8x16": ("Gemmini", {"matmul32": 28, "mac32": 160,
                                                     "mvout_acc_relu": 39}, True),
+    # a pooling written as a reshape and a float maximum over the window's dimensions (no
+    # instruction reduces: refused before, "no rule computes a f32 reduction"): the same fold
+    "registers_max_pool_as_reshape_1x8x8x16": ("Registers", {"vload": 64, "vmax": 48,
+                                                              "vstore": 16}, True),
     # laid out channels-first (NCHW, OIHW): the pooling reads the convolution's channels-last
     # result (the same 160 accumulating products and 39 ReLU stores as channels-last), and
     # its result alone is transposed back

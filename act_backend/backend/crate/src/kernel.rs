@@ -152,8 +152,9 @@ impl std::error::Error for KernelError {}
 
 /// Parses an HLO kernel; `file` is used in error messages. Convolutions are written
 /// channels-last (`channels_last::lower_kernel`), then as the products they sum
-/// (`convolution::lower_kernel`), windowed reductions as the folds of strided windows they
-/// are (`reduce_window::lower_kernel`), transposes as transposes of matrices
+/// (`convolution::lower_kernel`), windowed reductions (and float maxima and minima over
+/// dimensions before the last) as the folds of strided windows they are
+/// (`reduce_window::lower_kernel`), transposes as transposes of matrices
 /// (`transposes::lower_kernel`) and what depends on constants only is folded.
 pub fn parse_kernel(text: &str, file: &str) -> Result<Kernel, KernelError> {
     parse_kernel_as_written(text, file).map(lowered)

@@ -130,6 +130,9 @@ pub fn result_type(window: &[WindowDim], operand: &Ty) -> Ty {
     operand.with_shape(window.iter().zip(&operand.shape).map(|(w, &n)| w.output(n)).collect())
 }
 
+/// A window position that leaves its dimension as it is.
+const ONE: WindowDim = WindowDim { size: 1, stride: 1, low: 0, high: 0, lhs_dilate: 1, rhs_dilate: 1, reversal: false };
+
 /// Whether the window leaves a dimension as it is.
 fn whole(w: &WindowDim) -> bool {
     w.size == 1 && w.stride == 1 && w.low == 0 && w.high == 0 && w.lhs_dilate == 1
@@ -144,13 +147,17 @@ pub fn lower(window: &[WindowDim], fold: Fold, x: &Ty, ty: &Ty, init_unchanging:
         return None;
     }
     let mut w = Writer::default();
-    // Dimensions the window leaves whole but the first (a batch) are moved last, after the
-    // ones it reads (a channels-first image's channels): the operand is transposed so,
-    // reduced, and its result transposed back.
+    // Where the window reads the last dimension, those it leaves whole but the first (a
+    // batch) are moved last, after the ones it reads (a channels-first image's channels):
+    // the operand is transposed so, reduced, and its result transposed back.
     let lead = usize::from(window.first().is_some_and(whole));
     let mut order: Vec<usize> = (0..lead).collect();
-    order.extend((lead..x.rank()).filter(|&d| !whole(&window[d])));
-    order.extend((lead..x.rank()).filter(|&d| whole(&window[d])));
+    if window.last().is_some_and(whole) {
+        order.extend(lead..x.rank());
+    } else {
+        order.extend((lead..x.rank()).filter(|&d| !whole(&window[d])));
+        order.extend((lead..x.rank()).filter(|&d| whole(&window[d])));
+    }
     let (x, ty) = (&x.permuted(&order), &ty.permuted(&order));
     let window: Vec<WindowDim> = order.iter().map(|&d| window[d]).collect();
     let window = window.as_slice();
@@ -278,10 +285,15 @@ fn init_of(w: &mut Writer, inits: &mut Vec<(i64, Value)>, ty: &Ty) -> Value {
     v
 }
 
-/// Writes every reduce-window of the kernel whose region is a recognised reducer as the
-/// operators of [`lower`], in its place.
+/// Writes every reduce-window of the kernel whose region is a recognised reducer, and every
+/// float maximum or minimum `reduce` over dimensions before the last (a pooling written as a
+/// reshape and a reduction), as the operators of [`lower`], in its place.
 pub fn lower_kernel(kernel: &mut Kernel) {
-    let is_window = |n: &KernelNode| matches!(&n.op, Op::Other { name, .. } if name == "reduce-window");
+    let is_window = |n: &KernelNode| match &n.op {
+        Op::Other { name, .. } => name == "reduce-window",
+        Op::Reduce { reducer, .. } => matches!(reducer, Reducer::Max | Reducer::Min) && n.ty.dtype.is_float(),
+        _ => false,
+    };
     if !kernel.nodes.iter().any(is_window) {
         return;
     }
@@ -302,6 +314,30 @@ pub fn lower_kernel(kernel: &mut Kernel) {
                     let unchanging = init.is_some_and(|v| fold.leaves_unchanged(v, x.dtype));
                     lower(&window, fold, x, &node.ty, unchanging)
                 })
+            }
+            // A float maximum or minimum over dimensions before the last: the fold of a
+            // window as large as the reduced dimensions (their order is XLA's reference one;
+            // no rule computes other float reductions by other operations).
+            Op::Reduce { dims, reducer: reducer @ (Reducer::Max | Reducer::Min) } if operands.len() == 2 => {
+                let x = &nodes[operands[0]].ty;
+                let last = x.rank().saturating_sub(1);
+                let init = match &nodes[operands[1]].op {
+                    Op::Constant(lit) => lit.splat(),
+                    _ => None,
+                };
+                (x.dtype.is_float() && x.rank() >= 2 && !dims.contains(&last))
+                    .then(|| {
+                        let window: Vec<WindowDim> = (0..x.rank())
+                            .map(|d| WindowDim { size: if dims.contains(&d) { x.shape[d] } else { 1 }, ..ONE })
+                            .collect();
+                        let fold = Fold { reducer: *reducer, running_first: true };
+                        let unchanging = init.is_some_and(|v| fold.leaves_unchanged(v, x.dtype));
+                        let mut steps = lower(&window, fold, x, &result_type(&window, x), unchanging)?;
+                        let value = Value::Step(steps.len() - 1);
+                        steps.push(Step { op: Op::Reshape, ty: node.ty.clone(), operands: vec![value] });
+                        Some(steps)
+                    })
+                    .flatten()
             }
             _ => None,
         };
@@ -481,6 +517,26 @@ mod tests {
         // Pixels by 16 channels: every second pixel.
         let (slices, _) = slices_and_folds(&steps);
         assert_eq!(slices[0], vec![(0, 7, 2), (0, 16, 1)]);
+    }
+
+    #[test]
+    fn a_float_maximum_over_leading_dimensions_is_a_fold_and_others_are_kept() {
+        let kernel = |ty: &str, dims: &str, out: &str| {
+            let text = format!(
+                "HloModule m\n\nmax {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n  \
+                 ROOT c = {ty}[] maximum(a, b)\n}}\n\nENTRY e {{\n  x = {ty}[4,2,16] parameter(0)\n  \
+                 low = {ty}[] constant(-128)\n  ROOT r = {ty}{out} reduce(x, low), dimensions={{{dims}}}, to_apply=max\n}}\n"
+            );
+            crate::kernel::parse_kernel(&text, "k.hlo").expect("a valid kernel")
+        };
+        let reduces = |k: &Kernel| k.nodes.iter().any(|n| matches!(n.op, Op::Reduce { .. }));
+        let folded = kernel("f32", "1", "[4,16]");
+        assert!(!reduces(&folded));
+        // -128 is no float's lowest value: folded in first, then the two rows; in two pieces
+        // (the second row of the last item, read as the first of a pair, has no pair).
+        assert_eq!(folded.nodes.iter().filter(|n| n.op == Op::Maximum).count(), 2 * 2);
+        assert!(reduces(&kernel("f32", "2", "[4,2]")), "over the last dimension");
+        assert!(reduces(&kernel("s8", "1", "[4,16]")), "integers keep their reductions");
     }
 
     #[test]

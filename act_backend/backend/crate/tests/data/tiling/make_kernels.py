@@ -565,6 +565,10 @@ KERNELS = {
                 preferred_element_type=I32)), -128, 127).astype(I8),
             jnp.int8(-128), jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
         [shape(1, 16, 8, 8, dtype=I8), shape(16, 16, 3, 3, dtype=I8)]),
+    # written as a reshape and a maximum over the two window dimensions
+    "registers_max_pool_as_reshape_1x8x8x16": (
+        lambda x: jnp.max(x.reshape(1, 4, 2, 4, 2, 16), axis=(2, 4)),
+        [shape(1, 8, 8, 16, dtype=F32)]),
     # too large for one search: in bands of output rows, as convolutions are
     "registers_max_pool_in_bands_1x32x32x64": (lambda x: max_pool(x, (3, 3), (2, 2), "SAME"),
                                                [shape(1, 32, 32, 64, dtype=F32)]),
