@@ -1052,39 +1052,54 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         let steps = plans[conv].take().expect("written above");
         let c = &kernel.nodes[conv];
         let inputs = [new_index[c.operands[0]], new_index[kernel_read[conv]]];
-        let first = nodes.len();
-        for (j, step) in steps.into_iter().enumerate() {
-            let args: Vec<usize> = step
-                .operands
-                .iter()
-                .map(|v| match *v {
-                    Value::Input(i) => inputs[i],
-                    Value::Step(s) => first + s,
-                    Value::Node(n) => new_index[n],
-                })
-                .collect();
-            debug_assert!(
-                crate::infer::check(&step.op, &args.iter().map(|&a| &nodes[a].ty).collect::<Vec<_>>(), &step.ty).is_ok(),
-                "step {j} of {}: {:?}",
-                c.name,
-                step.op
-            );
-            nodes.push(KernelNode {
-                name: format!("{}.{j}", c.name),
-                op: step.op,
-                ty: step.ty,
-                operands: args,
-                line: c.line,
-                col: c.col,
-                text: c.text.clone(),
-            });
-        }
-        debug_assert_eq!(nodes.last().map(|n| &n.ty), Some(&node.ty));
-        new_index[k] = nodes.len() - 1;
+        new_index[k] = splice(&mut nodes, c, steps, &inputs, &new_index, |_, _, _| None);
+        debug_assert_eq!(nodes[new_index[k]].ty, node.ty);
     }
     kernel.renumber(nodes, &new_index);
     // Moves of a kernel that nothing else reads are gone with the convolution.
     kernel.drop_unread(looked_through.iter().map(|&k| new_index[k]));
+}
+
+/// Appends a lowering's `steps` to `nodes` as the nodes that compute `node`, each named after
+/// it and placed at its line, and returns the node of the last step's value.
+///
+/// `inputs` are the nodes `Value::Input` reads and `new_index` the nodes `Value::Node` reads
+/// (the old kernel's node `n` is `new_index[n]`). `reuse` may answer a node already written
+/// that is a step's value (a peephole); that step is then not written.
+pub fn splice(
+    nodes: &mut Vec<KernelNode>,
+    node: &KernelNode,
+    steps: Vec<Step>,
+    inputs: &[usize],
+    new_index: &[usize],
+    mut reuse: impl FnMut(&Step, &[usize], &[KernelNode]) -> Option<usize>,
+) -> usize {
+    // The node each step's value is.
+    let mut at: Vec<usize> = Vec::with_capacity(steps.len());
+    for (j, step) in steps.into_iter().enumerate() {
+        let args: Vec<usize> = step
+            .operands
+            .iter()
+            .map(|v| match *v {
+                Value::Input(i) => inputs[i],
+                Value::Step(s) => at[s],
+                Value::Node(n) => new_index[n],
+            })
+            .collect();
+        if let Some(existing) = reuse(&step, &args, nodes) {
+            at.push(existing);
+            continue;
+        }
+        debug_assert!(
+            crate::infer::check(&step.op, &args.iter().map(|&a| &nodes[a].ty).collect::<Vec<_>>(), &step.ty).is_ok(),
+            "step {j} of {}: {:?}",
+            node.name,
+            step.op
+        );
+        nodes.push(KernelNode { name: format!("{}.{j}", node.name), op: step.op, ty: step.ty, operands: args, ..node.clone() });
+        at.push(nodes.len() - 1);
+    }
+    *at.last().expect("a lowering writes at least one step")
 }
 
 #[cfg(test)]

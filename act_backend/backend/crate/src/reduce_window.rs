@@ -306,10 +306,7 @@ pub fn lower_kernel(kernel: &mut Kernel) {
         let steps = match &node.op {
             Op::Other { name, attrs } if name == "reduce-window" && operands.len() == 2 => {
                 let x = &nodes[operands[0]].ty;
-                let init = match &nodes[operands[1]].op {
-                    Op::Constant(lit) => lit.splat(),
-                    _ => None,
-                };
+                let init = splat(&nodes[operands[1]]);
                 Fold::of_attributes(attrs).zip(read(attrs, x.rank()).ok()).and_then(|(fold, window)| {
                     let unchanging = init.is_some_and(|v| fold.leaves_unchanged(v, x.dtype));
                     lower(&window, fold, x, &node.ty, unchanging)
@@ -321,10 +318,7 @@ pub fn lower_kernel(kernel: &mut Kernel) {
             Op::Reduce { dims, reducer: reducer @ (Reducer::Max | Reducer::Min) } if operands.len() == 2 => {
                 let x = &nodes[operands[0]].ty;
                 let last = x.rank().saturating_sub(1);
-                let init = match &nodes[operands[1]].op {
-                    Op::Constant(lit) => lit.splat(),
-                    _ => None,
-                };
+                let init = splat(&nodes[operands[1]]);
                 (x.dtype.is_float() && x.rank() >= 2 && !dims.contains(&last))
                     .then(|| {
                         let window: Vec<WindowDim> = (0..x.rank())
@@ -346,38 +340,32 @@ pub fn lower_kernel(kernel: &mut Kernel) {
             new_index[k] = nodes.len() - 1;
             continue;
         };
-        // The node each step's value is.
-        let mut at: Vec<usize> = Vec::with_capacity(steps.len());
-        for (j, step) in steps.into_iter().enumerate() {
-            let args: Vec<usize> = step
-                .operands
-                .iter()
-                .map(|v| match *v {
-                    Value::Input(i) => operands[i],
-                    Value::Step(s) => at[s],
-                    Value::Node(n) => new_index[n],
-                })
-                .collect();
-            // A transpose that undoes the one its operand is (a channels-first convolution's
-            // result, transposed back from channels-last) is that one's operand.
-            if let (Op::Transpose(order), [arg]) = (&step.op, args.as_slice()) {
-                if let Op::Transpose(before) = &nodes[*arg].op {
-                    if order.iter().enumerate().all(|(j, &d)| before[d] == j) {
-                        at.push(nodes[*arg].operands[0]);
-                        looked_through.push(*arg);
-                        continue;
-                    }
+        // A transpose that undoes the one its operand is (a channels-first convolution's
+        // result, transposed back from channels-last) is that one's operand.
+        let undone = |step: &Step, args: &[usize], nodes: &[KernelNode]| match (&step.op, args) {
+            (Op::Transpose(order), [arg]) => match &nodes[*arg].op {
+                Op::Transpose(before) if order.iter().enumerate().all(|(j, &d)| before[d] == j) => {
+                    looked_through.push(*arg);
+                    Some(nodes[*arg].operands[0])
                 }
-            }
-            nodes.push(KernelNode { name: format!("{}.{j}", node.name), op: step.op, ty: step.ty, operands: args, ..node.clone() });
-            at.push(nodes.len() - 1);
-        }
-        new_index[k] = *at.last().expect("at least one step");
+                _ => None,
+            },
+            _ => None,
+        };
+        new_index[k] = convolution::splice(&mut nodes, node, steps, &operands, &new_index, undone);
         debug_assert_eq!(nodes[new_index[k]].ty, node.ty);
     }
     kernel.renumber(nodes, &new_index);
     // Transposes nothing else reads are gone with the windowed reductions.
     kernel.drop_unread(looked_through);
+}
+
+/// The one value of a splat constant node (a reduction's init value), if it is one.
+fn splat(node: &KernelNode) -> Option<f64> {
+    match &node.op {
+        Op::Constant(lit) => lit.splat(),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
