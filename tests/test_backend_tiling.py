@@ -510,6 +510,11 @@ POOLING = {
     # a sum from +0.0 adds it (+0 + -0 is +0); the order is XLA's reference fold, which XLA's
     # CPU run reassociates at some shapes: compared within the tolerance
     "registers_avg_pool_1x8x8x16": ("Registers", {"vadd": 64, "vmul": 16, "vstore": 16}, False),
+    # a window padded across a dimension it does not widen: each output sums one element onto
+    # +0.0 (a sum that turns -0 into +0, not one that passes its operand through: refused
+    # before), the padded ones the init alone; a sum of one element is exact
+    "registers_avg_pool_padded_across_2x4x4x16": ("Registers", {"vadd": 16, "vmul": 17,
+                                                                 "vstore": 24}, True),
     # a region written minimum(element, running value): folded in that order
     "registers_min_pool_element_first_1x6x6x16": ("Registers", {"vload": 36, "vmin": 27,
                                                                 "vstore": 9}, True),

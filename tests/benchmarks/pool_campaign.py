@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import jax
@@ -32,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers.differential import Tally, campaign_arguments, check_kernel  # noqa: E402
+from helpers.differential import campaign_arguments, run_campaign  # noqa: E402
 from helpers.examples import build_spec_file  # noqa: E402
 
 F32 = jnp.float32
@@ -123,6 +122,14 @@ def random_input(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray
     return np.asarray(x, dtype=np.float32)
 
 
+def drawn(rng: np.random.Generator, count: int, kinds: list[str]):
+    """`count` poolings ``(label, HLO text, inputs, exact)`` for `run_campaign`."""
+    for _ in range(count):
+        kind, g = draw(rng, kinds)
+        text, shape = hlo_text(kind, g)
+        yield f"{kind} {g}", text, [random_input(rng, shape)], KINDS[kind][1]
+
+
 def main() -> int:
     args = campaign_arguments(__doc__.splitlines()[0], KINDS, SPEC,
                               "the spec file to build (default: the Registers test accelerator)")
@@ -131,18 +138,7 @@ def main() -> int:
         print(f"building {args.spec} ...", flush=True)
         build = build_spec_file(args.spec.resolve(), work / "build")
         rng = np.random.default_rng(args.seed)
-        tally = Tally()
-        for index in range(args.kernels):
-            kind, g = draw(rng, args.kinds)
-            text, shape = hlo_text(kind, g)
-            inputs = [random_input(rng, shape)]
-            started = time.perf_counter()
-            outcome = check_kernel(build, text, inputs, work / f"k{index}", "kernel",
-                                   exact=KINDS[kind][1])
-            label = f"{index:3d} {kind} {g}"
-            tally.record(outcome, time.perf_counter() - started, label)
-            print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "
-                  f"{tally.seconds[-1]:.2f} s", flush=True)
+        tally = run_campaign(build, drawn(rng, args.kernels, args.kinds), work)
     print("\n" + tally.report(args.kernels))
     return 1 if tally.wrong else 0
 

@@ -180,14 +180,16 @@ class Tally:
             self.wrong.append(label)
 
 
-def run_campaign(build: ExampleBuild, kernels: Iterable[tuple[str, str, list[np.ndarray]]],
-                 work: Path, exact: bool = False) -> Tally:
+def run_campaign(build: ExampleBuild, kernels: Iterable[tuple], work: Path,
+                 exact: bool = False) -> Tally:
     """Checks each ``(label, HLO text, inputs)`` of ``kernels`` on ``build`` in turn, printing
-    one line per kernel; their tally."""
+    one line per kernel; their tally. A kernel compares bit for bit where ``exact`` says so, or
+    where its fourth element, if it has one, does."""
     tally = Tally()
-    for index, (label, text, inputs) in enumerate(kernels):
+    for index, (label, text, inputs, *own) in enumerate(kernels):
         started = time.perf_counter()
-        outcome = check_kernel(build, text, inputs, work / f"k{index}", "kernel", exact)
+        outcome = check_kernel(build, text, inputs, work / f"k{index}", "kernel",
+                               own[0] if own else exact)
         label = f"{index:3d} {label}"
         tally.record(outcome, time.perf_counter() - started, label)
         print(f"{label}: {outcome.summary}, {outcome.instructions} instructions, "

@@ -188,10 +188,12 @@ fn reshape(x: Term, from: &Ty, to: Ty) -> Term {
 
 /// Whether `node` is one of the pass-through identities (`x + 0`, `x * 1`): it computes
 /// nothing, and the tiling of its class follows the operation the class computes instead.
+/// Only exact ones: a float `x + (+0.0)` computes something (it turns `-0` into `+0`), so
+/// its class is tiled by it.
 pub fn is_pass_through(eg: &SelGraph, node: &Node) -> bool {
     let one = |id: Id| eg[id].nodes.iter().any(|n| matches!(&n.op, Op::Constant(lit) if lit.splat() == Some(1.0)));
     match node.op {
-        Op::Add => node.children.iter().any(|&c| is_zero(eg, c)),
+        Op::Add => node.children.iter().any(|&c| is_additive_identity(eg, c, node.ty.dtype)),
         Op::Multiply => node.children.iter().any(|&c| one(c)),
         _ => false,
     }
@@ -200,25 +202,34 @@ pub fn is_pass_through(eg: &SelGraph, node: &Node) -> bool {
 /// Whether class `id` holds a literal that is zero throughout (a ReLU's bound: rewriting
 /// `max(x, 0)` through a ReLU would give it back; `min(x, 0) = x - relu(x)` is one).
 pub fn is_zero(eg: &SelGraph, id: Id) -> bool {
-    zero_within(eg, id, 3, &mut BTreeMap::new())
+    zero_within(eg, id, 3, false, &mut BTreeMap::new())
 }
 
-/// [`is_zero`], looking through at most `depth` conversions and moves of a zero literal not
-/// yet folded (classes may be cyclic: a reshape's class can hold the reshape back). `seen`
-/// holds the depth each class was looked into with: one looked into as deep before held no
-/// zero (the search stops at the first), so it is not looked into again. A tiled kernel's
-/// classes hold many slices and reshapes of one another, and without this each test of a
-/// sum or maximum walked every path three levels deep.
-fn zero_within(eg: &SelGraph, id: Id, depth: usize, seen: &mut BTreeMap<Id, usize>) -> bool {
+/// Whether class `id` holds [`additive_identity`] of `dtype` throughout: any zero of an
+/// integer type, `-0.0` of a float one.
+fn is_additive_identity(eg: &SelGraph, id: Id, dtype: DType) -> bool {
+    zero_within(eg, id, 3, dtype.is_float(), &mut BTreeMap::new())
+}
+
+/// [`is_zero`] (or, `negative`, a zero of negative sign), looking through at most `depth`
+/// conversions and moves of a zero literal not yet folded (classes may be cyclic: a
+/// reshape's class can hold the reshape back). `seen` holds the depth each class was looked
+/// into with: one looked into as deep before held no zero (the search stops at the first),
+/// so it is not looked into again. A tiled kernel's classes hold many slices and reshapes of
+/// one another, and without this each test of a sum or maximum walked every path three
+/// levels deep.
+fn zero_within(eg: &SelGraph, id: Id, depth: usize, negative: bool, seen: &mut BTreeMap<Id, usize>) -> bool {
     let id = eg.find(id);
     if seen.get(&id).is_some_and(|&d| d >= depth) {
         return false;
     }
     seen.insert(id, depth);
     eg[id].nodes.iter().any(|n| match &n.op {
-        Op::Constant(lit) => lit.splat() == Some(0.0),
+        Op::Constant(lit) => lit.splat().is_some_and(|v| v == 0.0 && (!negative || v.is_sign_negative())),
+        // An integer zero converts to `+0.0`.
+        Op::Convert if negative && !eg[n.children[0]].data.dtype.is_float() => false,
         Op::Convert | Op::Broadcast(_) | Op::Reshape | Op::Slice(_) if depth > 0 => {
-            zero_within(eg, n.children[0], depth - 1, seen)
+            zero_within(eg, n.children[0], depth - 1, negative, seen)
         }
         _ => false,
     })
@@ -1144,6 +1155,27 @@ mod tests {
             }
         }
         assert!(!eg[int_quotient].nodes.iter().any(|n| n.op == Op::Multiply));
+    }
+
+    #[test]
+    fn only_an_exact_sum_with_zero_passes_through() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let mut sum_with = |dtype: DType, zero: f64, widened: bool| {
+            let t = Ty::new(dtype, vec![4, 16]);
+            let x = eg.add(Node::leaf(Op::Input(0), t.clone()));
+            let z = if widened {
+                let narrow = constant(&mut eg, t.with_dtype(DType::S8), &[zero]);
+                eg.add(Node::new(Op::Convert, t.clone(), vec![narrow]))
+            } else {
+                constant(&mut eg, t.clone(), &[zero])
+            };
+            let node = Node::new(Op::Add, t, vec![x, z]);
+            is_pass_through(&eg, &node)
+        };
+        assert!(sum_with(DType::F32, -0.0, false), "x + -0 is x, signed zeros included");
+        assert!(!sum_with(DType::F32, 0.0, false), "-0 + +0 is +0: the sum computes something");
+        assert!(!sum_with(DType::F32, 0.0, true), "an integer zero converts to +0");
+        assert!(sum_with(DType::S32, 0.0, false) && sum_with(DType::S32, 0.0, true));
     }
 
     #[test]

@@ -538,6 +538,14 @@ KERNELS = {
                                          [shape(2, 7, 7, 16, dtype=F32)]),
     "registers_avg_pool_1x8x8x16": (lambda x: avg_pool(x, (2, 2), (2, 2)),
                                     [shape(1, 8, 8, 16, dtype=F32)]),
+    # a window padded across a dimension it does not widen: the outputs there sum the init
+    # alone, and each other output one element onto +0.0 (a sum with +0.0 computes
+    # something, -0 + +0 = +0: refused before, tiled as if it passed its operand through)
+    "registers_avg_pool_padded_across_2x4x4x16": (
+        lambda x: jax.lax.reduce_window(x, jnp.float32(0), jax.lax.add, (1, 2, 1, 1),
+                                        (1, 3, 1, 1), ((0, 0), (1, 1), (1, 1), (0, 0)),
+                                        window_dilation=(1, 2, 1, 1)) / 2,
+        [shape(2, 4, 4, 16, dtype=F32)]),
     "registers_min_pool_element_first_1x6x6x16": (
         lambda x: jax.lax.reduce_window(x, jnp.float32(jnp.inf), lambda a, b: jnp.minimum(b, a),
                                         (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
