@@ -712,14 +712,13 @@ impl Pieces<'_> {
         let positions: i64 = self.conv.window.iter().map(|wd| wd.size).product();
         let items = if self.conv.batch_groups > 1 { self.groups } else { 1 };
         let count = segment.1 - segment.0;
-        stride > 1
-            && (0..items).any(|g| {
-                (0..positions).any(|p| {
-                    let b = g * self.group_batch + item;
-                    self.pixel(b, at, segment.0, &segment.2, &self.position(p))
-                        .is_some_and(|px| px + count * stride > self.pixels.shape[0])
-                })
+        (0..items).any(|g| {
+            (0..positions).any(|p| {
+                let b = g * self.group_batch + item;
+                self.pixel(b, at, segment.0, &segment.2, &self.position(p))
+                    .is_some_and(|px| strided_rows_run_past(px, count, stride, self.pixels.shape[0]))
             })
+        })
     }
 
     /// The kernel's matrix at window position `p` (row-major over the window) for group `g`:
@@ -747,7 +746,7 @@ impl Pieces<'_> {
         let (first, end, on_last) = segment;
         let count = end - first;
         let step = self.output_step();
-        if count > 1 && self.past_the_end(item, at, segment) {
+        if self.past_the_end(item, at, segment) {
             // Its last output on its own: every `stride`-th row read as the first row of
             // each group of `stride` rows would take a group past the input's last row.
             let head = self.piece(w, item, at, &(*first, end - 1, on_last.clone()));
@@ -1058,6 +1057,13 @@ pub fn lower_kernel(kernel: &mut Kernel) {
     kernel.renumber(nodes, &new_index);
     // Moves of a kernel that nothing else reads are gone with the convolution.
     kernel.drop_unread(looked_through.iter().map(|&k| new_index[k]));
+}
+
+/// Whether `count` rows read every `stride`-th from row `first`, each as the first row of a
+/// group of `stride` rows (a strided load reads whole groups), would take a group past the
+/// last of `rows` rows: the piece's last row is then read on its own.
+pub fn strided_rows_run_past(first: i64, count: i64, stride: i64, rows: i64) -> bool {
+    count > 1 && stride > 1 && first + count * stride > rows
 }
 
 /// Appends a lowering's `steps` to `nodes` as the nodes that compute `node`, each named after

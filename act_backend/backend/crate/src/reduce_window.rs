@@ -207,11 +207,10 @@ pub fn lower(window: &[WindowDim], fold: Fold, x: &Ty, ty: &Ty, init_unchanging:
             if let Some(a) = along {
                 last_at[a] = first;
             }
-            let past = end - first > 1
-                && stride > 1
-                && (0..positions).any(|p| {
-                    pixel_of(window, inputs, &last_at, p).is_some_and(|px| px + (end - first) * stride > pixels.shape[0])
-                });
+            let past = (0..positions).any(|p| {
+                pixel_of(window, inputs, &last_at, p)
+                    .is_some_and(|px| convolution::strided_rows_run_past(px, end - first, stride, pixels.shape[0]))
+            });
             if past {
                 cut.extend([(first, end - 1), (end - 1, end)]);
             } else {
