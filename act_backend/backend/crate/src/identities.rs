@@ -116,7 +116,7 @@ fn additive_identity(dtype: DType) -> f64 {
 }
 
 /// `c = +-2^k`: a finite, non-zero value whose reciprocal is exact in binary floating point.
-fn is_power_of_two(c: f64) -> bool {
+pub fn is_power_of_two(c: f64) -> bool {
     c.is_finite() && c != 0.0 && (c.abs().to_bits() & ((1u64 << 52) - 1)) == 0 && c.abs() >= f64::MIN_POSITIVE
 }
 

@@ -268,6 +268,20 @@ fn a_float_reduction_on_an_isa_whose_semantics_never_reduce_is_refused_before_an
 }
 
 #[test]
+fn a_division_on_an_isa_whose_semantics_never_divide_is_refused_before_any_search() {
+    // Only a float division by a power of two has a rule (the multiplication by its
+    // reciprocal): a mean over 9 positions, or a quotient of two inputs, has no program.
+    let message = refusal("registers_isa.json", "registers_avg_pool_3x3_1x6x6x16");
+    assert!(message.contains("no instruction of Registers computes `divide`"), "{message}");
+    assert!(message.contains("no instruction's semantics divides, and its divisor, 9, is no power of two"), "{message}");
+    let message = refusal("registers_isa.json", "registers_quotient_16x16");
+    assert!(message.contains("its divisor is a value of the inputs, not a constant"), "{message}");
+    assert!(!message.contains("node limit"), "{message}");
+    // A mean over 4 positions is a product with 0.25: searched, and compiled.
+    assert_eq!(count(&compiled("registers_isa.json", "registers_avg_pool_1x8x8x16"), "vmul"), 16);
+}
+
+#[test]
 fn an_integer_contraction_longer_than_every_product_where_nothing_adds_is_named() {
     // WeightStationary's array contracts 64 and nothing adds int32 values: a contraction of
     // 128 splits into two products that nothing could sum.

@@ -384,6 +384,11 @@ KERNELS = {
     "registers_abs_48x3x3": (jnp.abs, [shape(48, 3, 3, dtype=F32)]),
     # refused at once: a float row sum, where no instruction's semantics reduces
     "registers_row_sums_17x32": (lambda x: jnp.sum(x, axis=1), [shape(17, 32, dtype=F32)]),
+    # refused at once: means over 9 positions (a division by 9) and quotients of two inputs,
+    # where no instruction's semantics divides
+    "registers_avg_pool_3x3_1x6x6x16": (lambda x: avg_pool(x, (3, 3), (1, 1)),
+                                        [shape(1, 6, 6, 16, dtype=F32)]),
+    "registers_quotient_16x16": (jnp.divide, [shape(16, 16, dtype=F32)] * 2),
     # 17 floats, where every load and store moves 16: the first 16, then the last 16, which
     # overlap by 15 computed twice; and so for a 17x17 sum (289 elements: 19 registers), an
     # 17x8 one (136: 9) and rows of 17 shifted by a scalar each (two registers a row)
