@@ -104,6 +104,10 @@ TILED = {
     "gemmini_matmul_batch_4": ("Gemmini", {"matmul32": 4}),
     # the tiles' results side by side in the accumulator, stored through the ReLU at once
     "gemmini_relu_matmul_128_rows": ("Gemmini", {"matmul32": 8, "mvout_acc_relu": 1}),
+    # the maximum of two int8 products (int32): their difference, bounded by the contraction
+    # (at most 2 * 48 * 2^14), cannot wrap, so max(x, y) = y + relu(x - y), the ReLU a store's
+    # (refused before: "computes `maximum`", nothing bounded a product's result)
+    "gemmini_max_of_products_32x48x16": ("Gemmini", {"mac32": 16, "mvout_acc_relu": 1}),
     # strided loads of the operands' tiles; partial products accumulated by the array
     "gemmini_matmul_16x64x16": ("Gemmini", {"matmul32": 1, "mac32": 3}),
     # result columns written into their rows by strided stores

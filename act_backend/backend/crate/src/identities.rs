@@ -235,6 +235,17 @@ fn zero_within(eg: &SelGraph, id: Id, depth: usize, negative: bool, seen: &mut B
     })
 }
 
+/// Whether one of `a` and `b` is a ReLU (its class holds a maximum with zero) and the other a
+/// literal of no positive value: their maximum is the ReLU, as the identities that give a
+/// ReLU its maximum with the lower bounds of narrower types record; written through a ReLU
+/// again it would only grow the e-graph.
+fn relu_above_bound(eg: &SelGraph, a: Id, b: Id) -> bool {
+    let relu = |c: Id| eg[c].nodes.iter().any(|n| n.op == Op::Maximum && n.children.iter().any(|&z| is_zero(eg, z)));
+    let at_most_zero =
+        |c: Id| eg[c].nodes.iter().any(|n| matches!(&n.op, Op::Constant(lit) if lit.values().all(|v| v <= 0.0)));
+    (relu(a) && at_most_zero(b)) || (relu(b) && at_most_zero(a))
+}
+
 /// `x` written to HBM and read back (`from_bytes(to_bytes(x))`, see
 /// [`crate::egraph::to_bytes`]): an operation that an ISA computes only on the way out, as a
 /// store's ReLU, can then feed a later one through a load.
@@ -498,7 +509,8 @@ pub fn lowerings(eg: &SelGraph, ids: &Identities, tiles: &Extents, node: &Node) 
                 && node.children.len() == 2
                 && within_half_range(eg, node.children[0])
                 && within_half_range(eg, node.children[1])
-                && !(node.op == Op::Maximum && node.children.iter().any(|&c| is_zero(eg, c))) =>
+                && !(node.op == Op::Maximum && node.children.iter().any(|&c| is_zero(eg, c)))
+                && !(node.op == Op::Maximum && relu_above_bound(eg, node.children[0], node.children[1])) =>
         {
             let (x, y) = (Term::Class(node.children[0]), Term::Class(node.children[1]));
             let diff = Term::Node(Op::Subtract, ty.clone(), vec![x.clone(), y.clone()]);

@@ -25,7 +25,7 @@ use crate::isa::Isa;
 use crate::lang::{DType, Literal, Node, Op, OpCode, Ty};
 use crate::rewrites::{integer_range, representable, Rewrite, Term};
 use egg::Id;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The widenings useful to an ISA, read from its semantics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -134,20 +134,68 @@ fn widened_from(eg: &SelGraph, id: Id) -> Vec<(Term, Ty)> {
 
 /// Whether every value of class `id`, of a signed integer type `W`, lies strictly within
 /// a quarter of `W`'s range (`|v| < 2^(bits - 2)`), so that the difference of two such values
-/// is a value of `W`: a widening convert from a narrower integer type (or a reshape of one),
-/// or a literal whose values do.
+/// is a value of `W` ([`magnitude_bound`]: a value widened from a narrower integer type, a
+/// small literal, or an int8 product's int32 result of a contraction short enough).
 pub fn within_half_range(eg: &SelGraph, id: Id) -> bool {
     let dtype = eg[id].data.dtype;
-    if !dtype.is_signed() {
-        return false;
+    dtype.is_signed() && magnitude_bound(eg, id).is_some_and(|b| b < 2f64.powi(8 * dtype.bytes() as i32 - 2))
+}
+
+/// How deep [`magnitude_bound`] looks below a class: a clamp of a product (minimum, maximum,
+/// the product, the conversion of its operands) and the slices and reshapes of its tiles.
+const BOUND_DEPTH: usize = 6;
+
+/// A bound on `|v|` for every value `v` of integer class `id`: the least that one of its nodes
+/// proves, or its type's range. A node proves one from its operands' bounds where its exact
+/// result cannot wrap: a literal's largest magnitude; a conversion's operand's (a widening
+/// one, or one whose operand already fits); moves, slices, concatenations, maxima and minima
+/// the largest of their operands'; a sum or difference their sum; a product of two values
+/// theirs; a matrix product its contraction's length times the product of its operands'
+/// bounds (an int8 product's int32 result of a contraction of 48: at most 48 * 2^14).
+pub fn magnitude_bound(eg: &SelGraph, id: Id) -> Option<f64> {
+    bound_within(eg, id, BOUND_DEPTH, &mut BTreeMap::new())
+}
+
+fn bound_within(eg: &SelGraph, id: Id, depth: usize, memo: &mut BTreeMap<Id, Option<f64>>) -> Option<f64> {
+    let id = eg.find(id);
+    if let Some(&known) = memo.get(&id) {
+        return known;
     }
-    let bound = 2f64.powi(8 * dtype.bytes() as i32 - 2);
-    let narrower = |t: &Ty| t.dtype.is_int() && t.dtype.bytes() < dtype.bytes();
-    widened_from(eg, id).iter().any(|(_, t)| narrower(t))
-        || eg[id].nodes.iter().any(|n| match &n.op {
-            Op::Constant(lit) => lit.values().all(|v| v.abs() < bound),
-            _ => false,
-        })
+    let (lo, hi) = integer_range(eg[id].data.dtype).filter(|_| eg[id].data.dtype.is_int())?;
+    let range = lo.abs().max(hi.abs());
+    // A class met again below itself (a reshape of its reshape) proves nothing more.
+    memo.insert(id, Some(range));
+    let mut best = range;
+    for node in &eg[id].nodes {
+        let mut operand = |k: usize| -> Option<f64> {
+            let c = *node.children.get(k)?;
+            if depth == 0 || !eg[c].data.dtype.is_int() {
+                return None;
+            }
+            bound_within(eg, c, depth - 1, memo)
+        };
+        let proved = match &node.op {
+            Op::Constant(lit) => Some(lit.values().fold(0.0, |m: f64, v| m.max(v.abs()))),
+            Op::Convert | Op::Reshape | Op::Copy | Op::Transpose(_) | Op::Slice(_) | Op::Broadcast(_) => operand(0),
+            Op::Concatenate(_) | Op::Maximum | Op::Minimum => {
+                (0..node.children.len()).map(&mut operand).try_fold(0.0, |m: f64, b| Some(m.max(b?)))
+            }
+            Op::Add | Op::Subtract if node.children.len() == 2 => Some(operand(0)? + operand(1)?),
+            Op::Multiply if node.children.len() == 2 => Some(operand(0)? * operand(1)?),
+            Op::Dot(dd) if node.children.len() == 2 => {
+                let lhs = &eg[node.children[0]].data;
+                let length: i64 = dd.lhs_contracting.iter().map(|&d| lhs.shape[d]).product();
+                Some(length as f64 * operand(0)? * operand(1)?)
+            }
+            _ => None,
+        };
+        // A bound beyond the type's range means the exact result may wrap: it proves nothing.
+        if let Some(b) = proved.filter(|&b| -b >= lo && b <= hi) {
+            best = best.min(b);
+        }
+    }
+    memo.insert(id, Some(best));
+    Some(best)
 }
 
 /// Whether every value of integer class `id` is a value of a narrower integer type: a
@@ -365,6 +413,41 @@ mod tests {
     }
 
     const STD: fn() -> DotDims = || DotDims { lhs_contracting: vec![1], rhs_contracting: vec![0], ..Default::default() };
+
+    #[test]
+    fn magnitudes_are_bounded_by_what_each_operation_of_bounded_operands_can_reach() {
+        let mut eg = SelGraph::new(TypeAnalysis);
+        let int8 = |eg: &mut SelGraph, i: usize, shape: Vec<i64>| eg.add(Node::leaf(Op::Input(i), Ty::new(DType::S8, shape)));
+        let widen = |eg: &mut SelGraph, x: egg::Id| {
+            let shape = eg[x].data.shape.clone();
+            eg.add(Node::new(Op::Convert, Ty::new(DType::S32, shape), vec![x]))
+        };
+        let product = |eg: &mut SelGraph, k: i64| {
+            let (a, b) = (int8(eg, 0, vec![16, k]), int8(eg, 1, vec![k, 16]));
+            let (a, b) = (widen(eg, a), widen(eg, b));
+            eg.add(Node::new(Op::Dot(STD()), Ty::new(DType::S32, vec![16, 16]), vec![a, b]))
+        };
+        // An int8 product's int32 result: at most 48 * 128 * 128 over a contraction of 48,
+        // within a quarter of int32's range; one of 2^17 could reach 2^31 and proves nothing.
+        let p48 = product(&mut eg, 48);
+        assert_eq!(magnitude_bound(&eg, p48), Some(48.0 * 16384.0));
+        assert!(within_half_range(&eg, p48));
+        let p_long = product(&mut eg, 1 << 17);
+        assert_eq!(magnitude_bound(&eg, p_long), Some(2147483648.0), "the type's own range");
+        assert!(!within_half_range(&eg, p_long));
+        // A clamp's maximum of it with a literal: the larger of the two bounds.
+        let low = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[-128.0])), Ty::new(DType::S32, vec![16, 16])));
+        let max = eg.add(Node::new(Op::Maximum, Ty::new(DType::S32, vec![16, 16]), vec![p48, low]));
+        assert!(within_half_range(&eg, max));
+        // An int32 input is any int32 value.
+        let x = eg.add(Node::leaf(Op::Input(2), Ty::new(DType::S32, vec![16, 16])));
+        assert!(!within_half_range(&eg, x));
+        // A uint8 difference may wrap: its bound stays its type's range.
+        let u = eg.add(Node::leaf(Op::Input(3), Ty::new(DType::U8, vec![4])));
+        let v = eg.add(Node::leaf(Op::Constant(Literal::from_values(&[1.0])), Ty::new(DType::U8, vec![4])));
+        let diff = eg.add(Node::new(Op::Subtract, Ty::new(DType::U8, vec![4]), vec![v, u]));
+        assert_eq!(magnitude_bound(&eg, diff), Some(255.0));
+    }
 
     #[test]
     fn a_wide_product_of_narrow_operands_is_the_product_of_widened_operands() {

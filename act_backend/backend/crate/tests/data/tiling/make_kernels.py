@@ -562,6 +562,11 @@ KERNELS = {
         lambda x: max_pool(x, (2, 1), (1, 1), base_dilation=(1, 2, 1, 1)),
         [shape(1, 4, 4, 16, dtype=F32)]),
     "lanes_max_pool_3x3_1x6x6x64": (lambda x: max_pool(x, (3, 3), (3, 3)), [shape(1, 6, 6, 64)]),
+    # the int32 maximum of two int8 products: each at most 48 * 2^14 in magnitude, so their
+    # difference cannot wrap and the maximum is one plus the ReLU of the difference
+    "gemmini_max_of_products_32x48x16": (
+        lambda a, b, c, d: jnp.maximum(int8_product(a, b), int8_product(c, d)),
+        [shape(32, 48, dtype=I8), shape(48, 16, dtype=I8)] * 2),
     "gemmini_max_pool_1x8x8x16": (lambda x: max_pool(x, (2, 2), (2, 2)),
                                   [shape(1, 8, 8, 16, dtype=I8)]),
     # a quantized layer and its pooling: the pooling reads the layer's int8 output
